@@ -1,0 +1,95 @@
+//! Micro-benchmarks of the gateway's hot paths: the inbox insert every event goes through,
+//! the draft renderer every answer goes through, and the splitter.
+//! Run with `cargo bench --bench hot_paths`; figures go to BENCHMARKS.md.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use switchboard::agent::AgentEvent;
+use switchboard::draft::{Draft, DraftSettings};
+use switchboard::store::{self, now_ms};
+use switchboard_channel::{
+    ChannelEvent, ConversationKey, Inbound, LengthUnit, Limits, UserRef, split_message,
+};
+use switchboard_standins::FakeChannel;
+use tokio::runtime::Runtime;
+
+fn inbox_insert(c: &mut Criterion) {
+    let rt = Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = rt
+        .block_on(store::connect(&format!(
+            "sqlite://{}/bench.db",
+            dir.path().display()
+        )))
+        .unwrap();
+    let key = ConversationKey::new("bench", "chat");
+    let n = AtomicU64::new(0);
+    c.bench_function("inbox_insert_sqlite", |b| {
+        b.to_async(&rt).iter(|| {
+            let id = n.fetch_add(1, Ordering::Relaxed);
+            let event = ChannelEvent::Message(Inbound {
+                key: key.clone(),
+                event_id: format!("evt-{id}"),
+                user: UserRef {
+                    id: "u1".into(),
+                    name: None,
+                },
+                text: "hello there, how are you today?".into(),
+            });
+            let store = Arc::clone(&store);
+            async move { store.insert_event(&event, now_ms()).await.unwrap() }
+        })
+    });
+}
+
+/// One 2,000-character answer streamed as 500 four-character deltas through a draft.
+fn draft_render(c: &mut Criterion) {
+    let rt = Runtime::new().unwrap();
+    let limits = Limits {
+        min_edit_interval: Duration::ZERO,
+        ..Limits::default()
+    };
+    let settings = DraftSettings {
+        chunk_min_chars: 80,
+        min_interval: Duration::ZERO,
+    };
+    let key = ConversationKey::new("bench", "chat");
+    c.bench_function("draft_render_2000_chars", |b| {
+        b.to_async(&rt).iter_batched(
+            || FakeChannel::with_limits("bench", limits.clone(), None),
+            |channel| {
+                let key = key.clone();
+                async move {
+                    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                    for _ in 0..500 {
+                        tx.send(AgentEvent::TextChunk("abc ".into())).unwrap();
+                    }
+                    tx.send(AgentEvent::Final("abc ".repeat(500))).unwrap();
+                    Draft::new(channel, key, settings, Vec::new(), None)
+                        .drive(rx)
+                        .await
+                        .unwrap()
+                }
+            },
+            BatchSize::SmallInput,
+        )
+    });
+}
+
+fn splitter(c: &mut Criterion) {
+    let code: String = (0..300).map(|i| format!("let x{i} = {i};\n")).collect();
+    let text = format!(
+        "{}\n\n```rust\n{code}```\n\n{}",
+        "word ".repeat(2000),
+        "end ".repeat(500)
+    );
+    c.bench_function("split_20k_chars_telegram", |b| {
+        b.iter(|| split_message(&text, 4096, LengthUnit::Utf16))
+    });
+}
+
+criterion_group!(benches, inbox_insert, draft_render, splitter);
+criterion_main!(benches);

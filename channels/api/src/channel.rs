@@ -1,0 +1,164 @@
+//! The `Channel` trait: the one seam between the core and a chat platform. Adapters receive
+//! platform events, hand them to an [`EventSink`] (which stores them durably) and only then
+//! acknowledge them to the platform; the core calls back through `send`/`edit`/… to answer.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use crate::split::LengthUnit;
+use crate::types::{ButtonPress, ChannelEvent, ConversationKey, MessageRef, Outbound};
+
+/// What a platform allows, so the core can split, throttle and pick a transport.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limits {
+    /// Longest message the platform accepts, in `length_unit`s of rendered text.
+    pub max_message_len: usize,
+    /// How the platform counts length (Telegram counts UTF-16 code units).
+    pub length_unit: LengthUnit,
+    /// Shortest gap between two edits of one message the platform tolerates.
+    pub min_edit_interval: Duration,
+    /// Sends + edits per chat the platform allows in `rate_window`.
+    pub rate_per_window: u32,
+    /// The window `rate_per_window` is counted over.
+    pub rate_window: Duration,
+    /// Whether `send` can attach buttons.
+    pub supports_buttons: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_message_len: 4000,
+            length_unit: LengthUnit::Chars,
+            min_edit_interval: Duration::from_millis(500),
+            rate_per_window: 20,
+            rate_window: Duration::from_secs(60),
+            supports_buttons: false,
+        }
+    }
+}
+
+/// How a platform call failed, in terms the core can act on without knowing the platform.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum ChannelError {
+    /// The platform asked us to slow down; try again after this long.
+    #[error("rate limited, retry after {retry_after:?}")]
+    RateLimited {
+        /// How long the platform asked us to wait.
+        retry_after: Duration,
+    },
+    /// The rendered text is longer than the platform accepts.
+    #[error("message too long")]
+    TooLong,
+    /// The message or chat is gone (deleted, bot removed).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// A network error or 5xx; retrying later may work.
+    #[error("transient platform error: {0}")]
+    Transient(String),
+    /// Retrying will not help (bad token, forbidden, malformed request).
+    #[error("platform refused: {0}")]
+    Fatal(String),
+}
+
+/// What happened to an event handed to the sink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Stored durably for the first time; it will be processed.
+    Stored,
+    /// Seen before (a platform redelivery); dropped.
+    Duplicate,
+}
+
+/// Why the sink could not take an event. The channel must not acknowledge it, so the
+/// platform redelivers it later.
+#[derive(Debug, thiserror::Error)]
+#[error("could not store event: {0}")]
+pub struct SinkError(pub String);
+
+/// Where a channel hands its normalized events. Implemented by the core's inbox.
+#[async_trait]
+pub trait EventSink: Send + Sync {
+    /// Store the event durably (deduplicated by channel + event id) before returning.
+    /// Only after `Ok` may the channel acknowledge the event to its platform.
+    async fn deliver(&self, event: ChannelEvent) -> Result<Delivery, SinkError>;
+}
+
+/// A channel's own view of whether it can receive, for `/readyz`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Health {
+    /// True when the channel is receiving events.
+    pub ready: bool,
+    /// Human-readable state (e.g. "polling", "409 Conflict: another poller is running").
+    pub detail: String,
+    /// Last time the channel proved it can receive.
+    pub last_ok: Option<SystemTime>,
+}
+
+impl Health {
+    /// A channel that is receiving.
+    pub fn ready(detail: impl Into<String>) -> Self {
+        Self {
+            ready: true,
+            detail: detail.into(),
+            last_ok: Some(SystemTime::now()),
+        }
+    }
+}
+
+/// One configured chat platform instance.
+#[async_trait]
+pub trait Channel: Send + Sync + 'static {
+    /// The configured instance name; also `ConversationKey::channel` of its events.
+    fn name(&self) -> &str;
+
+    /// The platform's limits.
+    fn limits(&self) -> Limits;
+
+    /// Run the receive loop (long polling, gateway socket) until `shutdown` fires.
+    /// Webhook-only channels return at once and serve [`Channel::routes`] instead.
+    async fn start(
+        &self,
+        sink: Arc<dyn EventSink>,
+        shutdown: CancellationToken,
+    ) -> Result<(), ChannelError>;
+
+    /// Webhook routes to mount on the shared HTTP server, if any.
+    fn routes(&self, _sink: Arc<dyn EventSink>) -> Option<axum::Router> {
+        None
+    }
+
+    /// Post a new message.
+    async fn send(&self, key: &ConversationKey, msg: &Outbound)
+    -> Result<MessageRef, ChannelError>;
+
+    /// Replace the text (and buttons) of a message the bot posted.
+    async fn edit(
+        &self,
+        key: &ConversationKey,
+        msg_ref: &MessageRef,
+        msg: &Outbound,
+    ) -> Result<(), ChannelError>;
+
+    /// Delete a message the bot posted.
+    async fn delete(&self, key: &ConversationKey, msg_ref: &MessageRef)
+    -> Result<(), ChannelError>;
+
+    /// Show "typing…" for a few seconds.
+    async fn typing(&self, _key: &ConversationKey) -> Result<(), ChannelError> {
+        Ok(())
+    }
+
+    /// Acknowledge a button press with a short notice ("Approved", "Expired").
+    async fn answer_button(&self, _press: &ButtonPress, _text: &str) -> Result<(), ChannelError> {
+        Ok(())
+    }
+
+    /// Whether the channel can currently receive.
+    fn health(&self) -> Health {
+        Health::ready("ok")
+    }
+}

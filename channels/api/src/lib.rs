@@ -1,0 +1,20 @@
+//! switchboard-channel: the boundary between Switchboard's core and chat platforms.
+//!
+//! Layout:
+//! - [`types`]: normalized events and messages (`ConversationKey`, `ChannelEvent`, `Outbound`).
+//! - [`channel`]: the `Channel` trait adapters implement, its `Limits` and error enum, and the
+//!   `EventSink` through which adapters hand events to the core's durable inbox.
+//! - [`render`]: the one markdown → platform renderer (Telegram HTML, Slack mrkdwn, Discord
+//!   markdown, web HTML) every channel's outgoing text goes through.
+//! - [`split`]: the limit-aware splitter every channel's long answers go through.
+
+pub mod channel;
+pub mod split;
+pub mod types;
+
+pub use channel::{Channel, ChannelError, Delivery, EventSink, Health, Limits, SinkError};
+pub use split::{LengthUnit, fit_tail, split_message};
+pub use types::{
+    BadConversationKey, Button, ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef,
+    Outbound, UserRef,
+};

@@ -1,0 +1,137 @@
+//! The command line: `run`, `check` and `migrate`, each a thin layer over library code.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{self, Config, ConfigError};
+use crate::{Gateway, channels, store, telemetry};
+
+/// Where `--config` points when it is not given.
+pub const DEFAULT_CONFIG: &str = "config/switchboard.toml";
+/// Used, with a log line saying so, when the default config does not exist.
+pub const EXAMPLE_CONFIG: &str = "config/switchboard.example.toml";
+
+/// Switchboard: an LLM agent behind your chat platforms.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the gateway until SIGINT/SIGTERM.
+    Run(ConfigArgs),
+    /// Validate the config and print every problem (exit 0 when it is valid).
+    Check(ConfigArgs),
+    /// Apply database migrations and exit.
+    Migrate(ConfigArgs),
+}
+
+/// The config file option every subcommand takes.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// Config file (default config/switchboard.toml, else the example config).
+    #[arg(long, short, env = "SWITCHBOARD_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+impl ConfigArgs {
+    /// The config path in effect, and whether it is the example fallback.
+    fn path(&self) -> (PathBuf, bool) {
+        match &self.config {
+            Some(path) => (path.clone(), false),
+            None if Path::new(DEFAULT_CONFIG).exists() => (DEFAULT_CONFIG.into(), false),
+            None => (EXAMPLE_CONFIG.into(), true),
+        }
+    }
+
+    fn load(&self) -> Result<Config, ConfigError> {
+        let (path, fallback) = self.path();
+        let config = config::load(&path)?;
+        if fallback {
+            tracing::info!("{DEFAULT_CONFIG} not found; using {EXAMPLE_CONFIG}");
+        }
+        Ok(config)
+    }
+}
+
+/// `switchboard run`.
+pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
+    let (path, fallback) = args.path();
+    let config = config::load(&path)?;
+    telemetry::init(config.gateway.log_format);
+    if fallback {
+        tracing::info!("{DEFAULT_CONFIG} not found; using {EXAMPLE_CONFIG}");
+    }
+    let listener = tokio::net::TcpListener::bind(&*config.gateway.listen)
+        .await
+        .with_context(|| format!("binding gateway.listen = {}", &*config.gateway.listen))?;
+    let mut gateway = Gateway::new(config.clone());
+    for channel in channels::from_config(&config)? {
+        gateway = gateway.channel(channel);
+    }
+    let running = gateway.start(listener).await?;
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    running.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `switchboard check`.
+pub fn check(args: ConfigArgs) -> anyhow::Result<ExitCode> {
+    let (path, _) = args.path();
+    match args.load() {
+        Ok(config) => {
+            println!(
+                "{}: ok ({} channel(s) configured, provider {:?} model {})",
+                path.display(),
+                config.channels.len(),
+                config.provider.kind,
+                &*config.provider.model
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(err) => {
+            eprintln!("{err}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// `switchboard migrate`.
+pub async fn migrate(args: ConfigArgs) -> anyhow::Result<ExitCode> {
+    let config = args.load()?;
+    telemetry::init(config.gateway.log_format);
+    store::connect(&config.gateway.database_url).await?;
+    println!("migrations applied");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

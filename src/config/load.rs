@@ -1,0 +1,249 @@
+//! Reading the config file: environment overrides applied to the TOML document, then one
+//! typed parse whose errors name file, line, column and key, then checks serde cannot express.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use toml_edit::{DocumentMut, Item, Value};
+
+use super::{Config, ProviderKind};
+
+/// Environment variables with this prefix override config keys (`__` separates the path).
+pub const ENV_PREFIX: &str = "SWITCHBOARD__";
+
+/// One thing wrong with a config file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Dotted key path, e.g. `gateway.listen`.
+    pub key: String,
+    /// 1-based line and column in the file, when known.
+    pub position: Option<(usize, usize)>,
+    /// What is wrong and, where possible, how to fix it.
+    pub message: String,
+}
+
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{file}: {source}")]
+    Io {
+        /// The path as given.
+        file: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not valid, with every problem found.
+    #[error("{}", render_problems(.file, .problems))]
+    Invalid {
+        /// The path as given.
+        file: String,
+        /// What is wrong.
+        problems: Vec<Problem>,
+    },
+}
+
+fn render_problems(file: &str, problems: &[Problem]) -> String {
+    let lines: Vec<String> = problems
+        .iter()
+        .map(|p| match p.position {
+            Some((line, col)) => format!("{file}:{line}:{col}: key `{}`: {}", p.key, p.message),
+            None => format!("{file}: key `{}`: {}", p.key, p.message),
+        })
+        .collect();
+    lines.join("\n")
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "key `{}`: {}", self.key, self.message)
+    }
+}
+
+/// Load and validate the config at `path`, applying `SWITCHBOARD__…` overrides.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    let overrides: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k.starts_with(ENV_PREFIX))
+        .collect();
+    parse(&text, &file, &overrides)
+}
+
+/// Parse config `text` (named `file` in errors) with `(VARIABLE, value)` overrides.
+pub fn parse(
+    text: &str,
+    file: &str,
+    overrides: &[(String, String)],
+) -> Result<Config, ConfigError> {
+    let invalid = |problems| ConfigError::Invalid {
+        file: file.to_owned(),
+        problems,
+    };
+    let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        invalid(vec![Problem {
+            key: String::new(),
+            position: e.span().map(|s| line_col(text, s.start)),
+            message: e.message().trim().to_owned(),
+        }])
+    })?;
+    let mut overridden = Vec::new();
+    for (var, value) in overrides {
+        let path = apply_override(&mut doc, var, value).map_err(|m| {
+            invalid(vec![Problem {
+                key: var.clone(),
+                position: None,
+                message: m,
+            }])
+        })?;
+        overridden.push((path, var.clone()));
+    }
+    let text = if overrides.is_empty() {
+        text.to_owned()
+    } else {
+        doc.to_string()
+    };
+    let config = typed_parse(&text, &overridden).map_err(|p| invalid(vec![p]))?;
+    let mut problems = validate(&config);
+    for problem in &mut problems {
+        if let Some((_, var)) = overridden
+            .iter()
+            .find(|(path, _)| problem.key.starts_with(path.as_str()))
+        {
+            problem
+                .message
+                .push_str(&format!(" (value from environment variable {var})"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(invalid(problems))
+    }
+}
+
+fn typed_parse(text: &str, overridden: &[(String, String)]) -> Result<Config, Problem> {
+    let de = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize::<_, Config>(de).map_err(|err| {
+        let key = err.path().to_string();
+        let inner = err.into_inner();
+        let mut message = inner.message().trim().to_owned();
+        if let Some((_, var)) = overridden
+            .iter()
+            .find(|(path, _)| key.starts_with(path.as_str()))
+        {
+            message.push_str(&format!(" (value from environment variable {var})"));
+        }
+        Problem {
+            key: if key == "." { String::new() } else { key },
+            position: inner.span().map(|s| line_col(text, s.start)),
+            message,
+        }
+    })
+}
+
+/// Set the key named by `SWITCHBOARD__A__B__C` to `value`; returns the dotted path.
+fn apply_override(doc: &mut DocumentMut, var: &str, value: &str) -> Result<String, String> {
+    let path: Vec<String> = var[ENV_PREFIX.len()..]
+        .split("__")
+        .map(str::to_ascii_lowercase)
+        .collect();
+    if path.iter().any(String::is_empty) || path.len() < 2 {
+        return Err("override must look like SWITCHBOARD__SECTION__KEY".into());
+    }
+    let (last, parents) = path.split_last().expect("len checked");
+    let mut table = doc.as_table_mut();
+    for part in parents {
+        let entry = table.entry(part).or_insert_with(toml_edit::table);
+        table = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("`{part}` is not a table"))?;
+    }
+    let was_string = table.get(last).and_then(Item::as_str).is_some();
+    let parsed = if was_string {
+        Value::from(value)
+    } else {
+        value
+            .parse::<Value>()
+            .unwrap_or_else(|_| Value::from(value))
+    };
+    table.insert(last, Item::Value(parsed));
+    Ok(path.join("."))
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// Checks that need more than one key or more than a type.
+fn validate(config: &Config) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let mut problem = |key: &str, message: String| {
+        problems.push(Problem {
+            key: key.into(),
+            position: None,
+            message,
+        })
+    };
+    if config.gateway.listen.parse::<SocketAddr>().is_err() {
+        problem(
+            "gateway.listen",
+            format!(
+                "{:?} is not an address like 127.0.0.1:8080",
+                &*config.gateway.listen
+            ),
+        );
+    }
+    let url = &*config.gateway.database_url;
+    if !(url.starts_with("sqlite:")
+        || url.starts_with("postgres://")
+        || url.starts_with("postgresql://"))
+    {
+        problem(
+            "gateway.database_url",
+            "must start with sqlite: or postgres://".into(),
+        );
+    }
+    if config.gateway.instance_id.is_empty() {
+        problem("gateway.instance_id", "must not be empty".into());
+    }
+    let base = config.provider.base_url();
+    if !(base.starts_with("http://") || base.starts_with("https://")) {
+        problem(
+            "provider.base_url",
+            format!("{base:?} is not an http(s) URL"),
+        );
+    }
+    if config.provider.model.is_empty() {
+        problem("provider.model", "must name a model".into());
+    }
+    if config.provider.kind == ProviderKind::Anthropic && config.provider.max_tokens == 0 {
+        problem(
+            "provider.max_tokens",
+            "Anthropic requires max_tokens > 0".into(),
+        );
+    }
+    if config.agent.max_tool_iterations == 0 {
+        problem("agent.max_tool_iterations", "must be at least 1".into());
+    }
+    for name in config.channels.keys() {
+        let ok = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        if !ok {
+            problem(
+                &format!("channels.{name}"),
+                "channel names use a-z, 0-9, - and _ only".into(),
+            );
+        }
+    }
+    problems
+}

@@ -1,0 +1,269 @@
+//! The configuration tree: one TOML file (plus `SWITCHBOARD__SECTION__KEY` overrides) parsed
+//! into these types at start-up. Every key has a default except the provider's model.
+
+mod expand;
+mod load;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+pub use expand::{EnvString, Secret, expand};
+pub use load::{ConfigError, Problem, load, parse};
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Process-wide settings: HTTP listener, database, data directory.
+    #[serde(default)]
+    pub gateway: GatewayConfig,
+    /// The LLM endpoint.
+    #[serde(default)]
+    pub provider: ProviderConfig,
+    /// The agent loop.
+    #[serde(default)]
+    pub agent: AgentConfig,
+    /// How answers stream into the live draft.
+    #[serde(default)]
+    pub streaming: StreamingConfig,
+    /// Chat platform instances by name; the name is the `channel` of their conversations.
+    #[serde(default)]
+    pub channels: BTreeMap<String, ChannelConfig>,
+}
+
+/// `[gateway]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewayConfig {
+    /// Address of the shared HTTP server (health, webhooks, web chat).
+    pub listen: EnvString,
+    /// `sqlite://path` (embedded default) or `postgres://…` (scale-out).
+    pub database_url: EnvString,
+    /// Where SQLite files and conversation workspaces live.
+    pub data_dir: PathBuf,
+    /// `pretty` for people, `json` for log shippers.
+    pub log_format: LogFormat,
+    /// Names this process in inbox leases; replicas sharing one database need distinct ids.
+    pub instance_id: String,
+    /// How long SIGTERM waits for running turns before leaving them for the next start.
+    pub shutdown_grace_secs: u64,
+    /// Largest request body the HTTP server accepts (larger gets 413).
+    pub max_body_bytes: usize,
+    /// A conversation with no traffic for this long frees its memory (history stays stored).
+    pub conversation_idle_secs: u64,
+    /// How long a claimed inbox row belongs to this process before another may take it.
+    pub inbox_lease_secs: u64,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            listen: EnvString("127.0.0.1:8080".into()),
+            database_url: EnvString("sqlite://data/switchboard.db".into()),
+            data_dir: PathBuf::from("data"),
+            log_format: LogFormat::Pretty,
+            instance_id: "default".into(),
+            shutdown_grace_secs: 10,
+            max_body_bytes: 1024 * 1024,
+            conversation_idle_secs: 300,
+            inbox_lease_secs: 600,
+        }
+    }
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Pretty,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Which wire protocol the LLM endpoint speaks.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI-compatible `/chat/completions` (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp…).
+    #[default]
+    Openai,
+    /// Anthropic Messages API.
+    Anthropic,
+}
+
+/// `[provider]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProviderConfig {
+    /// Wire protocol.
+    pub kind: ProviderKind,
+    /// API base; defaults to the vendor's public endpoint for `kind`.
+    pub base_url: Option<EnvString>,
+    /// Model name sent with every request.
+    pub model: EnvString,
+    /// API key (`${OPENAI_API_KEY}`); optional for local servers.
+    pub api_key: Secret,
+    /// Cap on tokens per response.
+    pub max_tokens: u32,
+    /// Sampling temperature; the server's default when absent.
+    pub temperature: Option<f32>,
+    /// Seconds to wait for response headers, and between two streamed events.
+    pub timeout_secs: u64,
+    /// Retries on 429/5xx/connection errors, only before the first streamed token.
+    pub max_retries: u32,
+    /// Use the API's native tool calling (false: tools are described in the prompt).
+    pub native_tools: bool,
+}
+
+impl Default for ProviderConfig {
+    fn default() -> Self {
+        Self {
+            kind: ProviderKind::Openai,
+            base_url: None,
+            model: EnvString("gpt-4o-mini".into()),
+            api_key: Secret::default(),
+            max_tokens: 1024,
+            temperature: None,
+            timeout_secs: 60,
+            max_retries: 3,
+            native_tools: true,
+        }
+    }
+}
+
+impl ProviderConfig {
+    /// The base URL in effect for this provider.
+    pub fn base_url(&self) -> &str {
+        match (&self.base_url, self.kind) {
+            (Some(url), _) => url.trim_end_matches('/'),
+            (None, ProviderKind::Openai) => "https://api.openai.com/v1",
+            (None, ProviderKind::Anthropic) => "https://api.anthropic.com",
+        }
+    }
+}
+
+/// `[agent]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// The system prompt every conversation starts with.
+    pub system_prompt: String,
+    /// LLM round-trips per turn before the loop stops and says so.
+    pub max_tool_iterations: usize,
+    /// Most recent stored messages loaded as context for a turn.
+    pub history_limit: usize,
+}
+
+/// The default system prompt: short, so a plain message costs few tokens.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are Switchboard, a helpful assistant reached \
+through a chat app. Answer concisely in Markdown. Use tools when they help and say what you \
+did. Never reveal credentials.";
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            system_prompt: DEFAULT_SYSTEM_PROMPT.into(),
+            max_tool_iterations: 10,
+            history_limit: 100,
+        }
+    }
+}
+
+/// `[streaming]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StreamingConfig {
+    /// A draft edit waits for at least this many new characters.
+    pub chunk_min_chars: usize,
+    /// At least this long between two draft edits.
+    pub progress_min_interval_ms: u64,
+}
+
+impl Default for StreamingConfig {
+    fn default() -> Self {
+        Self {
+            chunk_min_chars: 80,
+            progress_min_interval_ms: 500,
+        }
+    }
+}
+
+/// `[channels.<name>]`: `kind` picks the platform, the other keys are that platform's.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ChannelConfig {
+    /// Slack Events API + Web API.
+    Slack(SlackSettings),
+}
+
+impl ChannelConfig {
+    /// The platform name, as written in `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Slack(_) => "slack",
+        }
+    }
+
+    /// The credential without which the channel cannot run, and its key name.
+    pub fn required_secret(&self) -> (&'static str, &Secret) {
+        match self {
+            Self::Slack(s) => ("bot_token", &s.bot_token),
+        }
+    }
+}
+
+/// `kind = "slack"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlackSettings {
+    /// Bot user OAuth token (`xoxb-…`).
+    pub bot_token: Secret,
+    /// App signing secret, to verify that requests come from Slack.
+    pub signing_secret: Secret,
+    /// Web API base (a test stand-in or proxy may replace it).
+    #[serde(default = "default_slack_api")]
+    pub api_url: EnvString,
+    /// User ids allowed to talk to the bot; `["*"]` = everyone, empty = nobody.
+    #[serde(default)]
+    pub allowed_users: Vec<String>,
+    /// Channel ids the bot answers in; empty = any.
+    #[serde(default)]
+    pub allowed_channels: Vec<String>,
+    /// Answer channel mentions in a thread.
+    #[serde(default = "yes")]
+    pub reply_in_thread: bool,
+}
+
+fn default_slack_api() -> EnvString {
+    EnvString("https://slack.com/api".into())
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Config {
+    /// Every configured secret value, for the scrubber and for clearing tool environments.
+    pub fn secret_values(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .provider
+            .api_key
+            .expose()
+            .map(str::to_owned)
+            .into_iter()
+            .collect();
+        for channel in self.channels.values() {
+            match channel {
+                ChannelConfig::Slack(s) => {
+                    out.extend(s.bot_token.expose().map(str::to_owned));
+                    out.extend(s.signing_secret.expose().map(str::to_owned));
+                }
+            }
+        }
+        out
+    }
+}

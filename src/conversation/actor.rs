@@ -1,0 +1,80 @@
+//! One conversation's actor: woken by the inbox, it claims that conversation's stored events
+//! in arrival order and runs each as a turn; after `idle` without a wake-up it retires.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use switchboard_channel::ConversationKey;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{Registry, turn};
+use crate::store::now_ms;
+
+/// An event claimed this often without finishing (it crashed the process each time) is
+/// given up on rather than crashing it forever.
+const MAX_ATTEMPTS: i64 = 5;
+
+/// The actor loop.
+pub(super) async fn run(
+    registry: Arc<Registry>,
+    key: ConversationKey,
+    id: u64,
+    mut wake: mpsc::Receiver<()>,
+    current: Arc<Mutex<Option<CancellationToken>>>,
+) {
+    let deps = Arc::clone(&registry.deps);
+    loop {
+        tokio::select! {
+            biased;
+            () = deps.draining.cancelled() => break,
+            woken = tokio::time::timeout(deps.idle, wake.recv()) => match woken {
+                Ok(Some(())) => drain(&registry, &key, &current).await,
+                Ok(None) => break,
+                Err(_) if registry.retire(&key, id, &wake) => break,
+                Err(_) => {}
+            },
+        }
+    }
+}
+
+/// Claim and process events of `key` until none is left.
+async fn drain(
+    registry: &Registry,
+    key: &ConversationKey,
+    current: &Mutex<Option<CancellationToken>>,
+) {
+    let deps = &registry.deps;
+    let mut store_failures = 0u32;
+    while !deps.draining.is_cancelled() {
+        let row = match deps
+            .store
+            .claim_next(key, &deps.owner, now_ms(), deps.lease)
+            .await
+        {
+            Ok(Some(row)) => row,
+            Ok(None) => return,
+            Err(err) => {
+                store_failures += 1;
+                tracing::error!(%key, error = %err, "claiming from the inbox failed");
+                if store_failures > 5 {
+                    return; // the periodic sweep wakes us again
+                }
+                tokio::time::sleep(Duration::from_millis(200 << store_failures)).await;
+                continue;
+            }
+        };
+        if row.attempts > MAX_ATTEMPTS {
+            tracing::error!(%key, inbox = row.id, attempts = row.attempts, "event keeps failing; giving up on it");
+            let _ = deps
+                .store
+                .fail(row.id, "gave up after repeated attempts", now_ms())
+                .await;
+            continue;
+        }
+        let token = deps.abort.child_token();
+        *current.lock().expect("poisoned") = Some(token.clone());
+        turn::process(deps, row, token).await;
+        current.lock().expect("poisoned").take();
+    }
+}

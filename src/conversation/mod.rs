@@ -1,0 +1,189 @@
+//! Conversation actors: one task per live `ConversationKey`, created on demand when the inbox
+//! wakes it, running one turn at a time, and retiring after it has been idle. The actor's
+//! queue is the durable inbox itself, so a full or lost wake-up never loses an event.
+
+mod actor;
+mod commands;
+mod turn;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use dashmap::DashMap;
+use switchboard_channel::{Channel, ChannelEvent, ConversationKey, Delivery, EventSink, SinkError};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::agent::AgentLoop;
+use crate::draft::DraftSettings;
+use crate::provider::Provider;
+use crate::store::{Insert, Store, now_ms};
+
+pub use commands::Command;
+
+/// Everything a turn needs, shared by all actors.
+pub struct Deps {
+    /// Durable state.
+    pub store: Arc<dyn Store>,
+    /// The LLM.
+    pub provider: Arc<dyn Provider>,
+    /// The loop (tools, context providers, caps).
+    pub agent: AgentLoop,
+    /// Channels by instance name.
+    pub channels: HashMap<String, Arc<dyn Channel>>,
+    /// First message of every conversation.
+    pub system_prompt: String,
+    /// Stored messages loaded per turn.
+    pub history_limit: usize,
+    /// Draft pacing.
+    pub draft: DraftSettings,
+    /// This process's lease owner name.
+    pub owner: String,
+    /// How long a claim lasts.
+    pub lease: Duration,
+    /// Idle time before an actor retires.
+    pub idle: Duration,
+    /// Fired at shutdown: actors stop claiming new events.
+    pub draining: CancellationToken,
+    /// Fired when the shutdown grace period is over: running turns stop and are handed back.
+    pub abort: CancellationToken,
+}
+
+/// A live actor as the registry sees it.
+struct Handle {
+    /// Distinguishes this actor from a successor under the same key.
+    id: u64,
+    /// Capacity 1: one pending wake-up is as good as many.
+    wake: mpsc::Sender<()>,
+    /// Cancels the running turn (`/stop`). A std Mutex: held only to swap a token.
+    current: Arc<Mutex<Option<CancellationToken>>>,
+}
+
+/// The live conversation registry.
+pub struct Registry {
+    actors: DashMap<ConversationKey, Handle>,
+    deps: Arc<Deps>,
+    tasks: TaskTracker,
+    next_id: AtomicU64,
+}
+
+impl Registry {
+    /// A registry whose actors run on `tasks`.
+    pub fn new(deps: Arc<Deps>, tasks: TaskTracker) -> Arc<Self> {
+        Arc::new(Self {
+            actors: DashMap::new(),
+            deps,
+            tasks,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// Make sure an actor for `key` runs and looks at the inbox.
+    pub fn wake(self: &Arc<Self>, key: &ConversationKey) {
+        if self.deps.draining.is_cancelled() {
+            return; // stored events wait for the next start
+        }
+        let entry = self.actors.entry(key.clone()).or_insert_with(|| {
+            let (tx, rx) = mpsc::channel(1);
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let current = Arc::new(Mutex::new(None));
+            self.tasks.spawn(actor::run(
+                Arc::clone(self),
+                key.clone(),
+                id,
+                rx,
+                Arc::clone(&current),
+            ));
+            Handle {
+                id,
+                wake: tx,
+                current,
+            }
+        });
+        let _ = entry.wake.try_send(());
+    }
+
+    /// Cancel the turn running in `key`, if any. Returns whether one was running.
+    pub fn cancel_turn(&self, key: &ConversationKey) -> bool {
+        let Some(handle) = self.actors.get(key) else {
+            return false;
+        };
+        let current = handle.current.lock().expect("poisoned").take();
+        current.map(|t| t.cancel()).is_some()
+    }
+
+    /// Conversations with a live actor.
+    pub fn active(&self) -> usize {
+        self.actors.len()
+    }
+
+    /// Remove actor `id` of `key` if nothing woke it meanwhile. Runs under the map's shard
+    /// lock, so a concurrent `wake` either lands before (and the actor stays) or creates a
+    /// successor after.
+    fn retire(&self, key: &ConversationKey, id: u64, rx: &mpsc::Receiver<()>) -> bool {
+        self.actors
+            .remove_if(key, |_, h| h.id == id && rx.is_empty())
+            .is_some()
+    }
+
+    /// Wake every conversation with claimable events (start-up recovery, expired leases).
+    pub async fn sweep(self: &Arc<Self>) -> Result<usize, crate::store::StoreError> {
+        let keys = self
+            .deps
+            .store
+            .claimable_conversations(&self.deps.owner, now_ms())
+            .await?;
+        for key in &keys {
+            self.wake(key);
+        }
+        Ok(keys.len())
+    }
+}
+
+/// The `EventSink` channels deliver into: store first, then wake the conversation.
+pub struct Inbox {
+    registry: Arc<Registry>,
+}
+
+impl Inbox {
+    /// A sink feeding `registry`.
+    pub fn new(registry: Arc<Registry>) -> Arc<Self> {
+        Arc::new(Self { registry })
+    }
+}
+
+#[async_trait]
+impl EventSink for Inbox {
+    async fn deliver(&self, event: ChannelEvent) -> Result<Delivery, SinkError> {
+        let inserted = self
+            .registry
+            .deps
+            .store
+            .insert_event(&event, now_ms())
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "inbox insert failed; the platform will redeliver");
+                SinkError(e.to_string())
+            })?;
+        match inserted {
+            Insert::Duplicate => {
+                tracing::debug!(event_id = event.event_id(), "duplicate event dropped");
+                Ok(Delivery::Duplicate)
+            }
+            Insert::Stored(_) => {
+                if let ChannelEvent::Message(m) = &event {
+                    if Command::parse(&m.text) == Some(Command::Stop) {
+                        // /stop must not wait behind the turn it is meant to stop.
+                        self.registry.cancel_turn(event.key());
+                    }
+                }
+                self.registry.wake(event.key());
+                Ok(Delivery::Stored)
+            }
+        }
+    }
+}

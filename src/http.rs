@@ -1,0 +1,73 @@
+//! The shared HTTP server: health endpoints, and the mount point where channels put their
+//! webhook routes. One body limit for all (413 beyond it).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Json};
+use axum::routing::get;
+use serde_json::json;
+use switchboard_channel::Channel;
+use tower_http::limit::RequestBodyLimitLayer;
+
+use crate::store::Store;
+
+/// What the health routes look at.
+#[derive(Clone)]
+pub struct HealthState {
+    /// The database.
+    pub store: Arc<dyn Store>,
+    /// Every running channel.
+    pub channels: Vec<Arc<dyn Channel>>,
+}
+
+/// The gateway's router: `/healthz`, `/readyz`, plus `extra` (channel webhooks).
+pub fn router(state: HealthState, extra: Vec<Router>, max_body_bytes: usize) -> Router {
+    let mut app = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .with_state(state);
+    for routes in extra {
+        app = app.merge(routes);
+    }
+    app.layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(RequestBodyLimitLayer::new(max_body_bytes))
+}
+
+/// The process is up.
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// The database answers and every channel can receive.
+async fn readyz(State(state): State<HealthState>) -> impl IntoResponse {
+    let db = state.store.ping().await;
+    let mut ready = db.is_ok();
+    let mut checks = vec![json!({
+        "name": "database",
+        "ok": db.is_ok(),
+        "detail": db.err().map(|e| e.to_string()).unwrap_or_else(|| "ok".into()),
+    })];
+    for channel in &state.channels {
+        let health = channel.health();
+        ready &= health.ready;
+        let last_ok = health
+            .last_ok
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs());
+        checks.push(json!({
+            "name": format!("channel:{}", channel.name()),
+            "ok": health.ready,
+            "detail": health.detail,
+            "last_ok_unix": last_ok,
+        }));
+    }
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(json!({ "ready": ready, "checks": checks })))
+}

@@ -1,0 +1,28 @@
+//! Switchboard: a self-hosted gateway that puts an LLM agent behind chat platforms.
+//!
+//! Layout, in the order an event flows through it:
+//! - [`config`]: the TOML file (plus `${VAR}` and `SWITCHBOARD__…` overrides) as types.
+//! - [`channels`]: builds the configured `Channel`s (crates under `channels/`).
+//! - [`conversation`]: the `Inbox` sink channels deliver into, the registry of per-conversation
+//!   actors, and the turn each stored event becomes.
+//! - [`agent`]: the platform-free agent loop (`AgentLoop`, `Tool`, `ContextProvider`).
+//! - [`provider`]: streaming LLM clients (OpenAI-compatible, Anthropic).
+//! - [`draft`]: the live draft message an answer streams into, throttled and split.
+//! - [`store`]: the durable inbox and history, on SQLite or PostgreSQL.
+//! - [`http`]: the shared axum server (health, channel webhooks).
+//! - [`gateway`]: wires all of it together and shuts it down in order.
+//! - [`cli`]: the `switchboard` command's subcommands.
+
+pub mod agent;
+pub mod channels;
+pub mod cli;
+pub mod config;
+pub mod conversation;
+pub mod draft;
+pub mod gateway;
+pub mod http;
+pub mod provider;
+pub mod store;
+pub mod telemetry;
+
+pub use gateway::{Gateway, RunningGateway};

@@ -1,0 +1,23 @@
+//! The `switchboard` binary: parse the command line and hand over to library code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use switchboard::cli::{Cli, Command};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => switchboard::cli::run(args).await,
+        Command::Check(args) => switchboard::cli::check(args),
+        Command::Migrate(args) => switchboard::cli::migrate(args).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! LLM providers: one streaming chat call with tool specs in, a stream of text deltas, tool
+//! calls and a final `Done` out. Two wire protocols (OpenAI-compatible and Anthropic) behind
+//! one trait; retries happen here, and only before the first streamed token.
+
+mod anthropic;
+mod openai;
+mod retry;
+mod sse;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+pub use anthropic::AnthropicProvider;
+pub use openai::OpenAiProvider;
+
+use crate::config::{ProviderConfig, ProviderKind};
+
+/// Who wrote a message in a conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions and injected context.
+    System,
+    /// The person chatting.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool's result, answering one of the assistant's tool calls.
+    Tool,
+}
+
+impl Role {
+    /// The lowercase name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::System => "system",
+            Self::User => "user",
+            Self::Assistant => "assistant",
+            Self::Tool => "tool",
+        }
+    }
+
+    /// Parse a stored role name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "system" => Self::System,
+            "user" => Self::User,
+            "assistant" => Self::Assistant,
+            "tool" => Self::Tool,
+            _ => return None,
+        })
+    }
+}
+
+/// A tool call the model asked for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Provider-assigned id; the result must carry it back.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as the model wrote them (a JSON object when it is well-formed).
+    pub args: serde_json::Value,
+}
+
+/// One message of a conversation, in the provider-neutral shape the store keeps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Author.
+    pub role: Role,
+    /// Text content (for tool messages: the tool's output).
+    pub content: String,
+    /// Calls requested by an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For tool messages: which call this answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    /// A message with text only.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
+    /// A tool result answering `call_id`.
+    pub fn tool_result(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.into()),
+        }
+    }
+}
+
+/// A tool as the model sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Name the model calls it by.
+    pub name: String,
+    /// What it does and when to use it.
+    pub description: String,
+    /// JSON Schema of its arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// One chat request.
+#[derive(Clone, Debug, Default)]
+pub struct ChatRequest {
+    /// The conversation so far, system messages first.
+    pub messages: Vec<ChatMessage>,
+    /// Tools the model may call (sent natively when the provider supports it).
+    pub tools: Vec<ToolSpec>,
+}
+
+/// Why the model stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// It finished its answer.
+    EndTurn,
+    /// It wants tool results.
+    ToolUse,
+    /// It hit `max_tokens`; a tool call in flight is incomplete.
+    MaxTokens,
+    /// Anything else the API reported.
+    Other(String),
+}
+
+/// Token counts the API reported.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+}
+
+/// One item of a streamed response.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamEvent {
+    /// Visible text.
+    TextDelta(String),
+    /// A complete tool call (arguments fully accumulated).
+    ToolCall(ToolCall),
+    /// The response is complete.
+    Done {
+        /// Why it ended.
+        stop_reason: StopReason,
+        /// Token counts.
+        usage: Usage,
+    },
+}
+
+/// Why an LLM call failed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum ProviderError {
+    /// The API answered 429.
+    #[error("rate limited by the LLM API (retry after {retry_after:?})")]
+    RateLimited {
+        /// From `Retry-After`, when sent.
+        retry_after: Option<Duration>,
+    },
+    /// The API answered with another error status.
+    #[error("LLM API answered HTTP {status}: {body}")]
+    Http {
+        /// HTTP status.
+        status: u16,
+        /// Start of the response body.
+        body: String,
+    },
+    /// No connection could be made.
+    #[error("could not reach the LLM API: {0}")]
+    Connect(String),
+    /// Nothing arrived within `timeout_secs`.
+    #[error("the LLM API did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The stream broke off or carried an error event.
+    #[error("the LLM stream broke off: {0}")]
+    Stream(String),
+    /// The API sent something we could not understand.
+    #[error("unexpected LLM response: {0}")]
+    Decode(String),
+}
+
+impl ProviderError {
+    /// Worth another try (before any token was shown): 429, 5xx, 529, connection trouble.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::RateLimited { .. } | Self::Connect(_) | Self::Timeout(_) | Self::Stream(_) => {
+                true
+            }
+            Self::Http { status, .. } => *status >= 500,
+            Self::Decode(_) => false,
+        }
+    }
+}
+
+/// A streamed response: receive until `Done` or an error.
+pub struct EventStream {
+    /// An event already taken off `rx` (the retry logic peeks at the first one).
+    first: Option<Result<StreamEvent, ProviderError>>,
+    rx: mpsc::Receiver<Result<StreamEvent, ProviderError>>,
+}
+
+impl EventStream {
+    /// A stream fed by a producer task through `rx`.
+    pub fn new(rx: mpsc::Receiver<Result<StreamEvent, ProviderError>>) -> Self {
+        Self { first: None, rx }
+    }
+
+    /// The next event; `None` once the producer is finished.
+    pub async fn next(&mut self) -> Option<Result<StreamEvent, ProviderError>> {
+        match self.first.take() {
+            Some(first) => Some(first),
+            None => self.rx.recv().await,
+        }
+    }
+
+    fn with_first(mut self, first: Result<StreamEvent, ProviderError>) -> Self {
+        self.first = Some(first);
+        self
+    }
+}
+
+/// An LLM endpoint.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// Short name for logs and metrics.
+    fn name(&self) -> &str;
+
+    /// Start one streaming chat call. Implementations retry transient failures that happen
+    /// before the first event; after that, errors come through the stream.
+    async fn stream(&self, request: &ChatRequest) -> Result<EventStream, ProviderError>;
+}
+
+/// Build the provider named by `[provider]`.
+pub fn from_config(config: &ProviderConfig) -> anyhow::Result<std::sync::Arc<dyn Provider>> {
+    Ok(match config.kind {
+        ProviderKind::Openai => std::sync::Arc::new(OpenAiProvider::new(config)?),
+        ProviderKind::Anthropic => std::sync::Arc::new(AnthropicProvider::new(config)?),
+    })
+}
+
+/// Settings shared by both HTTP providers.
+#[derive(Clone, Debug)]
+pub(crate) struct HttpSettings {
+    pub base_url: String,
+    pub model: String,
+    pub max_tokens: u32,
+    pub temperature: Option<f32>,
+    pub timeout: Duration,
+    pub max_retries: u32,
+}
+
+impl HttpSettings {
+    fn from_config(config: &ProviderConfig) -> Self {
+        Self {
+            base_url: config.base_url().to_owned(),
+            model: config.model.to_string(),
+            max_tokens: config.max_tokens,
+            temperature: config.temperature,
+            timeout: Duration::from_secs(config.timeout_secs.max(1)),
+            max_retries: config.max_retries,
+        }
+    }
+
+    fn client(&self) -> anyhow::Result<reqwest::Client> {
+        Ok(reqwest::Client::builder()
+            .connect_timeout(self.timeout.min(Duration::from_secs(10)))
+            .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
+            .build()?)
+    }
+}

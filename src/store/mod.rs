@@ -1,0 +1,142 @@
+//! Storage: the durable inbox every event passes through, and conversation history.
+//! One `Store` trait, one implementation per database (SQLite embedded, PostgreSQL for
+//! replicas); both share their SQL through `shared.rs` and pass one contract test suite.
+
+mod postgres;
+mod shared;
+mod sqlite;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
+
+pub use postgres::PostgresStore;
+pub use sqlite::SqliteStore;
+
+use crate::provider::ChatMessage;
+
+/// Why a store call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database refused or could not be reached.
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+    /// A migration failed.
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A stored row could not be decoded.
+    #[error("corrupt stored row: {0}")]
+    Corrupt(String),
+}
+
+/// Result of offering an event to the inbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Insert {
+    /// New; stored with this row id.
+    Stored(i64),
+    /// Already stored earlier (same channel and platform event id).
+    Duplicate,
+}
+
+/// An inbox row claimed for processing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboxRow {
+    /// Row id; orders events within a conversation.
+    pub id: i64,
+    /// The stored event.
+    pub event: ChannelEvent,
+    /// How many times it has been claimed, this claim included.
+    pub attempts: i64,
+    /// Messages already posted for this event's answer before a restart.
+    pub draft_refs: Vec<MessageRef>,
+}
+
+/// How many inbox rows are in each state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InboxCounts {
+    /// Waiting to be processed.
+    pub pending: i64,
+    /// Claimed by a process.
+    pub processing: i64,
+    /// Answered.
+    pub done: i64,
+    /// Given up on.
+    pub failed: i64,
+}
+
+/// Durable state. Time is passed in (Unix ms) so leases behave alike on both databases.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Store a new event; a redelivery of a stored event is reported as `Duplicate`.
+    async fn insert_event(&self, event: &ChannelEvent, now_ms: i64) -> Result<Insert, StoreError>;
+
+    /// Claim the oldest unfinished event of `key` for `owner` until `now_ms + lease`.
+    /// Rows another live owner holds, and rows queued behind them, are left alone.
+    async fn claim_next(
+        &self,
+        key: &ConversationKey,
+        owner: &str,
+        now_ms: i64,
+        lease: Duration,
+    ) -> Result<Option<InboxRow>, StoreError>;
+
+    /// Conversations with events `owner` may claim now.
+    async fn claimable_conversations(
+        &self,
+        owner: &str,
+        now_ms: i64,
+    ) -> Result<Vec<ConversationKey>, StoreError>;
+
+    /// Remember which messages this event's answer already posted.
+    async fn set_draft_refs(&self, inbox_id: i64, refs: &[MessageRef]) -> Result<(), StoreError>;
+
+    /// Append the turn's messages to history and mark the event done, atomically.
+    async fn complete(
+        &self,
+        inbox_id: i64,
+        key: &ConversationKey,
+        messages: &[ChatMessage],
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// Give up on an event (it is never retried).
+    async fn fail(&self, inbox_id: i64, error: &str, now_ms: i64) -> Result<(), StoreError>;
+
+    /// Hand a claimed event back unprocessed (graceful shutdown mid-turn).
+    async fn release(&self, inbox_id: i64, now_ms: i64) -> Result<(), StoreError>;
+
+    /// The last `limit` messages of a conversation, oldest first.
+    async fn history(
+        &self,
+        key: &ConversationKey,
+        limit: usize,
+    ) -> Result<Vec<ChatMessage>, StoreError>;
+
+    /// Forget a conversation's history (`/new`).
+    async fn clear_history(&self, key: &ConversationKey) -> Result<(), StoreError>;
+
+    /// Inbox rows per state.
+    async fn inbox_counts(&self) -> Result<InboxCounts, StoreError>;
+
+    /// Whether the database answers.
+    async fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// Open the database named by `url` (creating a SQLite file and its directory if needed)
+/// and apply migrations.
+pub async fn connect(url: &str) -> Result<Arc<dyn Store>, StoreError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Arc::new(PostgresStore::connect(url).await?))
+    } else {
+        Ok(Arc::new(SqliteStore::connect(url).await?))
+    }
+}
+
+/// Wall-clock now in Unix milliseconds.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,250 @@
+//! The agent loop as a library (no platform) and inside the gateway: tool calls, unknown
+//! tools, the iteration cap, concurrency of read-only calls, progress lines.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use switchboard::Gateway;
+use switchboard::agent::{AgentError, AgentEvent, AgentLoop, Tool, ToolResult};
+use switchboard::config::{EnvString, ProviderConfig, Secret};
+use switchboard::provider::{self, ChatMessage, Provider, Role};
+use switchboard_standins::{FakeChannel, FakeLlm, Op, Reply};
+
+use crate::helpers::{TestApp, key, wait_inbox_idle, wait_transcript};
+
+/// Adds two numbers; optionally sleeps first and records when it ran.
+struct Add {
+    read_only: bool,
+    sleep: Duration,
+    spans: Mutex<Vec<(Instant, Instant)>>,
+}
+
+impl Add {
+    fn new(read_only: bool, sleep: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            read_only,
+            sleep,
+            spans: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+#[async_trait]
+impl Tool for Add {
+    fn name(&self) -> &str {
+        "add"
+    }
+    fn description(&self) -> &str {
+        "Add two integers a and b."
+    }
+    fn parameters_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]})
+    }
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+    async fn execute(&self, args: Value) -> ToolResult {
+        let start = Instant::now();
+        tokio::time::sleep(self.sleep).await;
+        self.spans.lock().unwrap().push((start, Instant::now()));
+        match (args["a"].as_i64(), args["b"].as_i64()) {
+            (Some(a), Some(b)) => ToolResult::ok((a + b).to_string()),
+            _ => ToolResult::err("a and b must be integers"),
+        }
+    }
+}
+
+fn provider_for(llm: &FakeLlm) -> Arc<dyn Provider> {
+    provider::from_config(&ProviderConfig {
+        base_url: Some(EnvString(llm.openai_url())),
+        api_key: Secret::new("test-key-not-real"),
+        max_retries: 0,
+        ..ProviderConfig::default()
+    })
+    .unwrap()
+}
+
+fn user(text: &str) -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::new(Role::System, "sys"),
+        ChatMessage::new(Role::User, text),
+    ]
+}
+
+#[tokio::test]
+async fn the_model_calls_a_tool_and_answers_from_its_output() {
+    let llm = FakeLlm::start().await;
+    llm.push(Reply::tool_call("add", json!({"a": 2, "b": 40})))
+        .push(Reply::text("The sum is 42."));
+    let agent = AgentLoop::builder()
+        .tool(Add::new(false, Duration::ZERO))
+        .max_iterations(10)
+        .build();
+    let mut events = Vec::new();
+    let run = agent
+        .run(provider_for(&llm).as_ref(), user("2+40?"), |e| {
+            events.push(e)
+        })
+        .await
+        .unwrap();
+    assert_eq!(run.answer, "The sum is 42.");
+    assert_eq!((run.tool_calls, run.iterations), (1, 2));
+    let second = &llm.requests()[1]["messages"];
+    let tool_msg = second
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert_eq!(tool_msg["content"], "42");
+    assert_eq!(run.messages.len(), 3, "assistant call, tool result, answer");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::ToolStarted { name, .. } if name == "add"))
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_tool_yields_an_error_result_and_the_model_recovers() {
+    let llm = FakeLlm::start().await;
+    llm.push(Reply::tool_call("no_such_tool", json!({})))
+        .push(Reply::text("Sorry, I can't do that."));
+    let agent = AgentLoop::builder()
+        .tool(Add::new(false, Duration::ZERO))
+        .build();
+    let run = agent
+        .run(provider_for(&llm).as_ref(), user("x"), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(run.answer, "Sorry, I can't do that.");
+    let tool_msg = llm.requests()[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert!(
+        tool_msg["content"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool"),
+        "{tool_msg}"
+    );
+}
+
+#[tokio::test]
+async fn the_loop_stops_at_the_iteration_cap() {
+    let llm = FakeLlm::start().await;
+    for i in 0..5 {
+        llm.push(Reply::tool_call("add", json!({"a": i, "b": 1})));
+    }
+    let agent = AgentLoop::builder()
+        .tool(Add::new(false, Duration::ZERO))
+        .max_iterations(3)
+        .build();
+    let err = agent
+        .run(provider_for(&llm).as_ref(), user("loop"), |_| {})
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, AgentError::MaxIterations { iterations: 3, .. }),
+        "{err:?}"
+    );
+    assert_eq!(llm.requests().len(), 3);
+    assert_eq!(
+        err.partial().len(),
+        6,
+        "three calls and three results are kept"
+    );
+}
+
+#[tokio::test]
+async fn read_only_calls_in_one_response_run_concurrently() {
+    let llm = FakeLlm::start().await;
+    llm.push(Reply::tool_calls(vec![
+        ("add".into(), json!({"a": 1, "b": 1})),
+        ("add".into(), json!({"a": 2, "b": 2})),
+    ]))
+    .push(Reply::text("done"));
+    let tool = Add::new(true, Duration::from_millis(300));
+    let agent = AgentLoop::builder().tool(tool.clone()).build();
+    agent
+        .run(provider_for(&llm).as_ref(), user("both"), |_| {})
+        .await
+        .unwrap();
+    let spans = tool.spans.lock().unwrap().clone();
+    assert_eq!(spans.len(), 2);
+    let overlap = spans[0]
+        .1
+        .min(spans[1].1)
+        .saturating_duration_since(spans[0].0.max(spans[1].0));
+    assert!(
+        overlap > Duration::from_millis(150),
+        "calls did not overlap: {spans:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_call_cut_off_by_max_tokens_is_never_executed() {
+    let llm = FakeLlm::start().await;
+    llm.push(Reply::Stream {
+        text: "Calling".into(),
+        tool_calls: vec![("add".into(), json!({"a": 1, "b": 2}))],
+        chunk_chars: 8,
+        first_delay: Duration::ZERO,
+        delay: Duration::ZERO,
+        max_tokens: true,
+    });
+    let tool = Add::new(false, Duration::ZERO);
+    let agent = AgentLoop::builder().tool(tool.clone()).build();
+    let run = agent
+        .run(provider_for(&llm).as_ref(), user("x"), |_| {})
+        .await
+        .unwrap();
+    assert!(tool.spans.lock().unwrap().is_empty());
+    assert!(run.answer.contains("token limit"));
+}
+
+#[tokio::test]
+async fn tool_progress_shows_in_the_draft_and_is_cleared_before_the_answer() {
+    let app = TestApp::spawn().await;
+    let channel = FakeChannel::new("fake");
+    let mut config = app.config.clone();
+    config.gateway.database_url = EnvString(format!(
+        "sqlite://{}/tools.db",
+        tempfile::tempdir().unwrap().keep().display()
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let gateway = Gateway::new(config)
+        .channel(channel.clone())
+        .tool(Add::new(false, Duration::from_millis(200)))
+        .start(listener)
+        .await
+        .unwrap();
+    app.llm
+        .push(Reply::tool_call("add", json!({"a": 20, "b": 22})))
+        .push(Reply::text("It is 42."));
+    let chat = key("tools");
+    channel.say(&chat, "u1", "what is 20+22").await.unwrap();
+    wait_transcript(&channel, &chat, |t| t == ["It is 42."]).await;
+    let texts: Vec<String> = channel
+        .writes()
+        .iter()
+        .filter(|c| c.op != Op::Delete)
+        .map(|c| c.text.clone())
+        .collect();
+    assert!(texts.iter().any(|t| t.starts_with("⏳ add")), "{texts:#?}");
+    wait_inbox_idle(&gateway.store()).await;
+    let history = gateway.store().history(&chat, 10).await.unwrap();
+    let roles: Vec<Role> = history.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        vec![Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    assert_eq!(history[1].tool_calls[0].name, "add");
+    gateway.shutdown().await;
+}

@@ -1,0 +1,214 @@
+//! Spawning gateways for tests: each gets its own SQLite file (or PostgreSQL database), its
+//! own fake LLM and fake channel, and binds 127.0.0.1:0.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard::config::{self, Config};
+use switchboard::store::{self, Store};
+use switchboard::{Gateway, RunningGateway};
+use switchboard_channel::ConversationKey;
+use switchboard_standins::{FakeChannel, FakeLlm};
+use tokio::net::TcpListener;
+
+/// Generous upper bound for anything a test waits for.
+pub const WAIT: Duration = Duration::from_secs(15);
+
+/// Config for a test gateway talking to `llm` and storing in `database_url`.
+pub fn test_config(llm_url: &str, database_url: &str, extra: &str) -> Config {
+    let text = format!(
+        r#"
+[gateway]
+listen = "127.0.0.1:0"
+database_url = "{database_url}"
+shutdown_grace_secs = 1
+[provider]
+kind = "openai"
+base_url = "{llm_url}"
+model = "fake-model"
+api_key = "test-key-not-real"
+timeout_secs = 5
+max_retries = 2
+[streaming]
+chunk_min_chars = 20
+progress_min_interval_ms = 50
+{extra}
+"#
+    );
+    config::parse(&text, "test.toml", &[]).expect("test config is valid")
+}
+
+/// A gateway with a fake LLM, one fake channel named `fake`, and a private SQLite file.
+pub struct TestApp {
+    pub gateway: Option<RunningGateway>,
+    pub llm: FakeLlm,
+    pub channel: Arc<FakeChannel>,
+    pub config: Config,
+    _dir: tempfile::TempDir,
+}
+
+impl TestApp {
+    /// Start with default settings.
+    pub async fn spawn() -> Self {
+        Self::spawn_with("").await
+    }
+
+    /// Start with extra TOML appended to the test config.
+    pub async fn spawn_with(extra: &str) -> Self {
+        Self::spawn_on(FakeChannel::new("fake"), extra).await
+    }
+
+    /// Start with a given channel.
+    pub async fn spawn_on(channel: Arc<FakeChannel>, extra: &str) -> Self {
+        let llm = FakeLlm::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let db = format!("sqlite://{}/test.db", dir.path().display());
+        let config = test_config(&llm.openai_url(), &db, extra);
+        let gateway = start(&config, &channel).await;
+        Self {
+            gateway: Some(gateway),
+            llm,
+            channel,
+            config,
+            _dir: dir,
+        }
+    }
+
+    /// The running gateway.
+    pub fn gateway(&self) -> &RunningGateway {
+        self.gateway.as_ref().expect("running")
+    }
+
+    /// The store the gateway uses.
+    pub fn store(&self) -> Arc<dyn Store> {
+        self.gateway().store()
+    }
+
+    /// Stop gracefully and start again on the same database and channel.
+    pub async fn restart(&mut self) {
+        if let Some(g) = self.gateway.take() {
+            g.shutdown().await;
+        }
+        self.gateway = Some(start(&self.config, &self.channel).await);
+    }
+}
+
+/// Start a gateway for `config` with `channel`.
+pub async fn start(config: &Config, channel: &Arc<FakeChannel>) -> RunningGateway {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    Gateway::new(config.clone())
+        .channel(channel.clone())
+        .start(listener)
+        .await
+        .expect("gateway starts")
+}
+
+/// A gateway running on its own runtime, so a test can kill it without any graceful step,
+/// the way `kill -9` would.
+pub struct Killable {
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Killable {
+    /// Start `config` with `channel` on a fresh runtime.
+    pub async fn start(config: &Config, channel: &Arc<FakeChannel>) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (config, channel) = (config.clone(), channel.clone());
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        runtime.spawn(async move {
+            let gateway = start(&config, &channel).await;
+            let _ = tx.send(());
+            // Keep it alive until the runtime is killed.
+            std::future::pending::<()>().await;
+            drop(gateway);
+        });
+        rx.await.expect("gateway started");
+        Self { runtime }
+    }
+
+    /// Drop every task mid-flight: no shutdown, no inbox release.
+    pub fn kill(self) {
+        self.runtime.shutdown_background();
+    }
+}
+
+/// A conversation key on the fake channel.
+pub fn key(chat: &str) -> ConversationKey {
+    ConversationKey::new("fake", chat)
+}
+
+/// Wait until the conversation's transcript satisfies `done`.
+pub async fn wait_transcript(
+    channel: &FakeChannel,
+    key: &ConversationKey,
+    done: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    let ok = channel
+        .wait_until(WAIT, |_| done(&channel.transcript(key)))
+        .await;
+    let transcript = channel.transcript(key);
+    assert!(ok, "timed out; transcript so far: {transcript:#?}");
+    transcript
+}
+
+/// Wait until the inbox has no unfinished rows.
+pub async fn wait_inbox_idle(store: &Arc<dyn Store>) {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let counts = store.inbox_counts().await.unwrap();
+        if counts.pending == 0 && counts.processing == 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "inbox never drained: {counts:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A fresh PostgreSQL database for one test, or `None` (with a visible notice) when no
+/// server is reachable. With `SWITCHBOARD_REQUIRE_POSTGRES=1` (set by CI) a missing server
+/// fails the test instead.
+pub async fn postgres_url() -> Option<String> {
+    use sqlx::Connection;
+    let candidates = match std::env::var("SWITCHBOARD_TEST_POSTGRES") {
+        Ok(url) => vec![url],
+        Err(_) => vec![
+            "postgres://postgres@127.0.0.1:5432/test".to_owned(),
+            "postgres://root@127.0.0.1:5432/test".to_owned(),
+        ],
+    };
+    for admin in &candidates {
+        let Ok(mut conn) = sqlx::PgConnection::connect(admin).await else {
+            continue;
+        };
+        let name = format!("sb_test_{}", uuid::Uuid::new_v4().simple());
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .await
+            .expect("create test database");
+        let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(admin);
+        return Some(format!("{base}/{name}"));
+    }
+    let required = std::env::var("SWITCHBOARD_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "PostgreSQL is required (SWITCHBOARD_REQUIRE_POSTGRES=1) but unreachable at {candidates:?}"
+    );
+    eprintln!(
+        "NOTICE: PostgreSQL not reachable at {candidates:?}; skipping the PostgreSQL half of this test"
+    );
+    None
+}
+
+/// A fresh SQLite store in `dir`.
+pub async fn sqlite_store(dir: &tempfile::TempDir) -> Arc<dyn Store> {
+    store::connect(&format!("sqlite://{}/s.db", dir.path().display()))
+        .await
+        .unwrap()
+}

@@ -1,0 +1,228 @@
+//! One contract for every `Store`: the same test bodies run against SQLite and PostgreSQL.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard::provider::{ChatMessage, Role, ToolCall};
+use switchboard::store::{self, Insert, Store};
+use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, MessageRef, UserRef};
+
+use crate::helpers::{postgres_url, sqlite_store};
+
+const LEASE: Duration = Duration::from_secs(60);
+
+fn event(key: &ConversationKey, id: &str, text: &str) -> ChannelEvent {
+    ChannelEvent::Message(Inbound {
+        key: key.clone(),
+        event_id: id.into(),
+        user: UserRef {
+            id: "u1".into(),
+            name: None,
+        },
+        text: text.into(),
+    })
+}
+
+fn text_of(event: &ChannelEvent) -> &str {
+    match event {
+        ChannelEvent::Message(m) => &m.text,
+        ChannelEvent::Button(_) => "",
+    }
+}
+
+/// Run `body` against a fresh SQLite store and, when reachable, a fresh PostgreSQL one.
+macro_rules! contract {
+    ($name:ident, $body:ident) => {
+        #[tokio::test]
+        async fn $name() {
+            let dir = tempfile::tempdir().unwrap();
+            $body(sqlite_store(&dir).await).await;
+            if let Some(url) = postgres_url().await {
+                $body(store::connect(&url).await.expect("postgres store")).await;
+            }
+        }
+    };
+}
+
+contract!(inbox_drops_a_redelivered_event, redelivery_is_a_duplicate);
+async fn redelivery_is_a_duplicate(store: Arc<dyn Store>) {
+    let k = ConversationKey::new("tg", "1");
+    assert!(matches!(
+        store.insert_event(&event(&k, "e1", "a"), 1).await.unwrap(),
+        Insert::Stored(_)
+    ));
+    assert_eq!(
+        store.insert_event(&event(&k, "e1", "a"), 2).await.unwrap(),
+        Insert::Duplicate
+    );
+    // The same platform id on another channel instance is a different event.
+    let other = ConversationKey::new("tg2", "1");
+    assert!(matches!(
+        store
+            .insert_event(&event(&other, "e1", "a"), 3)
+            .await
+            .unwrap(),
+        Insert::Stored(_)
+    ));
+    assert_eq!(store.inbox_counts().await.unwrap().pending, 2);
+}
+
+contract!(
+    claims_follow_arrival_order_within_a_conversation,
+    claims_in_order
+);
+async fn claims_in_order(store: Arc<dyn Store>) {
+    let k = ConversationKey::new("tg", "1").in_thread("7");
+    for (i, text) in ["first", "second", "third"].iter().enumerate() {
+        store
+            .insert_event(&event(&k, &format!("e{i}"), text), 10)
+            .await
+            .unwrap();
+    }
+    for expected in ["first", "second", "third"] {
+        let row = store
+            .claim_next(&k, "me", 20, LEASE)
+            .await
+            .unwrap()
+            .expect("a row");
+        assert_eq!(text_of(&row.event), expected);
+        assert_eq!(row.attempts, 1);
+        store.complete(row.id, &k, &[], 21).await.unwrap();
+    }
+    assert!(
+        store
+            .claim_next(&k, "me", 30, LEASE)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(store.inbox_counts().await.unwrap().done, 3);
+}
+
+contract!(
+    another_owners_live_lease_blocks_the_conversation_until_it_expires,
+    leases
+);
+async fn leases(store: Arc<dyn Store>) {
+    let k = ConversationKey::new("slack", "C1");
+    store.insert_event(&event(&k, "a", "one"), 0).await.unwrap();
+    store.insert_event(&event(&k, "b", "two"), 0).await.unwrap();
+    let held = store
+        .claim_next(&k, "replica-1", 1_000, LEASE)
+        .await
+        .unwrap()
+        .unwrap();
+    // replica-2 may neither take the held row nor jump the queue with the next one.
+    assert!(
+        store
+            .claim_next(&k, "replica-2", 2_000, LEASE)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .claimable_conversations("replica-2", 2_000)
+            .await
+            .unwrap()
+            .contains(&k)
+    );
+    // After the lease runs out, the row is taken over, attempts counted.
+    let later = 1_000 + LEASE.as_millis() as i64 + 1;
+    let taken = store
+        .claim_next(&k, "replica-2", later, LEASE)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((taken.id, taken.attempts), (held.id, 2));
+}
+
+contract!(a_restarted_owner_reclaims_its_own_rows_at_once, own_rows);
+async fn own_rows(store: Arc<dyn Store>) {
+    let k = ConversationKey::new("tg", "9");
+    store.insert_event(&event(&k, "x", "hi"), 0).await.unwrap();
+    let first = store
+        .claim_next(&k, "default", 10, LEASE)
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .set_draft_refs(first.id, &[MessageRef::new("m-1")])
+        .await
+        .unwrap();
+    // "Crash": the row stays processing. The same owner takes it back immediately.
+    assert_eq!(
+        store.claimable_conversations("default", 20).await.unwrap(),
+        vec![k.clone()]
+    );
+    let again = store
+        .claim_next(&k, "default", 20, LEASE)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.id, first.id);
+    assert_eq!(again.draft_refs, vec![MessageRef::new("m-1")]);
+}
+
+contract!(
+    released_and_failed_rows_move_to_the_right_state,
+    release_and_fail
+);
+async fn release_and_fail(store: Arc<dyn Store>) {
+    let k = ConversationKey::new("tg", "r");
+    store.insert_event(&event(&k, "1", "a"), 0).await.unwrap();
+    store.insert_event(&event(&k, "2", "b"), 0).await.unwrap();
+    let row = store.claim_next(&k, "me", 1, LEASE).await.unwrap().unwrap();
+    store.release(row.id, 2).await.unwrap();
+    assert!(
+        store
+            .claimable_conversations("someone-else", 3)
+            .await
+            .unwrap()
+            .contains(&k)
+    );
+    let row = store
+        .claim_next(&k, "someone-else", 3, LEASE)
+        .await
+        .unwrap()
+        .unwrap();
+    store.fail(row.id, "boom", 4).await.unwrap();
+    let next = store
+        .claim_next(&k, "someone-else", 5, LEASE)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(text_of(&next.event), "b");
+    let counts = store.inbox_counts().await.unwrap();
+    assert_eq!((counts.failed, counts.processing), (1, 1));
+}
+
+contract!(
+    completing_a_turn_stores_history_with_tool_calls_atomically,
+    history
+);
+async fn history(store: Arc<dyn Store>) {
+    let k = ConversationKey::new("web", "s");
+    store.insert_event(&event(&k, "1", "hi"), 0).await.unwrap();
+    let row = store.claim_next(&k, "me", 1, LEASE).await.unwrap().unwrap();
+    let mut call = ChatMessage::new(Role::Assistant, "");
+    call.tool_calls = vec![ToolCall {
+        id: "c1".into(),
+        name: "shell".into(),
+        args: serde_json::json!({"command": "ls"}),
+    }];
+    let turn = vec![
+        ChatMessage::new(Role::User, "hi"),
+        call,
+        ChatMessage::tool_result("c1", "file.txt"),
+        ChatMessage::new(Role::Assistant, "There is file.txt."),
+    ];
+    store.complete(row.id, &k, &turn, 2).await.unwrap();
+    assert_eq!(store.history(&k, 10).await.unwrap(), turn);
+    // A window that would start on a tool result starts after it instead.
+    let window = store.history(&k, 2).await.unwrap();
+    assert_eq!(window, turn[3..].to_vec());
+    store.clear_history(&k).await.unwrap();
+    assert!(store.history(&k, 10).await.unwrap().is_empty());
+    store.ping().await.unwrap();
+}

@@ -1,0 +1,22 @@
+//! In-process stand-ins for what the tests cannot reach: chat platforms and LLM APIs.
+//! Each is a small HTTP (or WebSocket) server on 127.0.0.1:0 speaking the real wire format,
+//! including its failure modes, so the real clients are pointed at it by base URL.
+
+
+pub mod fake_channel;
+pub mod llm;
+
+pub use fake_channel::{Call, FakeChannel, Op};
+pub use llm::{FakeLlm, Protocol, Reply};
+
+/// Serve `app` on 127.0.0.1:0 in the background and return its address.
+pub async fn serve(app: axum::Router) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let addr = listener.local_addr().expect("local addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
