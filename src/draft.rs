@@ -74,7 +74,7 @@ impl Draft {
         resume: Vec<MessageRef>,
         on_posted: Option<PostedHook>,
     ) -> Self {
-        let limits = channel.limits();
+        let limits = channel.limits_for(&key);
         Self {
             channel,
             key,

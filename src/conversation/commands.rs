@@ -14,7 +14,7 @@ pub enum Command {
 impl Command {
     /// Parse `/stop`, `/new`, `/help` (also `/stop@botname`, any case, surrounding spaces).
     pub fn parse(text: &str) -> Option<Self> {
-        let word = text.trim().split_whitespace().next()?;
+        let word = text.split_whitespace().next()?;
         let word = word.strip_prefix('/')?;
         let name = word
             .split('@')

@@ -212,3 +212,12 @@ pub async fn sqlite_store(dir: &tempfile::TempDir) -> Arc<dyn Store> {
         .await
         .unwrap()
 }
+
+/// Drop a database made by [`postgres_url`] (connections still open are terminated).
+pub async fn drop_postgres(url: &str) {
+    use sqlx::Connection;
+    let (base, name) = url.rsplit_once('/').expect("url has a database");
+    if let Ok(mut conn) = sqlx::PgConnection::connect(&format!("{base}/test")).await {
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn).await;
+    }
+}

@@ -7,7 +7,7 @@ use switchboard::provider::{ChatMessage, Role, ToolCall};
 use switchboard::store::{self, Insert, Store};
 use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, MessageRef, UserRef};
 
-use crate::helpers::{postgres_url, sqlite_store};
+use crate::helpers::{drop_postgres, postgres_url, sqlite_store};
 
 const LEASE: Duration = Duration::from_secs(60);
 
@@ -39,6 +39,7 @@ macro_rules! contract {
             $body(sqlite_store(&dir).await).await;
             if let Some(url) = postgres_url().await {
                 $body(store::connect(&url).await.expect("postgres store")).await;
+                drop_postgres(&url).await;
             }
         }
     };

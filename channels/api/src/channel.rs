@@ -118,6 +118,12 @@ pub trait Channel: Send + Sync + 'static {
     /// The platform's limits.
     fn limits(&self) -> Limits;
 
+    /// Limits for one conversation, where they differ by chat (Telegram groups allow
+    /// 20 messages a minute, private chats about one a second). Defaults to [`Channel::limits`].
+    fn limits_for(&self, _key: &ConversationKey) -> Limits {
+        self.limits()
+    }
+
     /// Run the receive loop (long polling, gateway socket) until `shutdown` fires.
     /// Webhook-only channels return at once and serve [`Channel::routes`] instead.
     async fn start(

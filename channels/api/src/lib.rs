@@ -9,10 +9,12 @@
 //! - [`split`]: the limit-aware splitter every channel's long answers go through.
 
 pub mod channel;
+pub mod render;
 pub mod split;
 pub mod types;
 
 pub use channel::{Channel, ChannelError, Delivery, EventSink, Health, Limits, SinkError};
+pub use render::{Target, render};
 pub use split::{LengthUnit, fit_tail, split_message};
 pub use types::{
     BadConversationKey, Button, ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef,

@@ -1,0 +1,296 @@
+//! `SlackChannel`: the `Channel` implementation the core holds. Inbound it mounts the
+//! webhook routes (see `webhook`); outbound it renders markdown to mrkdwn and calls the Web
+//! API; `start` learns the bot's own user id with `auth.test` and then idles until shutdown.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use switchboard_channel::{
+    ButtonPress, Channel, ChannelError, ConversationKey, EventSink, Health, LengthUnit, Limits,
+    MessageRef, Outbound, Target, render,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::api::WebApi;
+use crate::blocks;
+use crate::config::SlackConfig;
+use crate::webhook;
+
+/// Longest message text Slack accepts.
+pub const MAX_MESSAGE_CHARS: usize = 40_000;
+/// First wait after a failed `auth.test`; doubles up to [`MAX_AUTH_BACKOFF`].
+const FIRST_AUTH_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_AUTH_BACKOFF: Duration = Duration::from_secs(60);
+/// How many refused user ids are remembered so each is logged once.
+const REFUSED_LOG_CAP: usize = 1024;
+/// How many pressed messages' blocks are remembered for `answer_button`.
+const PRESSED_CAP: usize = 512;
+
+/// One configured Slack app: Events API webhooks in, Web API out.
+pub struct SlackChannel {
+    inner: Arc<Inner>,
+}
+
+/// State shared by the channel and its webhook routes.
+pub(crate) struct Inner {
+    pub(crate) name: String,
+    pub(crate) config: SlackConfig,
+    api: WebApi,
+    /// Set once `auth.test` answers; read on every event, hence a lock-free cell.
+    bot_user_id: OnceLock<String>,
+    health: Mutex<Health>,
+    /// Refused user ids already logged (std Mutex: held for one insert, never across await).
+    refused_logged: Mutex<HashSet<String>>,
+    /// Blocks of messages whose buttons were pressed, so an answer replaces only the buttons.
+    pressed: Mutex<Recent>,
+}
+
+impl SlackChannel {
+    /// A channel named `name` (its routes are `/slack/<name>/…`) for `config`.
+    pub fn new(name: &str, config: SlackConfig) -> Self {
+        let api = WebApi::new(name, &config.api_url, &config.bot_token);
+        let health = Health {
+            ready: false,
+            detail: "waiting for auth.test".to_owned(),
+            last_ok: None,
+        };
+        Self {
+            inner: Arc::new(Inner {
+                name: name.to_owned(),
+                config,
+                api,
+                bot_user_id: OnceLock::new(),
+                health: Mutex::new(health),
+                refused_logged: Mutex::new(HashSet::new()),
+                pressed: Mutex::new(Recent::default()),
+            }),
+        }
+    }
+
+    /// The bot's own user id, once `start` has called `auth.test`.
+    pub fn bot_user_id(&self) -> Option<&str> {
+        self.inner.bot_user_id()
+    }
+}
+
+impl Inner {
+    pub(crate) fn bot_user_id(&self) -> Option<&str> {
+        self.bot_user_id.get().map(String::as_str)
+    }
+
+    /// Log a refused user at warn the first time only, so the owner can allow them.
+    pub(crate) fn log_refused_user(&self, user: &str) {
+        let mut logged = self
+            .refused_logged
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if logged.len() < REFUSED_LOG_CAP && logged.insert(user.to_owned()) {
+            tracing::warn!(
+                channel = %self.name,
+                user,
+                "refused a Slack user not in allowed_users; add the id to allow them"
+            );
+        }
+    }
+
+    /// Remember the blocks of a message whose buttons were pressed.
+    pub(crate) fn remember_pressed(&self, chat: &str, ts: &str, blocks: Vec<Value>) {
+        let mut pressed = self.pressed.lock().unwrap_or_else(PoisonError::into_inner);
+        pressed.insert(format!("{chat}:{ts}"), blocks);
+    }
+
+    fn pressed_blocks(&self, chat: &str, ts: &str) -> Option<Vec<Value>> {
+        let pressed = self.pressed.lock().unwrap_or_else(PoisonError::into_inner);
+        pressed.get(&format!("{chat}:{ts}"))
+    }
+
+    fn set_health(&self, health: Health) {
+        *self.health.lock().unwrap_or_else(PoisonError::into_inner) = health;
+    }
+
+    /// One `auth.test` call: the bot's user id.
+    async fn authenticate(&self) -> Result<String, ChannelError> {
+        let reply = self.api.call("auth.test", &json!({})).await?;
+        reply
+            .user_id
+            .ok_or_else(|| ChannelError::Transient("auth.test answered without user_id".into()))
+    }
+
+    /// Call `auth.test` until it succeeds, fails for good, or `shutdown` fires (`None`).
+    async fn authenticate_until_ok(
+        &self,
+        shutdown: &CancellationToken,
+    ) -> Result<Option<String>, ChannelError> {
+        let mut backoff = FIRST_AUTH_BACKOFF;
+        loop {
+            let wait = match self.authenticate().await {
+                Ok(id) => return Ok(Some(id)),
+                Err(ChannelError::RateLimited { retry_after }) => retry_after,
+                Err(ChannelError::Transient(reason)) => {
+                    tracing::warn!(channel = %self.name, %reason, ?backoff, "auth.test failed; retrying");
+                    let wait = backoff;
+                    backoff = (backoff * 2).min(MAX_AUTH_BACKOFF);
+                    wait
+                }
+                Err(fatal) => {
+                    self.set_health(not_ready(format!("auth.test failed: {fatal}")));
+                    return Err(fatal);
+                }
+            };
+            self.set_health(not_ready(format!(
+                "auth.test not answered yet; retry in {wait:?}"
+            )));
+            tokio::select! {
+                () = shutdown.cancelled() => return Ok(None),
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+}
+
+fn not_ready(detail: String) -> Health {
+    Health {
+        ready: false,
+        detail,
+        last_ok: None,
+    }
+}
+
+#[async_trait]
+impl Channel for SlackChannel {
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            max_message_len: MAX_MESSAGE_CHARS,
+            length_unit: LengthUnit::Chars,
+            min_edit_interval: Duration::from_secs(1),
+            rate_per_window: 1,
+            rate_window: Duration::from_secs(1),
+            supports_buttons: true,
+        }
+    }
+
+    async fn start(
+        &self,
+        _sink: Arc<dyn EventSink>,
+        shutdown: CancellationToken,
+    ) -> Result<(), ChannelError> {
+        let Some(bot_user_id) = self.inner.authenticate_until_ok(&shutdown).await? else {
+            return Ok(());
+        };
+        tracing::info!(channel = %self.inner.name, %bot_user_id, "Slack bot authenticated");
+        let detail = format!("events webhook; bot {bot_user_id}");
+        // A second start keeps the first id: it is the same token.
+        let _ = self.inner.bot_user_id.set(bot_user_id);
+        self.inner.set_health(Health::ready(detail));
+        shutdown.cancelled().await;
+        Ok(())
+    }
+
+    fn routes(&self, sink: Arc<dyn EventSink>) -> Option<axum::Router> {
+        Some(webhook::router(Arc::clone(&self.inner), sink))
+    }
+
+    async fn send(
+        &self,
+        key: &ConversationKey,
+        msg: &Outbound,
+    ) -> Result<MessageRef, ChannelError> {
+        let mut body = message_body(key, msg, false);
+        if let Some(thread) = &key.thread {
+            body["thread_ts"] = json!(thread);
+        }
+        let reply = self.inner.api.call("chat.postMessage", &body).await?;
+        reply
+            .ts
+            .map(MessageRef::new)
+            .ok_or_else(|| ChannelError::Transient("chat.postMessage answered without ts".into()))
+    }
+
+    async fn edit(
+        &self,
+        key: &ConversationKey,
+        msg_ref: &MessageRef,
+        msg: &Outbound,
+    ) -> Result<(), ChannelError> {
+        let mut body = message_body(key, msg, true);
+        body["ts"] = json!(msg_ref.id);
+        self.inner.api.call("chat.update", &body).await.map(drop)
+    }
+
+    async fn delete(
+        &self,
+        key: &ConversationKey,
+        msg_ref: &MessageRef,
+    ) -> Result<(), ChannelError> {
+        let body = json!({"channel": key.chat, "ts": msg_ref.id});
+        self.inner.api.call("chat.delete", &body).await.map(drop)
+    }
+
+    async fn answer_button(&self, press: &ButtonPress, text: &str) -> Result<(), ChannelError> {
+        let Some(message) = &press.message else {
+            return Ok(()); // nothing to update: Slack always names the message for buttons
+        };
+        let outcome = render(text, Target::SlackMrkdwn);
+        let earlier = self.inner.pressed_blocks(&press.key.chat, &message.id);
+        let body = json!({
+            "channel": press.key.chat,
+            "ts": message.id,
+            "text": outcome,
+            "blocks": blocks::answered(earlier, &outcome),
+        });
+        self.inner.api.call("chat.update", &body).await.map(drop)
+    }
+
+    fn health(&self) -> Health {
+        self.inner
+            .health
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The `chat.postMessage` / `chat.update` body for `msg`. An edit always names its blocks:
+/// Slack keeps the old ones (and their buttons) when `blocks` is left out.
+fn message_body(key: &ConversationKey, msg: &Outbound, is_edit: bool) -> Value {
+    let text = render(&msg.text, Target::SlackMrkdwn);
+    let mut body = json!({"channel": key.chat});
+    if !msg.buttons.is_empty() {
+        body["blocks"] = json!(blocks::with_buttons(&text, &msg.buttons));
+    } else if is_edit {
+        body["blocks"] = json!([]);
+    }
+    body["text"] = json!(text);
+    body
+}
+
+/// A small map that forgets its oldest entries past [`PRESSED_CAP`].
+#[derive(Default)]
+struct Recent {
+    map: HashMap<String, Vec<Value>>,
+    order: VecDeque<String>,
+}
+
+impl Recent {
+    fn insert(&mut self, key: String, value: Vec<Value>) {
+        if self.map.insert(key.clone(), value).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > PRESSED_CAP {
+            if let Some(oldest) = self.order.pop_front() {
+                self.map.remove(&oldest);
+            }
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<Vec<Value>> {
+        self.map.get(key).cloned()
+    }
+}

@@ -1,0 +1,280 @@
+//! Slack Events API and interaction payloads → `ChannelEvent`: the edge where Slack's JSON
+//! stops. Runs after the signature check and before the sink; decides what is delivered,
+//! what is ignored (bots, edits, other event types) and what is refused (allowlists).
+
+use serde::Deserialize;
+use serde_json::Value;
+use switchboard_channel::{
+    ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef, UserRef,
+};
+
+use crate::config::SlackConfig;
+
+/// The outer envelope of an Events API request.
+#[derive(Deserialize, Debug)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Envelope {
+    /// Sent once when the events URL is saved; answered with its challenge.
+    UrlVerification {
+        /// Echoed back to prove we own the URL.
+        challenge: String,
+    },
+    /// An event we subscribed to.
+    EventCallback {
+        /// Slack's unique id for this event; the same on every retry.
+        event_id: String,
+        /// The event itself; only `message` and `app_mention` are read.
+        event: Value,
+    },
+    /// Anything else (`app_rate_limited`, …): acknowledged and ignored.
+    #[serde(other)]
+    Other,
+}
+
+/// The fields of a `message` or `app_mention` event the gateway reads.
+#[derive(Deserialize, Debug)]
+struct MessageEvent {
+    #[serde(rename = "type")]
+    kind: String,
+    user: Option<String>,
+    #[serde(default)]
+    text: String,
+    channel: Option<String>,
+    channel_type: Option<String>,
+    ts: Option<String>,
+    thread_ts: Option<String>,
+    bot_id: Option<String>,
+    subtype: Option<String>,
+}
+
+/// What to do with one Slack event or interaction.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    /// Hand these to the sink, then acknowledge.
+    Deliver(Vec<ChannelEvent>),
+    /// Acknowledge and drop; the reason is logged at debug.
+    Ignore(&'static str),
+    /// Acknowledge and drop: the user is not on `allowed_users`.
+    RefusedUser(String),
+    /// Acknowledge and drop: the channel is not on `allowed_channels`.
+    RefusedChannel(String),
+}
+
+/// A malformed `message`/`app_mention` event: answered 400.
+#[derive(Debug, thiserror::Error)]
+#[error("malformed event: {0}")]
+pub struct Malformed(#[from] serde_json::Error);
+
+/// The instance's view needed to normalise: its name, config and the bot's own user id.
+pub struct Context<'a> {
+    /// Configured instance name (`ConversationKey::channel`).
+    pub name: &'a str,
+    /// The instance's configuration (allowlists, threading).
+    pub config: &'a SlackConfig,
+    /// The bot's user id from `auth.test`, once known.
+    pub bot_user_id: Option<&'a str>,
+}
+
+impl Context<'_> {
+    fn key(&self, chat: &str, thread_ts: Option<&str>, ts: &str) -> ConversationKey {
+        let key = ConversationKey::new(self.name, chat);
+        match (thread_ts, self.config.reply_in_thread) {
+            (Some(thread), _) => key.in_thread(thread),
+            (None, true) => key.in_thread(ts),
+            (None, false) => key,
+        }
+    }
+
+    fn check_user(&self, user: &str) -> Option<Verdict> {
+        (!self.config.user_allowed(user)).then(|| Verdict::RefusedUser(user.to_owned()))
+    }
+}
+
+/// Decide what an `event_callback`'s `event` becomes.
+pub fn normalise_event(
+    ctx: &Context<'_>,
+    event_id: &str,
+    event: Value,
+) -> Result<Verdict, Malformed> {
+    let kind = event
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if kind != "message" && kind != "app_mention" {
+        return Ok(Verdict::Ignore("event type not handled"));
+    }
+    let event: MessageEvent = serde_json::from_value(event)?;
+    if event.bot_id.is_some() {
+        return Ok(Verdict::Ignore("bot message"));
+    }
+    if event.subtype.is_some() {
+        return Ok(Verdict::Ignore("edit, deletion or other message subtype"));
+    }
+    let (Some(user), Some(channel), Some(ts)) = (event.user, event.channel, event.ts) else {
+        return Ok(Verdict::Ignore("event without user, channel or ts"));
+    };
+    if ctx.bot_user_id == Some(user.as_str()) {
+        return Ok(Verdict::Ignore("the bot's own message"));
+    }
+    let is_im = event.channel_type.as_deref() == Some("im");
+    match (event.kind.as_str(), is_im) {
+        ("message", false) => return Ok(Verdict::Ignore("channel message without a mention")),
+        ("app_mention", true) => {
+            return Ok(Verdict::Ignore("mention in a DM arrives as message.im"));
+        }
+        _ => {}
+    }
+    if let Some(refused) = ctx.check_user(&user) {
+        return Ok(refused);
+    }
+    if !is_im && !ctx.config.channel_allowed(&channel) {
+        return Ok(Verdict::RefusedChannel(channel));
+    }
+    let key = ctx.key(&channel, event.thread_ts.as_deref(), &ts);
+    let text = strip_mention(&event.text, ctx.bot_user_id);
+    Ok(Verdict::Deliver(vec![ChannelEvent::Message(Inbound {
+        key,
+        event_id: event_id.to_owned(),
+        user: UserRef {
+            id: user,
+            name: None,
+        },
+        text: unescape(&text),
+    })]))
+}
+
+/// Remove the bot's `<@BOTID>` (or `<@BOTID|name>`) mentions. Before `auth.test` has
+/// answered the bot id is unknown, and a leading mention is taken to be the bot's.
+fn strip_mention(text: &str, bot_user_id: Option<&str>) -> String {
+    match bot_user_id {
+        Some(id) => {
+            let plain = format!("<@{id}>");
+            let named = format!("<@{id}|");
+            let mut out = text.replace(&plain, "");
+            while let Some(start) = out.find(&named) {
+                let end = out[start..].find('>').map_or(out.len(), |e| start + e + 1);
+                out.replace_range(start..end, "");
+            }
+            out.split_whitespace().collect::<Vec<_>>().join(" ")
+        }
+        None => {
+            let trimmed = text.trim_start();
+            match trimmed.strip_prefix("<@").and_then(|r| r.split_once('>')) {
+                Some((_, rest)) => rest.trim().to_owned(),
+                None => text.trim().to_owned(),
+            }
+        }
+    }
+}
+
+/// Slack escapes `&`, `<` and `>` in message text; the core wants what the user typed.
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+/// The fields of a `block_actions` interaction the gateway reads.
+#[derive(Deserialize, Debug)]
+pub struct BlockActions {
+    user: IdName,
+    trigger_id: Option<String>,
+    channel: Option<IdName>,
+    container: Option<Container>,
+    /// The message carrying the buttons, with its blocks.
+    pub message: Option<PressedMessage>,
+    response_url: Option<String>,
+    #[serde(default)]
+    actions: Vec<Action>,
+}
+
+#[derive(Deserialize, Debug)]
+struct IdName {
+    id: String,
+    username: Option<String>,
+    name: Option<String>,
+}
+
+#[derive(Deserialize, Debug)]
+struct Container {
+    channel_id: Option<String>,
+}
+
+/// The message a button was pressed on.
+#[derive(Deserialize, Debug)]
+pub struct PressedMessage {
+    /// The message's ts: its id for `chat.update`.
+    pub ts: String,
+    thread_ts: Option<String>,
+    /// Its Block Kit blocks, kept so the answer can replace only the buttons.
+    #[serde(default)]
+    pub blocks: Vec<Value>,
+}
+
+#[derive(Deserialize, Debug)]
+struct Action {
+    value: Option<String>,
+    action_ts: Option<String>,
+}
+
+impl BlockActions {
+    /// The channel the buttons were pressed in.
+    pub fn channel_id(&self) -> Option<&str> {
+        self.channel
+            .as_ref()
+            .map(|c| c.id.as_str())
+            .or_else(|| self.container.as_ref()?.channel_id.as_deref())
+    }
+}
+
+/// Decide what a `block_actions` interaction becomes: one `Button` event per action.
+pub fn normalise_actions(ctx: &Context<'_>, payload: &BlockActions) -> Verdict {
+    let Some(channel) = payload.channel_id() else {
+        return Verdict::Ignore("block_actions without a channel");
+    };
+    if let Some(refused) = ctx.check_user(&payload.user.id) {
+        return refused;
+    }
+    let thread = payload.message.as_ref().and_then(|m| m.thread_ts.clone());
+    let key = ConversationKey {
+        channel: ctx.name.to_owned(),
+        chat: channel.to_owned(),
+        thread,
+    };
+    let user = UserRef {
+        id: payload.user.id.clone(),
+        name: payload
+            .user
+            .username
+            .clone()
+            .or_else(|| payload.user.name.clone()),
+    };
+    let events: Vec<ChannelEvent> = payload
+        .actions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, action)| {
+            let event_id = match (&payload.trigger_id, i) {
+                (Some(trigger), 0) => trigger.clone(),
+                (Some(trigger), i) => format!("{trigger}:{i}"),
+                (None, i) => format!("{}:{}:{i}", action.action_ts.as_deref()?, user.id),
+            };
+            Some(ChannelEvent::Button(ButtonPress {
+                key: key.clone(),
+                event_id,
+                user: user.clone(),
+                payload: action.value.clone()?,
+                message: payload.message.as_ref().map(|m| MessageRef::new(&m.ts)),
+                reply_token: payload.response_url.clone(),
+            }))
+        })
+        .collect();
+    if events.is_empty() {
+        return Verdict::Ignore("block_actions without a button value");
+    }
+    Verdict::Deliver(events)
+}
+
+#[cfg(test)]
+#[path = "inbound_tests.rs"]
+mod tests;

@@ -1,0 +1,22 @@
+//! switchboard-slack: the Slack channel. Signed Events API and interactivity webhooks in,
+//! Web API calls out; the core only ever sees the `Channel` trait.
+//!
+//! Layout, in the order a message flows:
+//! - [`config`]: `[channels.<name>]` keys (`bot_token`, `signing_secret`, allowlists, …).
+//! - `verify`: the signature check every webhook passes first.
+//! - `inbound`: Slack event and interaction JSON → `ChannelEvent` (or ignored / refused).
+//! - `webhook`: the axum routes that verify, normalise, store through the sink, then ack.
+//! - `blocks`: Block Kit for messages with buttons (sections ≤ 3,000 chars + actions).
+//! - `api`: the Web API client and the mapping of Slack errors to `ChannelError`.
+//! - [`channel`]: `SlackChannel`, the `Channel` implementation tying them together.
+
+mod api;
+mod blocks;
+pub mod channel;
+pub mod config;
+mod inbound;
+mod verify;
+mod webhook;
+
+pub use channel::{MAX_MESSAGE_CHARS, SlackChannel};
+pub use config::{DEFAULT_API_URL, SlackConfig};

@@ -1,0 +1,144 @@
+//! The two webhook routes Slack calls: `POST /slack/<name>/events` (Events API) and
+//! `POST /slack/<name>/interactions` (button presses). Each checks the signature on the raw
+//! body, normalises, hands events to the sink and only then answers 200, so an event Slack
+//! sees acknowledged is already stored; a sink failure answers 500 and Slack retries.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use switchboard_channel::EventSink;
+
+use crate::channel::Inner;
+use crate::inbound::{self, BlockActions, Context, Envelope, Verdict};
+use crate::verify::{unix_now, verify};
+
+#[derive(Clone)]
+struct WebhookState {
+    inner: Arc<Inner>,
+    sink: Arc<dyn EventSink>,
+}
+
+/// The channel's routes, with full paths so the gateway can merge them at its root.
+pub(crate) fn router(inner: Arc<Inner>, sink: Arc<dyn EventSink>) -> Router {
+    let events = format!("/slack/{}/events", inner.name);
+    let interactions = format!("/slack/{}/interactions", inner.name);
+    Router::new()
+        .route(&events, post(events_handler))
+        .route(&interactions, post(interactions_handler))
+        .with_state(WebhookState { inner, sink })
+}
+
+async fn events_handler(
+    State(state): State<WebhookState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Some(refused) = check_signature(&state.inner, &headers, &body) {
+        return refused;
+    }
+    let envelope: Envelope = match serde_json::from_slice(&body) {
+        Ok(envelope) => envelope,
+        Err(e) => return bad_request(&state.inner, "event", &e),
+    };
+    match envelope {
+        Envelope::UrlVerification { challenge } => {
+            Json(json!({ "challenge": challenge })).into_response()
+        }
+        Envelope::EventCallback { event_id, event } => {
+            let ctx = context(&state.inner);
+            match inbound::normalise_event(&ctx, &event_id, event) {
+                Ok(verdict) => act(&state, verdict).await,
+                Err(e) => bad_request(&state.inner, "event", &e),
+            }
+        }
+        Envelope::Other => StatusCode::OK.into_response(),
+    }
+}
+
+/// The form Slack posts interactions in: one `payload` field holding JSON.
+#[derive(Deserialize)]
+struct InteractionForm {
+    payload: String,
+}
+
+async fn interactions_handler(
+    State(state): State<WebhookState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Some(refused) = check_signature(&state.inner, &headers, &body) {
+        return refused;
+    }
+    let payload: Value = match serde_urlencoded::from_bytes::<InteractionForm>(&body)
+        .map_err(|e| e.to_string())
+        .and_then(|form| serde_json::from_str(&form.payload).map_err(|e| e.to_string()))
+    {
+        Ok(payload) => payload,
+        Err(e) => return bad_request(&state.inner, "interaction", &e),
+    };
+    if payload.get("type").and_then(Value::as_str) != Some("block_actions") {
+        return StatusCode::OK.into_response();
+    }
+    let actions: BlockActions = match serde_json::from_value(payload) {
+        Ok(actions) => actions,
+        Err(e) => return bad_request(&state.inner, "block_actions", &e),
+    };
+    if let (Some(chat), Some(message)) = (actions.channel_id(), &actions.message) {
+        state
+            .inner
+            .remember_pressed(chat, &message.ts, message.blocks.clone());
+    }
+    let verdict = inbound::normalise_actions(&context(&state.inner), &actions);
+    act(&state, verdict).await
+}
+
+fn context(inner: &Inner) -> Context<'_> {
+    Context {
+        name: &inner.name,
+        config: &inner.config,
+        bot_user_id: inner.bot_user_id(),
+    }
+}
+
+/// `Some(401)` unless the request is signed with our secret within the last five minutes.
+fn check_signature(inner: &Inner, headers: &HeaderMap, body: &[u8]) -> Option<Response> {
+    let result = verify(&inner.config.signing_secret, headers, body, unix_now());
+    result.err().map(|reason| {
+        tracing::debug!(channel = %inner.name, %reason, "refused an unsigned Slack request");
+        (StatusCode::UNAUTHORIZED, "invalid signature").into_response()
+    })
+}
+
+fn bad_request(inner: &Inner, what: &str, error: &dyn std::fmt::Display) -> Response {
+    tracing::debug!(channel = %inner.name, %error, "malformed Slack {what}");
+    (StatusCode::BAD_REQUEST, "malformed body").into_response()
+}
+
+/// Carry out a verdict: deliver (then 200, or 500 so Slack retries) or acknowledge.
+async fn act(state: &WebhookState, verdict: Verdict) -> Response {
+    match verdict {
+        Verdict::Deliver(events) => {
+            for event in events {
+                if let Err(e) = state.sink.deliver(event).await {
+                    tracing::error!(channel = %state.inner.name, error = %e, "could not store a Slack event; Slack will retry");
+                    return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+                }
+            }
+        }
+        Verdict::Ignore(reason) => {
+            tracing::trace!(channel = %state.inner.name, reason, "ignored a Slack event");
+        }
+        Verdict::RefusedUser(user) => state.inner.log_refused_user(&user),
+        Verdict::RefusedChannel(chat) => {
+            tracing::debug!(channel = %state.inner.name, chat, "ignored a mention outside allowed_channels");
+        }
+    }
+    StatusCode::OK.into_response()
+}

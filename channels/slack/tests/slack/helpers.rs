@@ -1,0 +1,142 @@
+//! Test harness: a SlackChannel pointed at FakeSlack, its routes served on 127.0.0.1:0, and
+//! a recording sink that deduplicates by event id like the core's inbox.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use switchboard_channel::{Channel, ChannelEvent, Delivery, EventSink, SinkError};
+use switchboard_slack::{SlackChannel, SlackConfig};
+use switchboard_standins::slack::{FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack, SignedRequest};
+use tokio_util::sync::CancellationToken;
+
+/// Stores each event id once, records every outcome, and can be told to fail.
+#[derive(Default)]
+pub struct RecordingSink {
+    seen: Mutex<HashSet<String>>,
+    stored: Mutex<Vec<ChannelEvent>>,
+    outcomes: Mutex<Vec<Delivery>>,
+    pub fail: AtomicBool,
+}
+
+impl RecordingSink {
+    pub fn stored(&self) -> Vec<ChannelEvent> {
+        self.stored.lock().unwrap().clone()
+    }
+
+    pub fn outcomes(&self) -> Vec<Delivery> {
+        self.outcomes.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl EventSink for RecordingSink {
+    async fn deliver(&self, event: ChannelEvent) -> Result<Delivery, SinkError> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(SinkError("database is down".into()));
+        }
+        let id = format!("{}:{}", event.key().channel, event.event_id());
+        let outcome = if self.seen.lock().unwrap().insert(id) {
+            self.stored.lock().unwrap().push(event);
+            Delivery::Stored
+        } else {
+            Delivery::Duplicate
+        };
+        self.outcomes.lock().unwrap().push(outcome);
+        Ok(outcome)
+    }
+}
+
+pub struct TestApp {
+    pub slack: FakeSlack,
+    pub channel: Arc<SlackChannel>,
+    pub sink: Arc<RecordingSink>,
+    pub base: String,
+    pub client: reqwest::Client,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+/// A config for the fake, allowing every user.
+pub fn config_for(slack: &FakeSlack) -> SlackConfig {
+    let mut config = SlackConfig::new(FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET);
+    config.api_url = slack.api_url();
+    config.allowed_users = vec!["*".into()];
+    config
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// Start FakeSlack, the channel (`start` runs until the app is dropped) and its routes;
+/// returns once `auth.test` has answered.
+pub async fn spawn_app_with(configure: impl FnOnce(&mut SlackConfig)) -> TestApp {
+    let slack = FakeSlack::start().await;
+    let mut config = config_for(&slack);
+    configure(&mut config);
+    let channel = Arc::new(SlackChannel::new("slack", config));
+    let sink = Arc::new(RecordingSink::default());
+    let stop = CancellationToken::new();
+
+    let router = channel
+        .routes(sink.clone())
+        .expect("slack has webhook routes");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let stopped = stop.clone().cancelled_owned();
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(stopped)
+            .await
+            .unwrap();
+    });
+    let (runner, sink_for_start, token) = (channel.clone(), sink.clone(), stop.clone());
+    tokio::spawn(async move { runner.start(sink_for_start, token).await });
+    wait_until_ready(&channel).await;
+
+    TestApp {
+        slack,
+        channel,
+        sink,
+        base,
+        client: reqwest::Client::new(),
+        _stop: stop.drop_guard(),
+    }
+}
+
+pub async fn wait_until_ready(channel: &SlackChannel) {
+    for _ in 0..500 {
+        if channel.health().ready {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("channel never became ready: {:?}", channel.health());
+}
+
+impl TestApp {
+    pub async fn post_event(&self, request: &SignedRequest) -> reqwest::Response {
+        self.post("events", request, FAKE_SIGNING_SECRET).await
+    }
+
+    pub async fn post_interaction(&self, request: &SignedRequest) -> reqwest::Response {
+        self.post("interactions", request, FAKE_SIGNING_SECRET)
+            .await
+    }
+
+    pub async fn post(
+        &self,
+        route: &str,
+        request: &SignedRequest,
+        secret: &str,
+    ) -> reqwest::Response {
+        let url = format!("{}/slack/slack/{route}", self.base);
+        request
+            .build(&self.client, &url, secret)
+            .send()
+            .await
+            .unwrap()
+    }
+}
