@@ -1,5 +1,6 @@
 //! Building the configured channel instances. A channel whose credential is unset is skipped
-//! with one warning, so the example config starts with no platform accounts at all.
+//! with one warning, so the example config starts with no platform accounts at all; the web
+//! chat needs no credential and is always built.
 
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ pub fn from_config(config: &Config) -> anyhow::Result<Vec<Arc<dyn Channel>>> {
     let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
     for (name, settings) in &config.channels {
         let (key, secret) = settings.required_secret();
-        if !secret.is_set() {
+        if !secret.is_set() && !matches!(settings, ChannelConfig::Web(_)) {
             tracing::warn!(
                 channel = %name,
                 "channels.{name}.{key} is not set; the {} channel is skipped",
@@ -20,14 +21,19 @@ pub fn from_config(config: &Config) -> anyhow::Result<Vec<Arc<dyn Channel>>> {
             );
             continue;
         }
-        channels.push(build(name, settings)?);
+        channels.push(build(name, settings, config)?);
     }
     Ok(channels)
 }
 
-fn build(name: &str, settings: &ChannelConfig) -> anyhow::Result<Arc<dyn Channel>> {
+fn build(
+    name: &str,
+    settings: &ChannelConfig,
+    config: &Config,
+) -> anyhow::Result<Arc<dyn Channel>> {
     match settings {
         ChannelConfig::Slack(s) => slack(name, s),
+        ChannelConfig::Web(s) => web(name, s, &config.gateway),
     }
 }
 
@@ -50,4 +56,40 @@ fn slack(name: &str, s: &crate::config::SlackSettings) -> anyhow::Result<Arc<dyn
 #[cfg(not(feature = "slack"))]
 fn slack(name: &str, _: &crate::config::SlackSettings) -> anyhow::Result<Arc<dyn Channel>> {
     anyhow::bail!("channels.{name}: this binary was built without the `slack` feature")
+}
+
+#[cfg(feature = "web")]
+fn web(
+    name: &str,
+    s: &crate::config::WebSettings,
+    gateway: &crate::config::GatewayConfig,
+) -> anyhow::Result<Arc<dyn Channel>> {
+    let listen: std::net::SocketAddr = gateway
+        .listen
+        .parse()
+        .map_err(|e| anyhow::anyhow!("gateway.listen: {e}"))?;
+    let defaults = switchboard_web::WebConfig::default();
+    let config = switchboard_web::WebConfig {
+        path: s.path.as_ref().map_or(defaults.path, |p| p.to_string()),
+        access_token: s.access_token.expose().map(str::to_owned),
+        allowed_origins: s.allowed_origins.clone(),
+        max_message_chars: s.max_message_chars.unwrap_or(defaults.max_message_chars),
+        max_messages_per_minute: s
+            .max_messages_per_minute
+            .unwrap_or(defaults.max_messages_per_minute),
+        history_messages: s.history_messages.unwrap_or(defaults.history_messages),
+        history_dir: Some(gateway.data_dir.join("web").join(name)),
+    };
+    Ok(Arc::new(switchboard_web::WebChannel::new(
+        name, config, listen,
+    )?))
+}
+
+#[cfg(not(feature = "web"))]
+fn web(
+    name: &str,
+    _: &crate::config::WebSettings,
+    _: &crate::config::GatewayConfig,
+) -> anyhow::Result<Arc<dyn Channel>> {
+    anyhow::bail!("channels.{name}: this binary was built without the `web` feature")
 }

@@ -32,6 +32,22 @@ pub enum Command {
     Check(ConfigArgs),
     /// Apply database migrations and exit.
     Migrate(ConfigArgs),
+    /// Print the audit log of tool executions, newest first.
+    Audit(AuditArgs),
+}
+
+/// `switchboard audit` options.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Config file, for the database URL.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Only this conversation (`channel:chat[:thread]`).
+    #[arg(long)]
+    pub conversation: Option<String>,
+    /// How many entries.
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
 }
 
 /// The config file option every subcommand takes.
@@ -66,7 +82,7 @@ impl ConfigArgs {
 pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     let (path, fallback) = args.path();
     let config = config::load(&path)?;
-    telemetry::init(config.gateway.log_format);
+    telemetry::init(config.gateway.log_format, scrubber(&config));
     if fallback {
         tracing::info!("{DEFAULT_CONFIG} not found; using {EXAMPLE_CONFIG}");
     }
@@ -108,10 +124,44 @@ pub fn check(args: ConfigArgs) -> anyhow::Result<ExitCode> {
 /// `switchboard migrate`.
 pub async fn migrate(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     let config = args.load()?;
-    telemetry::init(config.gateway.log_format);
+    telemetry::init(config.gateway.log_format, scrubber(&config));
     store::connect(&config.gateway.database_url).await?;
     println!("migrations applied");
     Ok(ExitCode::SUCCESS)
+}
+
+/// `switchboard audit`.
+pub async fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
+    let config = args.config.load()?;
+    let key = match &args.conversation {
+        Some(k) => Some(k.parse::<switchboard_channel::ConversationKey>()?),
+        None => None,
+    };
+    let store = store::connect(&config.gateway.database_url).await?;
+    let entries = store.audit(key.as_ref(), args.limit).await?;
+    if entries.is_empty() {
+        println!("no audit entries");
+    }
+    for e in entries {
+        println!(
+            "{}  {}  {} {}  {}  {} ms  {}{}\n    args: {}\n    output: {}",
+            e.created_at,
+            e.conversation,
+            e.tool,
+            e.call_id,
+            e.status,
+            e.duration_ms,
+            e.decision,
+            e.decided_by.map(|d| format!(" by {d}")).unwrap_or_default(),
+            e.args,
+            e.output.lines().next().unwrap_or_default(),
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn scrubber(config: &Config) -> std::sync::Arc<crate::scrub::Scrubber> {
+    std::sync::Arc::new(crate::scrub::Scrubber::new(config.secret_values()))
 }
 
 async fn shutdown_signal() {

@@ -14,6 +14,11 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::agent::AgentEvent;
+use crate::scrub::Scrubber;
+
+/// Generic patterns only, for drafts built without the config's secrets.
+static DEFAULT_SCRUBBER: std::sync::LazyLock<Arc<Scrubber>> =
+    std::sync::LazyLock::new(|| Arc::new(Scrubber::default()));
 
 /// Text that clears progress lines when it appears in the stream; never shown to users.
 pub const CLEAR_SENTINEL: &str = "\x00CLEAR\x00";
@@ -58,11 +63,14 @@ pub struct Draft {
     settings: DraftSettings,
     on_posted: Option<PostedHook>,
     answer: String,
-    progress: Vec<String>,
+    /// Progress lines by tool call id.
+    progress: Vec<(String, String)>,
     shown: String,
     last_edit: Option<Instant>,
     paused_until: Option<Instant>,
     out: DraftOutcome,
+    /// Nothing reaches the chat unscrubbed.
+    scrubber: Arc<Scrubber>,
 }
 
 impl Draft {
@@ -90,7 +98,14 @@ impl Draft {
                 messages: resume,
                 ..DraftOutcome::default()
             },
+            scrubber: Arc::clone(&DEFAULT_SCRUBBER),
         }
+    }
+
+    /// Scrub with `scrubber` (which knows the configured secrets) instead of the default.
+    pub fn scrubbed(mut self, scrubber: Arc<Scrubber>) -> Self {
+        self.scrubber = scrubber;
+        self
     }
 
     /// Consume events until `Final` (or until the sender is dropped, which finishes with the
@@ -128,27 +143,27 @@ impl Draft {
                 }
                 self.answer.push_str(&text.replace(CLEAR_SENTINEL, ""));
             }
-            AgentEvent::ToolStarted { name, summary } => {
-                self.progress.push(format!("⏳ {name}: {summary}"));
+            AgentEvent::ToolStarted {
+                id, name, summary, ..
+            } => {
+                self.progress.push((id, format!("⏳ {name}: {summary}")));
             }
             AgentEvent::ToolCompleted {
+                id,
                 name,
                 success,
                 duration,
                 error,
+                ..
             } => {
-                let prefix = format!("⏳ {name}:");
+                let secs = duration.as_secs_f64();
                 let line = match (success, error) {
-                    (true, _) => format!("✅ {name} ({:.1} s)", duration.as_secs_f64()),
-                    (false, e) => format!(
-                        "❌ {name} ({:.1} s): {}",
-                        duration.as_secs_f64(),
-                        e.unwrap_or_default()
-                    ),
+                    (true, _) => format!("✅ {name} ({secs:.1} s)"),
+                    (false, e) => format!("❌ {name} ({secs:.1} s): {}", e.unwrap_or_default()),
                 };
-                match self.progress.iter_mut().find(|l| l.starts_with(&prefix)) {
-                    Some(slot) => *slot = line,
-                    None => self.progress.push(line),
+                match self.progress.iter_mut().find(|(pid, _)| *pid == id) {
+                    Some(slot) => slot.1 = line,
+                    None => self.progress.push((id, line)),
                 }
             }
             AgentEvent::ClearProgress => self.progress.clear(),
@@ -156,12 +171,18 @@ impl Draft {
         }
     }
 
+    fn progress_text(&self) -> String {
+        let lines: Vec<&str> = self.progress.iter().map(|(_, l)| l.as_str()).collect();
+        lines.join("\n")
+    }
+
     fn visible(&self) -> String {
-        match (self.progress.is_empty(), self.answer.trim().is_empty()) {
+        let text = match (self.progress.is_empty(), self.answer.trim().is_empty()) {
             (true, _) => self.answer.clone(),
-            (false, true) => self.progress.join("\n"),
-            (false, false) => format!("{}\n\n{}", self.progress.join("\n"), self.answer),
-        }
+            (false, true) => self.progress_text(),
+            (false, false) => format!("{}\n\n{}", self.progress_text(), self.answer),
+        };
+        self.scrubber.scrub(&text).into_owned()
     }
 
     fn interval(&self) -> Duration {
@@ -184,7 +205,7 @@ impl Draft {
             .count()
             .saturating_sub(self.shown.chars().count());
         let progress_changed =
-            !self.progress.is_empty() && !self.shown.starts_with(&self.progress.join("\n"));
+            !self.progress.is_empty() && !self.shown.starts_with(&self.progress_text());
         if grown < self.settings.chunk_min_chars && !progress_changed {
             return None;
         }
@@ -249,7 +270,10 @@ impl Draft {
     /// Deliver the final answer: edit the draft into the first part, post the rest, and
     /// delete leftovers of an earlier, longer attempt.
     pub async fn finish(mut self, answer: &str) -> Result<DraftOutcome, ChannelError> {
-        let answer = answer.replace(CLEAR_SENTINEL, "");
+        let answer = self
+            .scrubber
+            .scrub(&answer.replace(CLEAR_SENTINEL, ""))
+            .into_owned();
         let answer = if answer.trim().is_empty() {
             "_(no answer)_".to_owned()
         } else {

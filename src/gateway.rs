@@ -13,13 +13,15 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::agent::{AgentLoop, Tool};
+use crate::agent::{ContextProvider, Tool};
 use crate::config::Config;
 use crate::conversation::{Deps, Inbox, Registry};
 use crate::draft::DraftSettings;
 use crate::http::{self, HealthState};
 use crate::provider::{self, Provider};
+use crate::scrub::Scrubber;
 use crate::store::{self, Store};
+use crate::tools::Toolbox;
 
 /// How often stored-but-unclaimed events are looked for (expired leases, other replicas).
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
@@ -33,6 +35,7 @@ pub struct Gateway {
     provider: Option<Arc<dyn Provider>>,
     store: Option<Arc<dyn Store>>,
     tools: Vec<Arc<dyn Tool>>,
+    context: Vec<Arc<dyn ContextProvider>>,
 }
 
 impl Gateway {
@@ -44,6 +47,7 @@ impl Gateway {
             provider: None,
             store: None,
             tools: Vec::new(),
+            context: Vec::new(),
         }
     }
 
@@ -71,6 +75,12 @@ impl Gateway {
         self
     }
 
+    /// Add a context provider (runs before every turn).
+    pub fn context(mut self, provider: Arc<dyn ContextProvider>) -> Self {
+        self.context.push(provider);
+        self
+    }
+
     /// Open the database, start channels, recover unfinished events and serve HTTP on
     /// `listener`.
     pub async fn start(self, listener: TcpListener) -> anyhow::Result<RunningGateway> {
@@ -94,10 +104,12 @@ impl Gateway {
         let deps = Arc::new(Deps {
             store: Arc::clone(&store),
             provider,
-            agent: AgentLoop::builder()
-                .tools(self.tools)
-                .max_iterations(config.agent.max_tool_iterations)
-                .build(),
+            toolbox: Toolbox::new(&config.tools, &config.gateway.data_dir),
+            extra_tools: self.tools,
+            context: self.context,
+            max_iterations: config.agent.max_tool_iterations,
+            native_tools: config.provider.native_tools,
+            scrubber: Arc::new(Scrubber::new(config.secret_values())),
             channels: self
                 .channels
                 .iter()

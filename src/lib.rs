@@ -7,6 +7,8 @@
 //!   actors, and the turn each stored event becomes.
 //! - [`agent`]: the platform-free agent loop (`AgentLoop`, `Tool`, `ContextProvider`).
 //! - [`provider`]: streaming LLM clients (OpenAI-compatible, Anthropic).
+//! - [`tools`]: built-in tools (shell, files, http_fetch), confined to a workspace.
+//! - [`scrub`]: credential redaction for tool output, chat, history and logs.
 //! - [`draft`]: the live draft message an answer streams into, throttled and split.
 //! - [`store`]: the durable inbox and history, on SQLite or PostgreSQL.
 //! - [`http`]: the shared axum server (health, channel webhooks).
@@ -22,7 +24,9 @@ pub mod draft;
 pub mod gateway;
 pub mod http;
 pub mod provider;
+pub mod scrub;
 pub mod store;
 pub mod telemetry;
+pub mod tools;
 
 pub use gateway::{Gateway, RunningGateway};

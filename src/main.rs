@@ -12,6 +12,7 @@ async fn main() -> ExitCode {
         Command::Run(args) => switchboard::cli::run(args).await,
         Command::Check(args) => switchboard::cli::check(args),
         Command::Migrate(args) => switchboard::cli::migrate(args).await,
+        Command::Audit(args) => switchboard::cli::audit(args).await,
     };
     match result {
         Ok(code) => code,

@@ -2,21 +2,24 @@
 //! a provider, stream the answer out as `AgentEvent`s, run requested tools, feed results
 //! back, repeat until the model answers without tool calls (or a cap is hit).
 
+mod call;
+mod exec;
+mod guard;
+mod parse;
 mod tool;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures::future::join_all;
 use tokio_util::sync::CancellationToken;
 
+pub use guard::DraftGuard;
+pub use parse::{MALFORMED_CALL, Parsed, parse_tool_calls};
 pub use tool::{ContextProvider, Tool, ToolResult};
 
-use crate::provider::{
-    ChatMessage, ChatRequest, Provider, ProviderError, Role, StopReason, StreamEvent, ToolCall,
-    Usage,
-};
+use crate::provider::{ChatMessage, ChatRequest, Provider, ProviderError, Role, StopReason, Usage};
+use crate::scrub::Scrubber;
 
 /// The same failing call this many times ends the turn instead of looping.
 const MAX_IDENTICAL_FAILURES: usize = 3;
@@ -28,13 +31,19 @@ pub enum AgentEvent {
     TextChunk(String),
     /// A tool call began.
     ToolStarted {
+        /// The call's id.
+        id: String,
         /// Tool name.
         name: String,
-        /// Short human summary of the arguments.
+        /// Short human summary of the arguments (scrubbed).
         summary: String,
+        /// The arguments (scrubbed).
+        args: serde_json::Value,
     },
     /// A tool call ended.
     ToolCompleted {
+        /// The call's id.
+        id: String,
         /// Tool name.
         name: String,
         /// Whether it succeeded.
@@ -43,6 +52,8 @@ pub enum AgentEvent {
         duration: Duration,
         /// Its error, if any.
         error: Option<String>,
+        /// The start of its output (scrubbed).
+        output: String,
     },
     /// Progress lines should be removed before the final answer.
     ClearProgress,
@@ -121,6 +132,8 @@ pub struct AgentLoopBuilder {
     tools: Vec<Arc<dyn Tool>>,
     context: Vec<Arc<dyn ContextProvider>>,
     max_iterations: Option<usize>,
+    scrubber: Option<Arc<Scrubber>>,
+    prompt_guided: bool,
 }
 
 impl AgentLoopBuilder {
@@ -148,12 +161,27 @@ impl AgentLoopBuilder {
         self
     }
 
+    /// Scrub tool output with this scrubber (default: generic patterns only).
+    pub fn scrubber(mut self, scrubber: Arc<Scrubber>) -> Self {
+        self.scrubber = Some(scrubber);
+        self
+    }
+
+    /// Describe tools in the system prompt instead of sending them natively (for models
+    /// without tool calling); calls are then parsed from the text.
+    pub fn native_tools(mut self, native: bool) -> Self {
+        self.prompt_guided = !native;
+        self
+    }
+
     /// Finish.
     pub fn build(self) -> AgentLoop {
         AgentLoop {
             tools: self.tools,
             context: self.context,
             max_iterations: self.max_iterations.unwrap_or(10),
+            scrubber: self.scrubber.unwrap_or_default(),
+            prompt_guided: self.prompt_guided,
         }
     }
 }
@@ -163,14 +191,8 @@ pub struct AgentLoop {
     tools: Vec<Arc<dyn Tool>>,
     context: Vec<Arc<dyn ContextProvider>>,
     max_iterations: usize,
-}
-
-/// What one LLM round-trip produced.
-struct Response {
-    text: String,
-    calls: Vec<ToolCall>,
-    stop: StopReason,
-    usage: Usage,
+    scrubber: Arc<Scrubber>,
+    prompt_guided: bool,
 }
 
 impl AgentLoop {
@@ -200,7 +222,11 @@ impl AgentLoop {
         mut on_event: impl FnMut(AgentEvent),
     ) -> Result<AgentRun, AgentError> {
         self.inject_context(&mut messages).await;
-        let specs = self.tools.iter().map(|t| t.spec()).collect::<Vec<_>>();
+        let mut specs = self.tools.iter().map(|t| t.spec()).collect::<Vec<_>>();
+        if self.prompt_guided && !specs.is_empty() {
+            describe_tools(&mut messages, &specs);
+            specs.clear();
+        }
         let mut run = AgentRun::default();
         let mut failures: HashMap<(String, String), usize> = HashMap::new();
         while run.iterations < self.max_iterations {
@@ -246,9 +272,14 @@ impl AgentLoop {
             let results = tokio::select! {
                 r = self.execute_all(&response.calls, &mut on_event) => r,
                 () = cancel.cancelled() => {
+                    // Every call gets a result, or the stored history would be unusable.
+                    for call in &response.calls {
+                        run.messages.push(ChatMessage::tool_result(&call.id, "error: cancelled by the user"));
+                    }
                     return Err(AgentError::Cancelled { text: String::new(), partial: run.messages });
                 }
             };
+            let mut looping = None;
             for (call, result) in response.calls.iter().zip(results) {
                 run.tool_calls += 1;
                 if !result.success {
@@ -257,23 +288,28 @@ impl AgentLoop {
                         .or_default();
                     *n += 1;
                     if *n >= MAX_IDENTICAL_FAILURES {
-                        run.messages
-                            .push(ChatMessage::tool_result(&call.id, result.to_model_text()));
-                        return Err(AgentError::Tool {
-                            tool: call.name.clone(),
-                            partial: run.messages,
-                        });
+                        looping = Some(call.name.clone());
                     }
                 }
                 let message = ChatMessage::tool_result(&call.id, result.to_model_text());
                 messages.push(message.clone());
                 run.messages.push(message);
             }
+            if let Some(tool) = looping {
+                return Err(AgentError::Tool {
+                    tool,
+                    partial: run.messages,
+                });
+            }
         }
         Err(AgentError::MaxIterations {
             iterations: run.iterations,
             partial: run.messages,
         })
+    }
+
+    fn find(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name)
     }
 
     async fn inject_context(&self, messages: &mut Vec<ChatMessage>) {
@@ -293,119 +329,24 @@ impl AgentLoop {
         }
         messages.splice(at..at, injected);
     }
-
-    /// One streamed round-trip. `Err(Ok(text))` means cancelled after streaming `text`.
-    async fn call(
-        &self,
-        provider: &dyn Provider,
-        request: &ChatRequest,
-        cancel: &CancellationToken,
-        on_event: &mut impl FnMut(AgentEvent),
-    ) -> Result<Response, Result<String, ProviderError>> {
-        let mut stream = tokio::select! {
-            s = provider.stream(request) => s.map_err(Err)?,
-            () = cancel.cancelled() => return Err(Ok(String::new())),
-        };
-        let mut response = Response {
-            text: String::new(),
-            calls: Vec::new(),
-            stop: StopReason::EndTurn,
-            usage: Usage::default(),
-        };
-        loop {
-            let event = tokio::select! {
-                e = stream.next() => e,
-                () = cancel.cancelled() => return Err(Ok(response.text)),
-            };
-            match event {
-                Some(Ok(StreamEvent::TextDelta(text))) => {
-                    response.text.push_str(&text);
-                    on_event(AgentEvent::TextChunk(text));
-                }
-                Some(Ok(StreamEvent::ToolCall(call))) => response.calls.push(call),
-                Some(Ok(StreamEvent::Done { stop_reason, usage })) => {
-                    response.stop = stop_reason;
-                    response.usage = usage;
-                    return Ok(response);
-                }
-                Some(Err(err)) => return Err(Err(err)),
-                None => {
-                    return Err(Err(ProviderError::Stream(
-                        "the stream ended without a finish".into(),
-                    )));
-                }
-            }
-        }
-    }
-
-    /// Run calls concurrently when every one is read-only, otherwise in order.
-    async fn execute_all(
-        &self,
-        calls: &[ToolCall],
-        on_event: &mut impl FnMut(AgentEvent),
-    ) -> Vec<ToolResult> {
-        for call in calls {
-            on_event(AgentEvent::ToolStarted {
-                name: call.name.clone(),
-                summary: summarize(&call.args),
-            });
-        }
-        let all_read_only = calls
-            .iter()
-            .all(|c| self.find(&c.name).is_some_and(|t| t.read_only()));
-        let timed = |call: &ToolCall| {
-            let tool = self.find(&call.name).cloned();
-            let call = call.clone();
-            async move {
-                let started = Instant::now();
-                let result = match tool {
-                    Some(tool) if call.args.is_object() => tool.execute(call.args).await,
-                    Some(_) => ToolResult::err("arguments must be a JSON object"),
-                    None => ToolResult::err(format!("unknown tool {:?}", call.name)),
-                };
-                (result, started.elapsed())
-            }
-        };
-        let results: Vec<(ToolResult, Duration)> = if all_read_only {
-            join_all(calls.iter().map(timed)).await
-        } else {
-            let mut out = Vec::with_capacity(calls.len());
-            for call in calls {
-                out.push(timed(call).await);
-            }
-            out
-        };
-        calls
-            .iter()
-            .zip(results)
-            .map(|(call, (result, duration))| {
-                on_event(AgentEvent::ToolCompleted {
-                    name: call.name.clone(),
-                    success: result.success,
-                    duration,
-                    error: result.error.clone(),
-                });
-                result
-            })
-            .collect()
-    }
-
-    fn find(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.iter().find(|t| t.name() == name)
-    }
 }
 
-/// A one-line view of tool arguments for progress lines.
-fn summarize(args: &serde_json::Value) -> String {
-    let text = match args.as_object().and_then(|o| o.values().next()) {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => String::new(),
-    };
-    let line = text.lines().next().unwrap_or_default();
-    if line.chars().count() > 60 {
-        format!("{}…", line.chars().take(60).collect::<String>())
-    } else {
-        line.to_owned()
+/// Append the tool list and the call format to the first system message (prompt-guided mode).
+fn describe_tools(messages: &mut Vec<ChatMessage>, specs: &[crate::provider::ToolSpec]) {
+    let mut text = String::from(
+        "\n\nYou can use tools. To call one, write exactly:\n<tool_call>{\"name\": \"TOOL\", \"arguments\": {…}}</tool_call>\nand stop; the result comes back in the next message. Tools:\n",
+    );
+    for spec in specs {
+        text.push_str(&format!(
+            "- {}: {} Arguments schema: {}\n",
+            spec.name, spec.description, spec.parameters
+        ));
+    }
+    match messages.iter_mut().find(|m| m.role == Role::System) {
+        Some(system) => system.content.push_str(&text),
+        None => messages.insert(
+            0,
+            ChatMessage::new(Role::System, text.trim_start().to_owned()),
+        ),
     }
 }

@@ -233,6 +233,17 @@ fn validate(config: &Config) -> Vec<Problem> {
     if config.agent.max_tool_iterations == 0 {
         problem("agent.max_tool_iterations", "must be at least 1".into());
     }
+    for tool in &config.tools.enabled {
+        if !super::TOOL_NAMES.contains(&tool.as_str()) {
+            problem(
+                "tools.enabled",
+                format!(
+                    "unknown tool {tool:?}; known: {}",
+                    super::TOOL_NAMES.join(", ")
+                ),
+            );
+        }
+    }
     for name in config.channels.keys() {
         let ok = !name.is_empty()
             && name

@@ -28,6 +28,9 @@ pub struct Config {
     /// How answers stream into the live draft.
     #[serde(default)]
     pub streaming: StreamingConfig,
+    /// Built-in tools the agent may call.
+    #[serde(default)]
+    pub tools: ToolsConfig,
     /// Chat platform instances by name; the name is the `channel` of their conversations.
     #[serde(default)]
     pub channels: BTreeMap<String, ChannelConfig>,
@@ -192,12 +195,90 @@ impl Default for StreamingConfig {
     }
 }
 
+/// Every built-in tool name.
+pub const TOOL_NAMES: &[&str] = &[
+    "shell",
+    "file_read",
+    "file_write",
+    "file_edit",
+    "file_list",
+    "http_fetch",
+];
+
+/// `[tools]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolsConfig {
+    /// Tools offered to the model (see [`TOOL_NAMES`]).
+    pub enabled: Vec<String>,
+    /// `[tools.shell]`.
+    pub shell: ShellConfig,
+    /// `[tools.http_fetch]`.
+    pub http_fetch: HttpFetchConfig,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: ["file_read", "file_list", "file_write", "file_edit"]
+                .map(String::from)
+                .to_vec(),
+            shell: ShellConfig::default(),
+            http_fetch: HttpFetchConfig::default(),
+        }
+    }
+}
+
+/// `[tools.shell]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShellConfig {
+    /// Default and maximum run time of one command.
+    pub timeout_secs: u64,
+    /// Output kept per command (stdout + stderr); the rest is cut with a marker.
+    pub max_output_bytes: usize,
+}
+
+impl Default for ShellConfig {
+    fn default() -> Self {
+        Self {
+            timeout_secs: 60,
+            max_output_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// `[tools.http_fetch]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpFetchConfig {
+    /// Hosts that may be fetched (`example.com`, or `*.example.com` for subdomains);
+    /// empty refuses every URL.
+    pub allowed_hosts: Vec<String>,
+    /// Response text kept, in bytes.
+    pub max_bytes: usize,
+    /// Whole-request timeout.
+    pub timeout_secs: u64,
+}
+
+impl Default for HttpFetchConfig {
+    fn default() -> Self {
+        Self {
+            allowed_hosts: Vec::new(),
+            max_bytes: 256 * 1024,
+            timeout_secs: 20,
+        }
+    }
+}
+
 /// `[channels.<name>]`: `kind` picks the platform, the other keys are that platform's.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum ChannelConfig {
     /// Slack Events API + Web API.
     Slack(SlackSettings),
+    /// The built-in web chat page and its WebSocket.
+    Web(WebSettings),
 }
 
 impl ChannelConfig {
@@ -205,6 +286,7 @@ impl ChannelConfig {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Slack(_) => "slack",
+            Self::Web(_) => "web",
         }
     }
 
@@ -212,6 +294,8 @@ impl ChannelConfig {
     pub fn required_secret(&self) -> (&'static str, &Secret) {
         match self {
             Self::Slack(s) => ("bot_token", &s.bot_token),
+            // Web runs without one (the token is optional on loopback); never skipped.
+            Self::Web(s) => ("access_token", &s.access_token),
         }
     }
 }
@@ -238,6 +322,26 @@ pub struct SlackSettings {
     pub reply_in_thread: bool,
 }
 
+/// `kind = "web"`. Unset limits take the web channel's defaults.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebSettings {
+    /// URL path of the page (default `/`); the socket is `<path>/ws`.
+    pub path: Option<EnvString>,
+    /// Required when `[gateway].listen` is not a loopback address.
+    #[serde(default)]
+    pub access_token: Secret,
+    /// Origins besides the page's own allowed to open the socket; empty = same origin only.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Longest message a person may send, in characters (default 8000).
+    pub max_message_chars: Option<usize>,
+    /// Messages per minute one browser session may send (default 30).
+    pub max_messages_per_minute: Option<u32>,
+    /// Messages each session keeps for reloads, saved under `<data_dir>/web/<name>` (default 100).
+    pub history_messages: Option<usize>,
+}
+
 fn default_slack_api() -> EnvString {
     EnvString("https://slack.com/api".into())
 }
@@ -262,6 +366,7 @@ impl Config {
                     out.extend(s.bot_token.expose().map(str::to_owned));
                     out.extend(s.signing_secret.expose().map(str::to_owned));
                 }
+                ChannelConfig::Web(s) => out.extend(s.access_token.expose().map(str::to_owned)),
             }
         }
         out

@@ -3,6 +3,7 @@
 //! queue is the durable inbox itself, so a full or lost wake-up never loses an event.
 
 mod actor;
+mod audit;
 mod commands;
 mod turn;
 
@@ -18,10 +19,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::agent::AgentLoop;
+use crate::agent::{AgentLoop, ContextProvider, Tool};
 use crate::draft::DraftSettings;
 use crate::provider::Provider;
+use crate::scrub::Scrubber;
 use crate::store::{Insert, Store, now_ms};
+use crate::tools::Toolbox;
 
 pub use commands::Command;
 
@@ -31,8 +34,18 @@ pub struct Deps {
     pub store: Arc<dyn Store>,
     /// The LLM.
     pub provider: Arc<dyn Provider>,
-    /// The loop (tools, context providers, caps).
-    pub agent: AgentLoop,
+    /// Built-in tools, made per conversation.
+    pub toolbox: Toolbox,
+    /// Tools added programmatically (`Gateway::tool`), offered in every conversation.
+    pub extra_tools: Vec<Arc<dyn Tool>>,
+    /// Context providers run before each turn.
+    pub context: Vec<Arc<dyn ContextProvider>>,
+    /// LLM round-trips per turn.
+    pub max_iterations: usize,
+    /// Native tool calling, or tools described in the prompt.
+    pub native_tools: bool,
+    /// Redacts credentials from tool output, chat and history.
+    pub scrubber: Arc<Scrubber>,
     /// Channels by instance name.
     pub channels: HashMap<String, Arc<dyn Channel>>,
     /// First message of every conversation.
@@ -51,6 +64,23 @@ pub struct Deps {
     pub draining: CancellationToken,
     /// Fired when the shutdown grace period is over: running turns stop and are handed back.
     pub abort: CancellationToken,
+}
+
+impl Deps {
+    /// The agent loop for one conversation: its workspace's tools plus the extra ones.
+    pub fn agent_for(&self, key: &ConversationKey) -> AgentLoop {
+        let mut builder = AgentLoop::builder();
+        for provider in &self.context {
+            builder = builder.context(Arc::clone(provider));
+        }
+        builder
+            .tools(self.toolbox.for_conversation(key))
+            .tools(self.extra_tools.iter().cloned())
+            .max_iterations(self.max_iterations)
+            .scrubber(Arc::clone(&self.scrubber))
+            .native_tools(self.native_tools)
+            .build()
+    }
 }
 
 /// A live actor as the registry sees it.

@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::audit::AuditRecorder;
 use super::{Command, Deps};
 use crate::agent::{AgentError, AgentEvent, AgentRun};
 use crate::draft::{Draft, PostedHook};
@@ -112,11 +113,14 @@ async fn chat(
         deps.draft,
         row.draft_refs.clone(),
         Some(posted_hook(deps, row.id)),
-    );
+    )
+    .scrubbed(Arc::clone(&deps.scrubber));
+    let agent = deps.agent_for(key);
+    let mut audit = AuditRecorder::new(Arc::clone(&deps.store), key.clone(), row.id);
     let agent_side = async move {
-        let result = deps
-            .agent
+        let result = agent
             .run_until(deps.provider.as_ref(), messages, &cancel, |event| {
+                audit.observe(&event);
                 let _ = tx.send(event);
             })
             .await;
@@ -152,6 +156,9 @@ async fn chat(
                 stored.push(ChatMessage::new(Role::Assistant, error_reply(err, trace)));
             }
         }
+    }
+    for message in &mut stored {
+        deps.scrubber.scrub_string(&mut message.content);
     }
     deps.store.complete(row.id, key, &stored, now_ms()).await?;
     match drafted {

@@ -2,6 +2,7 @@
 //! One `Store` trait, one implementation per database (SQLite embedded, PostgreSQL for
 //! replicas); both share their SQL through `shared.rs` and pass one contract test suite.
 
+mod audit;
 mod postgres;
 mod shared;
 mod sqlite;
@@ -12,6 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
+pub use audit::{AuditEntry, AuditLog};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -68,7 +70,7 @@ pub struct InboxCounts {
 
 /// Durable state. Time is passed in (Unix ms) so leases behave alike on both databases.
 #[async_trait]
-pub trait Store: Send + Sync {
+pub trait Store: AuditLog + Send + Sync {
     /// Store a new event; a redelivery of a stored event is reported as `Duplicate`.
     async fn insert_event(&self, event: &ChannelEvent, now_ms: i64) -> Result<Insert, StoreError>;
 

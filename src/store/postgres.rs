@@ -4,6 +4,7 @@
 use sqlx::postgres::PgPoolOptions;
 
 use super::StoreError;
+use super::audit::impl_audit;
 use super::shared::impl_store;
 
 /// `Store` over PostgreSQL.
@@ -24,3 +25,4 @@ impl PostgresStore {
 }
 
 impl_store!(PostgresStore, sqlx::Postgres, "FOR UPDATE SKIP LOCKED");
+impl_audit!(PostgresStore);

@@ -6,6 +6,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use super::StoreError;
+use super::audit::impl_audit;
 use super::shared::impl_store;
 
 /// `Store` over a SQLite database file.
@@ -39,3 +40,4 @@ impl SqliteStore {
 }
 
 impl_store!(SqliteStore, sqlx::Sqlite, "");
+impl_audit!(SqliteStore);

@@ -14,13 +14,15 @@ use tokio::net::TcpListener;
 /// Generous upper bound for anything a test waits for.
 pub const WAIT: Duration = Duration::from_secs(15);
 
-/// Config for a test gateway talking to `llm` and storing in `database_url`.
-pub fn test_config(llm_url: &str, database_url: &str, extra: &str) -> Config {
+/// Config for a test gateway talking to `llm`, with its database and workspaces in `dir`.
+pub fn test_config(llm_url: &str, dir: &std::path::Path, extra: &str) -> Config {
+    let dir = dir.display();
     let text = format!(
         r#"
 [gateway]
 listen = "127.0.0.1:0"
-database_url = "{database_url}"
+database_url = "sqlite://{dir}/test.db"
+data_dir = "{dir}"
 shutdown_grace_secs = 1
 [provider]
 kind = "openai"
@@ -62,8 +64,7 @@ impl TestApp {
     pub async fn spawn_on(channel: Arc<FakeChannel>, extra: &str) -> Self {
         let llm = FakeLlm::start().await;
         let dir = tempfile::tempdir().unwrap();
-        let db = format!("sqlite://{}/test.db", dir.path().display());
-        let config = test_config(&llm.openai_url(), &db, extra);
+        let config = test_config(&llm.openai_url(), dir.path(), extra);
         let gateway = start(&config, &channel).await;
         Self {
             gateway: Some(gateway),
@@ -218,6 +219,8 @@ pub async fn drop_postgres(url: &str) {
     use sqlx::Connection;
     let (base, name) = url.rsplit_once('/').expect("url has a database");
     if let Ok(mut conn) = sqlx::PgConnection::connect(&format!("{base}/test")).await {
-        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn).await;
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .execute(&mut conn)
+            .await;
     }
 }

@@ -4,12 +4,18 @@
 mod agent_loop;
 mod config;
 mod helpers;
+mod leak;
 mod providers;
 mod slack;
 mod spine;
 mod store_contract;
+mod tools;
+mod web;
 
 /// Unix seconds now.
 fn helpers_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }

@@ -6,7 +6,9 @@ use std::time::Duration;
 use switchboard::channels;
 use switchboard::config::Config;
 use switchboard::{Gateway, RunningGateway};
-use switchboard_standins::slack::{FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack, SignedRequest, SlackMessage, dm_event};
+use switchboard_standins::slack::{
+    FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack, SignedRequest, SlackMessage, dm_event,
+};
 use switchboard_standins::{FakeLlm, Reply};
 
 use crate::helpers::{WAIT, test_config, wait_inbox_idle};
@@ -27,7 +29,7 @@ async fn spawn(extra: &str) -> SlackApp {
         "[channels.slack]\nkind = \"slack\"\nbot_token = \"{FAKE_BOT_TOKEN}\"\nsigning_secret = \"{FAKE_SIGNING_SECRET}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\n{extra}",
         slack.api_url()
     );
-    let config: Config = test_config(&llm.openai_url(), &format!("sqlite://{}/slack.db", dir.path().display()), &channel);
+    let config: Config = test_config(&llm.openai_url(), dir.path(), &channel);
     let mut gateway = Gateway::new(config.clone());
     for channel in channels::from_config(&config).unwrap() {
         gateway = gateway.channel(channel);
@@ -35,36 +37,80 @@ async fn spawn(extra: &str) -> SlackApp {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let gateway = gateway.start(listener).await.unwrap();
     let events_url = format!("http://{}/slack/slack/events", gateway.addr());
-    SlackApp { gateway, slack, llm, events_url, _dir: dir }
+    SlackApp {
+        gateway,
+        slack,
+        llm,
+        events_url,
+        _dir: dir,
+    }
 }
 
 async fn post(app: &SlackApp, request: SignedRequest, secret: &str) -> u16 {
-    request.build(&reqwest::Client::new(), &app.events_url, secret).send().await.unwrap().status().as_u16()
+    request
+        .build(&reqwest::Client::new(), &app.events_url, secret)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
 }
 
 #[tokio::test]
 async fn a_signed_dm_gets_a_streamed_answer_in_its_thread() {
     let app = spawn("").await;
-    let answer: String = (1..=12).map(|i| format!("Part {i} of the answer. ")).collect();
-    app.llm.push(Reply::paced(answer.clone(), 20, Duration::from_millis(40)));
-    let msg = SlackMessage { text: "hello bot", ..SlackMessage::default() };
-    assert_eq!(post(&app, SignedRequest::event(&dm_event(&msg)), FAKE_SIGNING_SECRET).await, 200);
+    let answer: String = (1..=12)
+        .map(|i| format!("Part {i} of the answer. "))
+        .collect();
+    app.llm
+        .push(Reply::paced(answer.clone(), 20, Duration::from_millis(40)));
+    let msg = SlackMessage {
+        text: "hello bot",
+        ..SlackMessage::default()
+    };
+    assert_eq!(
+        post(
+            &app,
+            SignedRequest::event(&dm_event(&msg)),
+            FAKE_SIGNING_SECRET
+        )
+        .await,
+        200
+    );
     wait_inbox_idle(&app.gateway.store()).await;
     let messages = app.slack.messages(msg.channel);
     assert_eq!(messages.len(), 1, "{messages:#?}");
     assert_eq!(messages[0].thread_ts.as_deref(), Some(msg.ts));
     assert_eq!(messages[0].text.trim(), answer.trim());
-    assert!(!app.slack.calls_to("chat.update").is_empty(), "the answer streamed into the draft");
+    assert!(
+        !app.slack.calls_to("chat.update").is_empty(),
+        "the answer streamed into the draft"
+    );
 }
 
 #[tokio::test]
 async fn an_event_delivered_three_times_is_answered_once() {
     let app = spawn("").await;
-    let msg = SlackMessage { event_id: "Ev0REPEAT", text: "once please", ..SlackMessage::default() };
+    let msg = SlackMessage {
+        event_id: "Ev0REPEAT",
+        text: "once please",
+        ..SlackMessage::default()
+    };
     let event = dm_event(&msg);
-    assert_eq!(post(&app, SignedRequest::event(&event), FAKE_SIGNING_SECRET).await, 200);
+    assert_eq!(
+        post(&app, SignedRequest::event(&event), FAKE_SIGNING_SECRET).await,
+        200
+    );
     for n in 1..=2 {
-        assert_eq!(post(&app, SignedRequest::event(&event).retry(n), FAKE_SIGNING_SECRET).await, 200);
+        assert_eq!(
+            post(
+                &app,
+                SignedRequest::event(&event).retry(n),
+                FAKE_SIGNING_SECRET
+            )
+            .await,
+            200
+        );
     }
     wait_inbox_idle(&app.gateway.store()).await;
     assert_eq!(app.slack.calls_to("chat.postMessage").len(), 1);
@@ -75,10 +121,26 @@ async fn an_event_delivered_three_times_is_answered_once() {
 async fn bad_signatures_stale_timestamps_and_missing_headers_get_401_and_store_nothing() {
     let app = spawn("").await;
     let event = dm_event(&SlackMessage::default());
-    assert_eq!(post(&app, SignedRequest::event(&event), "wrong-secret").await, 401);
+    assert_eq!(
+        post(&app, SignedRequest::event(&event), "wrong-secret").await,
+        401
+    );
     let stale = super::helpers_now() - 6 * 60;
-    assert_eq!(post(&app, SignedRequest::event(&event).at(stale), FAKE_SIGNING_SECRET).await, 401);
-    let unsigned = reqwest::Client::new().post(&app.events_url).body(event.to_string()).send().await.unwrap();
+    assert_eq!(
+        post(
+            &app,
+            SignedRequest::event(&event).at(stale),
+            FAKE_SIGNING_SECRET
+        )
+        .await,
+        401
+    );
+    let unsigned = reqwest::Client::new()
+        .post(&app.events_url)
+        .body(event.to_string())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(unsigned.status(), 401);
     let counts = app.gateway.store().inbox_counts().await.unwrap();
     assert_eq!(counts.pending + counts.processing + counts.done, 0);

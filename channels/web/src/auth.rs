@@ -1,0 +1,170 @@
+//! Who may open the page and the socket: the access token (constant-time compare), the
+//! WebSocket `Origin` check, and the session cookie that names a browser's conversation.
+
+use axum::http::HeaderMap;
+use axum::http::header::{COOKIE, HOST, ORIGIN};
+use subtle::ConstantTimeEq;
+
+/// How long the session and token cookies last without a visit (30 days).
+pub(crate) const COOKIE_MAX_AGE_SECS: u64 = 30 * 24 * 60 * 60;
+
+/// The session cookie's name for channel `name` (two web channels keep separate sessions).
+pub(crate) fn session_cookie(name: &str) -> String {
+    format!("sb_{name}_session")
+}
+
+/// The access token cookie's name for channel `name`.
+pub(crate) fn token_cookie(name: &str) -> String {
+    format!("sb_{name}_token")
+}
+
+/// A fresh session id: 128 random bits as 32 lowercase hex digits.
+pub(crate) fn new_session_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// Whether `id` looks like one of ours; it names a file, so nothing else may pass.
+pub(crate) fn valid_session_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The value of cookie `name` in the request, if any.
+pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim_matches('"'))
+}
+
+/// The request's valid session id, if it carries one.
+pub(crate) fn session_from(headers: &HeaderMap, channel: &str) -> Option<String> {
+    cookie(headers, &session_cookie(channel))
+        .filter(|id| valid_session_id(id))
+        .map(str::to_owned)
+}
+
+/// Whether `given` is the access token, compared in constant time (the length may show).
+pub(crate) fn token_matches(expected: &str, given: &str) -> bool {
+    bool::from(expected.as_bytes().ct_eq(given.as_bytes()))
+}
+
+/// The token as it is stored in a cookie: anything outside the URL-safe set percent-encoded,
+/// so a token with `;` or spaces cannot break the header.
+pub(crate) fn cookie_safe(token: &str) -> String {
+    let mut out = String::with_capacity(token.len());
+    for byte in token.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Whether the request proves the token: `?token=` or the token cookie.
+pub(crate) fn has_token(
+    expected: Option<&str>,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    channel: &str,
+) -> bool {
+    let Some(expected) = expected else {
+        return true;
+    };
+    let by_query = query.is_some_and(|given| token_matches(expected, given));
+    let by_cookie = cookie(headers, &token_cookie(channel))
+        .is_some_and(|given| token_matches(&cookie_safe(expected), given));
+    by_query | by_cookie
+}
+
+/// Whether a browser on the request's `Origin` may open the socket: the page's own origin
+/// always, the listed ones too. Requests without `Origin` come from non-browser clients,
+/// which cross-site requests cannot be, so they pass.
+pub(crate) fn origin_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
+    let Some(origin) = headers.get(ORIGIN) else {
+        return true;
+    };
+    let Ok(origin) = origin.to_str() else {
+        return false;
+    };
+    let origin = origin.trim_end_matches('/');
+    if allowed
+        .iter()
+        .any(|a| a.trim_end_matches('/').eq_ignore_ascii_case(origin))
+    {
+        return true;
+    }
+    let host = headers.get(HOST).and_then(|h| h.to_str().ok());
+    let own_host = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    matches!((host, own_host), (Some(host), Some(own)) if host.eq_ignore_ascii_case(own))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(*k, HeaderValue::from_static(v));
+        }
+        map
+    }
+
+    #[test]
+    fn cookies_are_found_among_several_headers_and_pairs() {
+        let h = headers(&[("cookie", "a=1; sb_web_session=abc"), ("cookie", "b=\"2\"")]);
+        assert_eq!(cookie(&h, "sb_web_session"), Some("abc"));
+        assert_eq!(cookie(&h, "b"), Some("2"));
+        assert_eq!(cookie(&h, "sb_web"), None);
+    }
+
+    #[test]
+    fn only_32_lowercase_hex_digits_make_a_session_id() {
+        assert!(valid_session_id(&new_session_id()));
+        assert!(!valid_session_id("../../etc/passwd0000000000000000"));
+        assert!(!valid_session_id("ABCDEF0123456789abcdef0123456789"));
+        assert!(!valid_session_id("abc"));
+        assert_ne!(new_session_id(), new_session_id());
+    }
+
+    #[test]
+    fn the_token_matches_by_query_or_by_cookie_and_nothing_else() {
+        let none = HeaderMap::new();
+        assert!(has_token(None, None, &none, "web"), "no token configured");
+        assert!(has_token(Some("t;k 1"), Some("t;k 1"), &none, "web"));
+        assert!(!has_token(Some("t;k 1"), Some("t;k 2"), &none, "web"));
+        assert!(!has_token(Some("t;k 1"), None, &none, "web"));
+        let jar = headers(&[("cookie", "sb_web_token=t%3Bk%201")]);
+        assert!(has_token(Some("t;k 1"), None, &jar, "web"));
+        assert!(!has_token(Some("t;k 1"), None, &jar, "other"));
+        assert!(!token_matches("abc", "abcd") && !token_matches("abc", "abd"));
+    }
+
+    #[test]
+    fn same_origin_and_listed_origins_may_connect() {
+        let own = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://127.0.0.1:8080"),
+        ]);
+        assert!(origin_allowed(&own, &[]));
+        let foreign = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "https://evil.example"),
+        ]);
+        assert!(!origin_allowed(&foreign, &[]));
+        assert!(origin_allowed(&foreign, &["https://EVIL.example/".into()]));
+        let no_origin = headers(&[("host", "127.0.0.1:8080")]);
+        assert!(origin_allowed(&no_origin, &[]));
+        let null = headers(&[("host", "h"), ("origin", "null")]);
+        assert!(!origin_allowed(&null, &[]));
+    }
+}

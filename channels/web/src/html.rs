@@ -1,0 +1,108 @@
+//! Message text → the HTML fragment the page inserts. Everything is rendered here on the
+//! server: the agent's markdown through the shared safe renderer, its leading progress lines
+//! (⏳ ✅ ❌) as their own block, and the person's own text escaped verbatim.
+
+use switchboard_channel::{Target, render};
+
+/// The first characters of a progress line the draft renderer puts above an answer.
+const PROGRESS_MARKS: [char; 3] = ['⏳', '✅', '❌'];
+
+/// HTML for one of the agent's messages.
+pub(crate) fn bot_html(text: &str) -> String {
+    let mut steps = Vec::new();
+    let mut rest = text;
+    while let Some(line) = rest.lines().next() {
+        if !line.trim_start().starts_with(PROGRESS_MARKS) {
+            break;
+        }
+        steps.push(line.trim());
+        rest = &rest[line.len()..];
+        rest = rest
+            .strip_prefix("\r\n")
+            .or(rest.strip_prefix('\n'))
+            .unwrap_or(rest);
+    }
+    let mut out = String::new();
+    if !steps.is_empty() {
+        out.push_str("<div class=\"progress\">");
+        for step in steps {
+            out.push_str("<div class=\"step\">");
+            escape_into(&mut out, step);
+            out.push_str("</div>");
+        }
+        out.push_str("</div>");
+    }
+    out.push_str(&render(
+        rest.trim_start_matches(['\n', '\r']),
+        Target::WebHtml,
+    ));
+    out
+}
+
+/// HTML for a message the person typed: shown exactly as typed, never interpreted.
+pub(crate) fn user_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 32);
+    out.push_str("<p class=\"typed\">");
+    escape_into(&mut out, text);
+    out.push_str("</p>");
+    out
+}
+
+fn escape_into(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leading_progress_lines_are_set_apart_from_the_answer() {
+        let html = bot_html("⏳ shell: ls\n✅ file_read (0.1 s)\n\nThe **answer**.");
+        assert_eq!(
+            html,
+            "<div class=\"progress\"><div class=\"step\">⏳ shell: ls</div>\
+             <div class=\"step\">✅ file_read (0.1 s)</div></div><p>The <strong>answer</strong>.</p>"
+        );
+    }
+
+    #[test]
+    fn progress_without_an_answer_yet_is_only_the_progress_block() {
+        assert_eq!(
+            bot_html("❌ shell (1.0 s): <denied>"),
+            "<div class=\"progress\"><div class=\"step\">❌ shell (1.0 s): &lt;denied&gt;</div></div>"
+        );
+    }
+
+    #[test]
+    fn a_check_mark_inside_the_answer_stays_in_the_answer() {
+        assert_eq!(bot_html("Done:\n✅ yes"), "<p>Done:\n✅ yes</p>");
+    }
+
+    #[test]
+    fn model_markup_is_rendered_safely() {
+        let html = bot_html("<img src=x onerror=alert(1)> [a](javascript:x) <script>x</script>");
+        assert!(!html.contains("<img") && !html.contains("<script") && !html.contains("href"));
+        assert!(
+            html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn typed_text_is_escaped_verbatim_and_not_markdown() {
+        assert_eq!(
+            user_html("*hi* <b>\"x\"</b> & 'y'"),
+            "<p class=\"typed\">*hi* &lt;b&gt;&quot;x&quot;&lt;/b&gt; &amp; &#39;y&#39;</p>"
+        );
+    }
+}

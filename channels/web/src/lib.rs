@@ -1,0 +1,37 @@
+//! switchboard-web: the built-in web chat. The gateway serves one embedded page; each open
+//! tab holds a WebSocket to its browser session's conversation; the core only ever sees the
+//! `Channel` trait.
+//!
+//! Layout, in the order a message flows:
+//! - [`config`]: `[channels.<name>] kind = "web"` keys and the start-up checks (no public
+//!   address without an access token).
+//! - `routes`: the page, its script and style (embedded with `include_str!`), and the socket
+//!   upgrade; `auth` holds the token, origin and session cookie checks they use.
+//! - `socket`: one tab's connection: frames in (size, rate and button checks, then the
+//!   sink), the session's changes out.
+//! - `protocol`: the JSON frames both ways and the close codes.
+//! - `hub` and `session`: every live session's transcript and open sockets; `persist` saves
+//!   transcripts as JSON files so history survives a restart; `html` renders what is shown.
+//! - [`channel`]: `WebChannel`, the `Channel` implementation tying them together.
+//!
+//! History: each session keeps its last `history_messages` messages in memory and, when a
+//! `history_dir` is set (the gateway uses `<data_dir>/web/<name>`), in one JSON file per
+//! session, written 250 ms after a change and at shutdown. A page loaded after a restart
+//! shows what that file holds.
+
+mod auth;
+pub mod channel;
+pub mod config;
+mod html;
+mod hub;
+mod persist;
+mod protocol;
+mod routes;
+mod session;
+mod socket;
+
+pub use channel::{MAX_MESSAGE_CHARS, WebChannel};
+pub use config::{
+    DEFAULT_HISTORY_MESSAGES, DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_MAX_MESSAGES_PER_MINUTE,
+    WebConfig, WebConfigError,
+};

@@ -1,0 +1,124 @@
+//! Saving transcripts so a page loaded after a gateway restart still shows its history: one
+//! small JSON file per session (`<dir>/<session id>.json`), written whole to a temporary file
+//! and renamed into place, so a crash leaves the old file or the new one, never half of one.
+
+use std::io::ErrorKind;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::session::Message;
+
+/// The file format; `version` lets a later format read (or skip) older files.
+#[derive(Serialize, Deserialize)]
+struct File {
+    version: u32,
+    messages: Vec<Message>,
+}
+
+const VERSION: u32 = 1;
+
+/// Where one channel's transcripts live.
+pub(crate) struct Store {
+    dir: PathBuf,
+    /// Serialises writes, so two saves of one session land in the order they were taken.
+    pub(crate) write_lock: tokio::sync::Mutex<()>,
+}
+
+impl Store {
+    pub(crate) fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            write_lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn path(&self, session: &str) -> PathBuf {
+        self.dir.join(format!("{session}.json"))
+    }
+
+    /// The saved transcript of `session`, rendered; empty when there is none. A file that
+    /// cannot be read is logged and treated as empty rather than failing the page.
+    pub(crate) async fn load(&self, session: &str) -> Vec<Message> {
+        let path = self.path(session);
+        let bytes = match tokio::fs::read(&path).await {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Vec::new(),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "could not read a web chat transcript");
+                return Vec::new();
+            }
+        };
+        match serde_json::from_slice::<File>(&bytes) {
+            Ok(file) if file.version == VERSION => {
+                let mut messages = file.messages;
+                messages.iter_mut().for_each(Message::rerender);
+                messages
+            }
+            Ok(file) => {
+                tracing::warn!(path = %path.display(), version = file.version, "skipped a web chat transcript of an unknown version");
+                Vec::new()
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "skipped a malformed web chat transcript");
+                Vec::new()
+            }
+        }
+    }
+
+    /// The bytes [`Store::save`] writes for `messages`.
+    pub(crate) fn encode<'a>(messages: impl Iterator<Item = &'a Message>) -> Vec<u8> {
+        let file = File {
+            version: VERSION,
+            messages: messages.cloned().collect(),
+        };
+        serde_json::to_vec(&file).expect("transcripts always serialize")
+    }
+
+    /// Replace the saved transcript of `session` with `bytes` (from [`Store::encode`]).
+    pub(crate) async fn save(&self, session: &str, bytes: Vec<u8>) -> std::io::Result<()> {
+        tokio::fs::create_dir_all(&self.dir).await?;
+        let path = self.path(session);
+        let tmp = self.dir.join(format!(".{session}.json.tmp"));
+        tokio::fs::write(&tmp, bytes).await?;
+        tokio::fs::rename(&tmp, &path).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Role;
+
+    #[tokio::test]
+    async fn a_saved_transcript_loads_back_rendered() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("web"));
+        let messages = [
+            Message::new("u1".into(), Role::User, "<b>hi</b>".into(), Vec::new()),
+            Message::new("b1".into(), Role::Bot, "**hello**".into(), Vec::new()),
+        ];
+        store
+            .save("s1", Store::encode(messages.iter()))
+            .await
+            .unwrap();
+        let loaded = store.load("s1").await;
+        assert_eq!(loaded, messages);
+        assert_eq!(loaded[1].html, "<p><strong>hello</strong></p>");
+    }
+
+    #[tokio::test]
+    async fn missing_or_malformed_files_load_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().to_owned());
+        assert!(store.load("absent").await.is_empty());
+        std::fs::write(dir.path().join("bad.json"), b"{not json").unwrap();
+        assert!(store.load("bad").await.is_empty());
+        std::fs::write(
+            dir.path().join("new.json"),
+            br#"{"version":99,"messages":[]}"#,
+        )
+        .unwrap();
+        assert!(store.load("new").await.is_empty());
+    }
+}

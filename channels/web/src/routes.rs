@@ -1,0 +1,213 @@
+//! The channel's HTTP surface under its `path`: the page (`<path>/`), its script and style
+//! (embedded in the binary, no build step, no CDN), and the socket (`<path>/ws`). The page
+//! sets the session cookie; the socket checks origin, token and session before upgrading.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::{Query, State};
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, LOCATION, REFERRER_POLICY, SET_COOKIE,
+    X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::Deserialize;
+use switchboard_channel::EventSink;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{self, COOKIE_MAX_AGE_SECS};
+use crate::hub::Hub;
+use crate::protocol::max_frame_bytes;
+use crate::socket;
+
+const INDEX_HTML: &str = include_str!("assets/index.html");
+const APP_JS: &str = include_str!("assets/app.js");
+const APP_CSS: &str = include_str!("assets/app.css");
+
+/// Scripts and styles only from the page's own origin, sockets only back to it: even if
+/// markup slipped through the renderer, no inline script or foreign resource would run.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+#[derive(Clone)]
+struct RouteState {
+    hub: Arc<Hub>,
+    sink: Arc<dyn EventSink>,
+    closing: CancellationToken,
+}
+
+/// `?token=` on the page or socket URL.
+#[derive(Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
+fn query_token(query: Result<Query<TokenQuery>, QueryRejection>) -> Option<String> {
+    query.ok().and_then(|Query(q)| q.token)
+}
+
+/// The channel's routes, with full paths so the gateway can merge them at its root.
+pub(crate) fn router(
+    hub: Arc<Hub>,
+    sink: Arc<dyn EventSink>,
+    closing: CancellationToken,
+) -> Router {
+    let base = hub.config.base();
+    let mut router = Router::new()
+        .route(&base, get(page))
+        .route(&format!("{base}app.js"), get(script))
+        .route(&format!("{base}app.css"), get(style))
+        .route(&format!("{base}ws"), get(upgrade));
+    if base != "/" {
+        router = router.route(base.trim_end_matches('/'), get(to_base));
+    }
+    router.with_state(RouteState { hub, sink, closing })
+}
+
+async fn page(
+    State(state): State<RouteState>,
+    headers: HeaderMap,
+    query: Result<Query<TokenQuery>, QueryRejection>,
+) -> Response {
+    let hub = &state.hub;
+    let base = hub.config.base();
+    let token = query_token(query);
+    let expected = hub.config.access_token.as_deref();
+    if !auth::has_token(expected, token.as_deref(), &headers, &hub.name) {
+        return unauthorized_page();
+    }
+    let secure = is_https(&headers);
+    let session = auth::session_from(&headers, &hub.name).unwrap_or_else(auth::new_session_id);
+    let mut cookies = vec![cookie(
+        &auth::session_cookie(&hub.name),
+        &session,
+        &base,
+        secure,
+    )];
+    if let (Some(expected), Some(_)) = (expected, token) {
+        // Trade the token in the URL for a cookie, and drop it from the address bar (and
+        // from history and Referer headers).
+        let value = auth::cookie_safe(expected);
+        cookies.push(cookie(
+            &auth::token_cookie(&hub.name),
+            &value,
+            &base,
+            secure,
+        ));
+        let mut response = (StatusCode::SEE_OTHER, [(LOCATION, base)]).into_response();
+        set_cookies(&mut response, cookies);
+        return response;
+    }
+    let mut response = asset(INDEX_HTML, "text/html; charset=utf-8");
+    let h = response.headers_mut();
+    h.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    set_cookies(&mut response, cookies);
+    response
+}
+
+fn unauthorized_page() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "This chat needs its access token: open it once as <address>?token=<access_token>.\n",
+    )
+        .into_response()
+}
+
+async fn script() -> Response {
+    asset(APP_JS, "text/javascript; charset=utf-8")
+}
+
+async fn style() -> Response {
+    asset(APP_CSS, "text/css; charset=utf-8")
+}
+
+async fn to_base(State(state): State<RouteState>) -> Response {
+    (
+        StatusCode::PERMANENT_REDIRECT,
+        [(LOCATION, state.hub.config.base())],
+    )
+        .into_response()
+}
+
+fn asset(body: &'static str, content_type: &'static str) -> Response {
+    (
+        [
+            (CONTENT_TYPE, content_type),
+            (X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+fn cookie(name: &str, value: &str, path: &str, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!(
+        "{name}={value}; Path={path}; Max-Age={COOKIE_MAX_AGE_SECS}; HttpOnly; SameSite=Strict{secure}"
+    )
+}
+
+fn set_cookies(response: &mut Response, cookies: Vec<String>) {
+    for value in cookies {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response.headers_mut().append(SET_COOKIE, value);
+        }
+    }
+}
+
+/// Whether a proxy in front says the browser used HTTPS (then cookies are marked Secure).
+fn is_https(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("https"))
+}
+
+async fn upgrade(
+    State(state): State<RouteState>,
+    headers: HeaderMap,
+    query: Result<Query<TokenQuery>, QueryRejection>,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    let hub = &state.hub;
+    let token = query_token(query);
+    if !auth::has_token(
+        hub.config.access_token.as_deref(),
+        token.as_deref(),
+        &headers,
+        &hub.name,
+    ) {
+        return (StatusCode::UNAUTHORIZED, "missing or wrong access token").into_response();
+    }
+    if !auth::origin_allowed(&headers, &hub.config.allowed_origins) {
+        return (StatusCode::FORBIDDEN, "origin not allowed").into_response();
+    }
+    let Some(session) = auth::session_from(&headers, &hub.name) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "no session cookie: load the chat page first",
+        )
+            .into_response();
+    };
+    let ws = match ws {
+        Ok(ws) => ws,
+        Err(rejection) => return rejection.into_response(),
+    };
+    // Frames up to twice our own limit reach our check (and get a 1009 with a reason);
+    // anything bigger is cut off by the library before it is buffered.
+    let hard_limit = max_frame_bytes(hub.config.max_message_chars).saturating_mul(2);
+    let (hub, sink, closing) = (Arc::clone(hub), state.sink, state.closing);
+    ws.max_message_size(hard_limit)
+        .max_frame_size(hard_limit)
+        .on_upgrade(move |socket| socket::run(hub, sink, session, closing, socket))
+}

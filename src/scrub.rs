@@ -1,0 +1,218 @@
+//! Credential scrubbing: every text that leaves a tool (into history, the audit log, chat) and
+//! every log line passes through one `Scrubber`, which redacts `key = value` credentials,
+//! well-known token shapes and the exact values of the secrets in the loaded config.
+
+use std::borrow::Cow;
+
+use regex::{Captures, Regex, RegexSet};
+
+/// What a redacted value becomes: its first 4 characters, then this.
+pub const REDACTED: &str = "*[REDACTED]";
+
+/// `key: value` / `key=value` pairs whose key names a credential (the seed design's pattern).
+const KEY_VALUE: &str = r#"(?i)(token|api[_-]?key|password|secret|user[_-]?key|bearer|credential)["']?\s*[:=]\s*(?:"([^"]{8,})"|'([^']{8,})'|([a-zA-Z0-9_\-\.]{8,}))"#;
+
+/// Token shapes recognised without a key in front of them.
+const SHAPES: &[&str] = &[
+    // OpenAI / Anthropic keys.
+    r"\bsk-(?:ant-)?[A-Za-z0-9_\-]{20,}",
+    // Slack tokens.
+    r"\bxox[abpr]-[A-Za-z0-9\-]{10,}",
+    // Telegram bot tokens.
+    r"\b\d{6,}:[A-Za-z0-9_\-]{30,}",
+    // Discord bot tokens.
+    r"\b[MNO][A-Za-z\d_\-]{23,27}\.[A-Za-z\d_\-]{6}\.[A-Za-z\d_\-]{27,}",
+    // GitHub tokens.
+    r"\bgh[pousr]_[A-Za-z0-9]{36,}",
+    // AWS access key ids.
+    r"\bAKIA[0-9A-Z]{16}\b",
+    // Authorization headers.
+    r"(?i)\bbearer\s+[A-Za-z0-9\-\._~\+/]{8,}=*",
+];
+
+/// PEM private key blocks, replaced whole.
+const PEM: &str = r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----";
+
+/// The compiled scrubber. Cheap to share (`Arc`); scrubbing clean text allocates nothing.
+#[derive(Debug, Clone)]
+pub struct Scrubber {
+    /// One automaton that says which of the patterns below occur at all.
+    set: RegexSet,
+    key_value: Regex,
+    shapes: Vec<Regex>,
+    pem: Regex,
+    /// Exact configured secret values, longest first, as one alternation.
+    exact: Option<Regex>,
+}
+
+impl Default for Scrubber {
+    fn default() -> Self {
+        Self::new(std::iter::empty::<String>())
+    }
+}
+
+impl Scrubber {
+    /// A scrubber that also redacts these exact values (values shorter than 4 characters are
+    /// ignored: they would redact ordinary words).
+    pub fn new<S: AsRef<str>>(secrets: impl IntoIterator<Item = S>) -> Self {
+        let mut values: Vec<String> = secrets
+            .into_iter()
+            .map(|s| s.as_ref().to_owned())
+            .filter(|s| s.chars().count() >= 4)
+            .collect();
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        values.dedup();
+        let exact = (!values.is_empty()).then(|| {
+            let alternation: Vec<String> = values.iter().map(|v| regex::escape(v)).collect();
+            Regex::new(&alternation.join("|")).expect("escaped literals compile")
+        });
+        let mut patterns: Vec<&str> = vec![KEY_VALUE, PEM];
+        patterns.extend(SHAPES);
+        let exact_src = exact.as_ref().map(|r| r.as_str().to_owned());
+        if let Some(src) = &exact_src {
+            patterns.push(src);
+        }
+        Self {
+            set: RegexSet::new(&patterns).expect("scrub patterns compile"),
+            key_value: Regex::new(KEY_VALUE).expect("compiles"),
+            shapes: SHAPES
+                .iter()
+                .map(|p| Regex::new(p).expect("compiles"))
+                .collect(),
+            pem: Regex::new(PEM).expect("compiles"),
+            exact,
+        }
+    }
+
+    /// `text` with every credential redacted; borrowed unchanged when there is none.
+    pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let hits = self.set.matches(text);
+        if !hits.matched_any() {
+            return Cow::Borrowed(text);
+        }
+        let mut out = text.to_owned();
+        // Exact values first: a configured secret may not match any generic shape.
+        if let Some(exact) = &self.exact {
+            if hits.matched(2 + SHAPES.len()) {
+                out = exact
+                    .replace_all(&out, |c: &Captures| redact(&c[0]))
+                    .into_owned();
+            }
+        }
+        if hits.matched(1) {
+            out = self
+                .pem
+                .replace_all(&out, "[REDACTED PRIVATE KEY]")
+                .into_owned();
+        }
+        if hits.matched(0) {
+            out = self
+                .key_value
+                .replace_all(&out, |c: &Captures| {
+                    let value = c.get(2).or(c.get(3)).or(c.get(4)).expect("one value group");
+                    let whole = c.get(0).expect("match");
+                    let head = &whole.as_str()[..value.start() - whole.start()];
+                    let tail = &whole.as_str()[value.end() - whole.start()..];
+                    format!("{head}{}{tail}", redact(value.as_str()))
+                })
+                .into_owned();
+        }
+        for (i, shape) in self.shapes.iter().enumerate() {
+            if hits.matched(2 + i) {
+                out = shape
+                    .replace_all(&out, |c: &Captures| redact(&c[0]))
+                    .into_owned();
+            }
+        }
+        Cow::Owned(out)
+    }
+
+    /// Scrub in place.
+    pub fn scrub_string(&self, text: &mut String) {
+        if let Cow::Owned(clean) = self.scrub(text) {
+            *text = clean;
+        }
+    }
+}
+
+/// First 4 characters (UTF-8 safe) and the marker. Already-redacted text stays as it is.
+fn redact(value: &str) -> String {
+    if value.ends_with(REDACTED) {
+        return value.to_owned();
+    }
+    let head: String = value.chars().take(4).collect();
+    format!("{head}{REDACTED}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scrub(text: &str) -> String {
+        Scrubber::new(["hunter2-configured-secret"])
+            .scrub(text)
+            .into_owned()
+    }
+
+    #[test]
+    fn key_value_credentials_keep_their_first_four_characters() {
+        assert_eq!(
+            scrub("api_key=abcdefgh12345"),
+            format!("api_key=abcd{REDACTED}")
+        );
+        assert_eq!(
+            scrub(r#"{"password": "correct horse battery"}"#),
+            format!(r#"{{"password": "corr{REDACTED}"}}"#)
+        );
+        assert_eq!(
+            scrub("TOKEN: 'zyxwvuts9876'"),
+            format!("TOKEN: 'zyxw{REDACTED}'")
+        );
+    }
+
+    #[test]
+    fn token_shapes_are_redacted_without_a_key() {
+        let cases = [
+            "sk-proj-abcdefghijklmnopqrstuvwxyz0123",
+            "sk-ant-api03-abcdefghijklmnopqrstuvwxyz",
+            "xoxb-1234567890-abcdefghij",
+            "123456789:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "AKIAABCDEFGHIJKLMNOP",
+        ];
+        for token in cases {
+            let out = scrub(&format!("found {token} here"));
+            assert!(!out.contains(token), "{token} survived: {out}");
+            assert!(out.contains(REDACTED), "{out}");
+        }
+        let header = scrub("Authorization: Bearer abc.def-ghi_jkl");
+        assert!(!header.contains("def-ghi_jkl"), "{header}");
+    }
+
+    #[test]
+    fn pem_private_keys_are_removed_whole() {
+        let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----";
+        let out = scrub(&format!("key:\n{pem}\nend"));
+        assert_eq!(out, "key:\n[REDACTED PRIVATE KEY]\nend");
+    }
+
+    #[test]
+    fn configured_secret_values_are_redacted_wherever_they_appear() {
+        let out = scrub("the value is hunter2-configured-secret, ok");
+        assert_eq!(out, format!("the value is hunt{REDACTED}, ok"));
+    }
+
+    #[test]
+    fn clean_text_is_borrowed_and_unicode_is_safe() {
+        let s = Scrubber::default();
+        assert!(matches!(s.scrub("nothing to see"), Cow::Borrowed(_)));
+        let out = s.scrub(r#"password="ñññññññññ""#);
+        assert_eq!(out, format!(r#"password="ññññ{REDACTED}""#));
+    }
+
+    #[test]
+    fn scrubbing_twice_changes_nothing_more() {
+        let once = scrub("token=abcdefghijkl and sk-abcdefghijklmnopqrstuvwxyz");
+        assert_eq!(scrub(&once), once);
+    }
+}

@@ -1,0 +1,263 @@
+//! File tools confined to the conversation's workspace: `file_read` (with line ranges),
+//! `file_write`, `file_edit` (one exact, unique replacement) and `file_list`.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::path::confine;
+use crate::agent::{Tool, ToolResult};
+
+/// Largest file `file_read` returns whole.
+const MAX_READ_BYTES: usize = 256 * 1024;
+/// Most entries `file_list` shows.
+const MAX_LIST: usize = 1000;
+
+/// Which file operation a [`FileTool`] performs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileOp {
+    /// Read a file (optionally a line range).
+    Read,
+    /// Create or overwrite a file.
+    Write,
+    /// Replace one exact occurrence of a string.
+    Edit,
+    /// List a directory.
+    List,
+}
+
+/// One file tool bound to one workspace.
+pub struct FileTool {
+    op: FileOp,
+    workspace: PathBuf,
+}
+
+impl FileTool {
+    /// A tool doing `op` inside `workspace`.
+    pub fn new(op: FileOp, workspace: PathBuf) -> Self {
+        Self { op, workspace }
+    }
+}
+
+#[async_trait]
+impl Tool for FileTool {
+    fn name(&self) -> &str {
+        match self.op {
+            FileOp::Read => "file_read",
+            FileOp::Write => "file_write",
+            FileOp::Edit => "file_edit",
+            FileOp::List => "file_list",
+        }
+    }
+
+    fn description(&self) -> &str {
+        match self.op {
+            FileOp::Read => {
+                "Read a text file in the workspace, optionally only lines start_line..=end_line (1-based)."
+            }
+            FileOp::Write => "Create or overwrite a text file in the workspace.",
+            FileOp::Edit => {
+                "Replace the exact text `old` with `new` in a workspace file; `old` must occur exactly once."
+            }
+            FileOp::List => "List a directory of the workspace (default: its root).",
+        }
+    }
+
+    fn parameters_schema(&self) -> Value {
+        let path = json!({"type": "string", "description": "Path relative to the workspace."});
+        match self.op {
+            FileOp::Read => {
+                json!({"type": "object", "properties": {"path": path, "start_line": {"type": "integer", "minimum": 1}, "end_line": {"type": "integer", "minimum": 1}}, "required": ["path"], "additionalProperties": false})
+            }
+            FileOp::Write => {
+                json!({"type": "object", "properties": {"path": path, "content": {"type": "string"}}, "required": ["path", "content"], "additionalProperties": false})
+            }
+            FileOp::Edit => {
+                json!({"type": "object", "properties": {"path": path, "old": {"type": "string", "minLength": 1}, "new": {"type": "string"}}, "required": ["path", "old", "new"], "additionalProperties": false})
+            }
+            FileOp::List => {
+                json!({"type": "object", "properties": {"path": path}, "additionalProperties": false})
+            }
+        }
+    }
+
+    fn read_only(&self) -> bool {
+        matches!(self.op, FileOp::Read | FileOp::List)
+    }
+
+    async fn execute(&self, args: Value) -> ToolResult {
+        let rel = args["path"].as_str().unwrap_or(".");
+        let path = match confine(&self.workspace, rel) {
+            Ok(path) => path,
+            Err(e) => return ToolResult::err(e),
+        };
+        let result = match self.op {
+            FileOp::Read => {
+                read(
+                    &path,
+                    args["start_line"].as_u64(),
+                    args["end_line"].as_u64(),
+                )
+                .await
+            }
+            FileOp::Write => write(&path, args["content"].as_str().unwrap_or_default()).await,
+            FileOp::Edit => {
+                edit(
+                    &path,
+                    args["old"].as_str().unwrap_or_default(),
+                    args["new"].as_str().unwrap_or_default(),
+                )
+                .await
+            }
+            FileOp::List => list(&path).await,
+        };
+        result.unwrap_or_else(|e| ToolResult::err(format!("{rel}: {e}")))
+    }
+}
+
+async fn read(path: &PathBuf, start: Option<u64>, end: Option<u64>) -> Result<ToolResult, String> {
+    let bytes = tokio::fs::read(path).await.map_err(|e| e.to_string())?;
+    if bytes.contains(&0) {
+        return Ok(ToolResult::err("binary file; not shown"));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let (start, end) = (start.unwrap_or(1).max(1) as usize, end.map(|e| e as usize));
+    let mut out: String = text
+        .lines()
+        .enumerate()
+        .filter(|(i, _)| i + 1 >= start && end.is_none_or(|e| i + 1 <= e))
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    if out.len() > MAX_READ_BYTES {
+        let mut cut = MAX_READ_BYTES;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+        out.push_str("\n[output truncated: read a line range]");
+    }
+    Ok(ToolResult::ok(out))
+}
+
+async fn write(path: &PathBuf, content: &str) -> Result<ToolResult, String> {
+    if let Some(parent) = path.parent() {
+        tokio::fs::create_dir_all(parent)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    tokio::fs::write(path, content)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(ToolResult::ok(format!("wrote {} bytes", content.len())))
+}
+
+async fn edit(path: &PathBuf, old: &str, new: &str) -> Result<ToolResult, String> {
+    let text = tokio::fs::read_to_string(path)
+        .await
+        .map_err(|e| e.to_string())?;
+    match text.matches(old).count() {
+        1 => {
+            tokio::fs::write(path, text.replacen(old, new, 1))
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(ToolResult::ok("replaced 1 occurrence"))
+        }
+        0 => Ok(ToolResult::err(
+            "`old` was not found (0 matches); read the file and copy the text exactly",
+        )),
+        n => Ok(ToolResult::err(format!(
+            "`old` occurs {n} times; include more surrounding text so it matches exactly once"
+        ))),
+    }
+}
+
+async fn list(path: &PathBuf) -> Result<ToolResult, String> {
+    tokio::fs::create_dir_all(path).await.ok();
+    let mut dir = tokio::fs::read_dir(path).await.map_err(|e| e.to_string())?;
+    let mut names = Vec::new();
+    while let Some(entry) = dir.next_entry().await.map_err(|e| e.to_string())? {
+        let is_dir = entry.file_type().await.is_ok_and(|t| t.is_dir());
+        let name = entry.file_name().to_string_lossy().into_owned();
+        names.push(if is_dir { format!("{name}/") } else { name });
+    }
+    names.sort();
+    let total = names.len();
+    names.truncate(MAX_LIST);
+    let mut out = names.join("\n");
+    if total > MAX_LIST {
+        out.push_str(&format!("\n… and {} more", total - MAX_LIST));
+    }
+    Ok(ToolResult::ok(if out.is_empty() {
+        "(empty)".into()
+    } else {
+        out
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(op: FileOp, dir: &tempfile::TempDir) -> FileTool {
+        FileTool::new(op, dir.path().to_path_buf())
+    }
+
+    #[tokio::test]
+    async fn write_then_read_a_line_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = tool(FileOp::Write, &dir)
+            .execute(json!({"path": "notes/a.txt", "content": "one\ntwo\nthree\n"}))
+            .await;
+        assert!(w.success, "{w:?}");
+        let r = tool(FileOp::Read, &dir)
+            .execute(json!({"path": "notes/a.txt", "start_line": 2, "end_line": 3}))
+            .await;
+        assert_eq!(r.output, "two\nthree\n");
+        let l = tool(FileOp::List, &dir).execute(json!({})).await;
+        assert_eq!(l.output, "notes/");
+    }
+
+    #[tokio::test]
+    async fn edit_needs_exactly_one_match_and_names_the_count() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), "a b a").unwrap();
+        let edit = tool(FileOp::Edit, &dir);
+        assert!(
+            edit.execute(json!({"path": "f", "old": "a", "new": "x"}))
+                .await
+                .error
+                .unwrap()
+                .contains("2 times")
+        );
+        assert!(
+            edit.execute(json!({"path": "f", "old": "zzz", "new": "x"}))
+                .await
+                .error
+                .unwrap()
+                .contains("0 matches")
+        );
+        assert!(
+            edit.execute(json!({"path": "f", "old": "b", "new": "c"}))
+                .await
+                .success
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f")).unwrap(),
+            "a c a"
+        );
+    }
+
+    #[tokio::test]
+    async fn paths_outside_the_workspace_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = tool(FileOp::Read, &dir)
+            .execute(json!({"path": "../../etc/passwd"}))
+            .await;
+        assert!(!r.success && r.error.unwrap().contains(".."));
+        let w = tool(FileOp::Write, &dir)
+            .execute(json!({"path": "/tmp/x", "content": ""}))
+            .await;
+        assert!(!w.success);
+    }
+}

@@ -1,0 +1,154 @@
+//! No credential leaves: the real binary, talking to the Slack and LLM stand-ins, reads a file
+//! full of secrets with a tool and the model repeats them; the secrets must appear in none of
+//! chat, history, audit log or the process's own log output.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+use switchboard::store;
+use switchboard_channel::ConversationKey;
+use switchboard_standins::slack::{
+    FAKE_SIGNING_SECRET, FakeSlack, SignedRequest, SlackMessage, dm_event,
+};
+use switchboard_standins::{FakeLlm, Reply};
+
+use crate::helpers::WAIT;
+
+/// Shapes the scrubber knows, none of them real credentials.
+const PLANTED: &[&str] = &[
+    "sk-proj-TESTONLYabcdefghijklmnopqrstuv",
+    "ghp_TESTONLYabcdefghijklmnopqrstuvwxyz0123",
+    "xoxb-9999999999-TESTONLYfake",
+];
+/// The configured bot token: an exact value the scrubber must know from the config.
+const BOT_TOKEN: &str = "xoxb-test-fake-configured-value";
+
+#[tokio::test]
+async fn a_secret_read_by_a_tool_reaches_neither_chat_history_audit_nor_logs() {
+    let slack = FakeSlack::start_with_token(BOT_TOKEN).await;
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = format!(
+        r#"
+[gateway]
+listen = "127.0.0.1:{port}"
+database_url = "sqlite://{d}/leak.db"
+data_dir = "{d}"
+[provider]
+base_url = "{llm}"
+api_key = "test-key-not-real"
+[tools]
+enabled = ["file_read"]
+[channels.slack]
+kind = "slack"
+bot_token = "${{LEAK_TEST_BOT_TOKEN}}"
+signing_secret = "{FAKE_SIGNING_SECRET}"
+api_url = "{api}"
+allowed_users = ["*"]
+"#,
+        d = dir.path().display(),
+        llm = llm.openai_url(),
+        api = slack.api_url(),
+    );
+    let config_path = dir.path().join("leak.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let msg = SlackMessage {
+        text: "what is in secrets.env?",
+        ..SlackMessage::default()
+    };
+    let workspace = dir
+        .path()
+        .join("workspaces/slack")
+        .join(msg.channel)
+        .join(msg.ts.replace('.', "_"));
+    std::fs::create_dir_all(&workspace).unwrap();
+    let planted = format!(
+        "OPENAI_API_KEY={}\nGITHUB={}\nSLACK={}\nBOT={BOT_TOKEN}\n",
+        PLANTED[0], PLANTED[1], PLANTED[2]
+    );
+    std::fs::write(workspace.join("secrets.env"), &planted).unwrap();
+    llm.push(Reply::tool_call(
+        "file_read",
+        json!({"path": "secrets.env"}),
+    ))
+    .push(Reply::text(format!("The file contains:\n{planted}")));
+
+    let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["run", "--config"])
+        .arg(&config_path)
+        .env("LEAK_TEST_BOT_TOKEN", BOT_TOKEN)
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/slack/slack/events");
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let sent = SignedRequest::event(&dm_event(&msg))
+            .build(&client, &url, FAKE_SIGNING_SECRET)
+            .send()
+            .await;
+        if sent.is_ok_and(|r| r.status() == 200) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gateway never accepted the event"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let answered = loop {
+        let done = slack
+            .messages(msg.channel)
+            .iter()
+            .any(|m| m.text.contains("The file contains"));
+        if done || std::time::Instant::now() > deadline {
+            break done;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await; // let the turn commit
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let logs = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(answered, "no answer; logs:\n{logs}");
+    assert!(
+        logs.contains("answer delivered"),
+        "debug logs were captured:\n{logs}"
+    );
+
+    let db = store::connect(&format!("sqlite://{}/leak.db", dir.path().display()))
+        .await
+        .unwrap();
+    let key = ConversationKey::new("slack", msg.channel).in_thread(msg.ts);
+    let history = format!("{:?}", db.history(&key, 100).await.unwrap());
+    let audit = format!("{:?}", db.audit(None, 100).await.unwrap());
+    let chat = format!("{:?}", slack.calls());
+    assert!(
+        audit.contains("file_read")
+            && history.contains("[REDACTED]")
+            && chat.contains("[REDACTED]")
+    );
+    for secret in PLANTED.iter().chain([&BOT_TOKEN]) {
+        for (place, text) in [
+            ("chat", &chat),
+            ("history", &history),
+            ("audit", &audit),
+            ("logs", &logs),
+        ] {
+            let body = &secret[6..]; // past the kept prefix
+            assert!(!text.contains(body), "{secret} leaked into {place}");
+        }
+    }
+}

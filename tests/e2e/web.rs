@@ -1,0 +1,209 @@
+//! The built-in web chat through the whole gateway: the real channel built from config,
+//! the real inbox and drafts, the fake LLM. `socket` drives the WebSocket protocol directly;
+//! `browser` drives the page in headless Chromium.
+
+mod browser;
+mod socket;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use switchboard::agent::Tool;
+use switchboard::config::{self, Config};
+use switchboard::{Gateway, RunningGateway, channels};
+use switchboard_channel::{Channel, ConversationKey};
+use switchboard_standins::FakeLlm;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use crate::helpers::WAIT;
+
+/// A client socket.
+type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// A gateway with one web channel named `web`, a fake LLM and its own data directory.
+struct WebApp {
+    gateway: Option<RunningGateway>,
+    channel: Arc<dyn Channel>,
+    llm: FakeLlm,
+    config: Config,
+    _dir: tempfile::TempDir,
+}
+
+/// Config for a web chat gateway; `keys` are extra `[channels.web]` lines.
+fn web_config(llm_url: &str, dir: &std::path::Path, keys: &str) -> Config {
+    let dir = dir.display();
+    let text = format!(
+        r#"
+[gateway]
+listen = "127.0.0.1:0"
+database_url = "sqlite://{dir}/web.db"
+data_dir = "{dir}/data"
+shutdown_grace_secs = 1
+[provider]
+kind = "openai"
+base_url = "{llm_url}"
+model = "fake-model"
+api_key = "test-key-not-real"
+timeout_secs = 5
+max_retries = 2
+[streaming]
+chunk_min_chars = 20
+progress_min_interval_ms = 100
+[channels.web]
+kind = "web"
+{keys}
+"#
+    );
+    config::parse(&text, "web-test.toml", &[]).expect("web test config is valid")
+}
+
+impl WebApp {
+    async fn spawn(keys: &str) -> Self {
+        Self::spawn_with(keys, Vec::new()).await
+    }
+
+    /// Start with extra `[channels.web]` keys and tools offered to the model.
+    async fn spawn_with(keys: &str, tools: Vec<Arc<dyn Tool>>) -> Self {
+        let llm = FakeLlm::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let config = web_config(&llm.openai_url(), dir.path(), keys);
+        let (gateway, channel) = start(&config, tools).await;
+        Self {
+            gateway: Some(gateway),
+            channel,
+            llm,
+            config,
+            _dir: dir,
+        }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.gateway.as_ref().expect("running").addr()
+    }
+
+    /// Stop gracefully and start a fresh gateway (fresh channel) on the same data.
+    async fn restart(&mut self) {
+        if let Some(gateway) = self.gateway.take() {
+            gateway.shutdown().await;
+        }
+        let (gateway, channel) = start(&self.config, Vec::new()).await;
+        self.gateway = Some(gateway);
+        self.channel = channel;
+    }
+
+    /// The conversation of browser session `session`.
+    fn key(&self, session: &str) -> ConversationKey {
+        ConversationKey::new("web", session)
+    }
+
+    async fn stop(mut self) {
+        if let Some(gateway) = self.gateway.take() {
+            gateway.shutdown().await;
+        }
+    }
+}
+
+/// Start a gateway with the channels `config` describes; returns it and the web channel.
+async fn start(config: &Config, tools: Vec<Arc<dyn Tool>>) -> (RunningGateway, Arc<dyn Channel>) {
+    let built = channels::from_config(config).expect("channels build");
+    let web = built
+        .iter()
+        .find(|c| c.name() == "web")
+        .cloned()
+        .expect("the web channel is built without any credential");
+    let mut gateway = Gateway::new(config.clone());
+    for channel in built {
+        gateway = gateway.channel(channel);
+    }
+    for tool in tools {
+        gateway = gateway.tool(tool);
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    (gateway.start(listener).await.expect("gateway starts"), web)
+}
+
+/// A fresh browser session id, as the page's cookie would hold.
+fn new_session() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// Open `/ws` as browser session `session`, with `query` (e.g. `?token=…`) appended.
+async fn try_connect(
+    addr: SocketAddr,
+    session: &str,
+    query: &str,
+) -> Result<Ws, tungstenite::Error> {
+    let mut request = format!("ws://{addr}/ws{query}")
+        .into_client_request()
+        .unwrap();
+    let cookie = format!("sb_web_session={session}").parse().unwrap();
+    request.headers_mut().insert("cookie", cookie);
+    tokio_tungstenite::connect_async(request)
+        .await
+        .map(|(ws, _)| ws)
+}
+
+/// Connect and read the `sync` frame every socket starts with.
+async fn connect(addr: SocketAddr, session: &str) -> (Ws, Value) {
+    let mut ws = try_connect(addr, session, "").await.expect("socket opens");
+    let sync = next_json(&mut ws).await;
+    assert_eq!(sync["type"], "sync", "{sync}");
+    (ws, sync)
+}
+
+/// The next message on the socket, within [`WAIT`].
+async fn next_message(ws: &mut Ws) -> Message {
+    tokio::time::timeout(WAIT, ws.next())
+        .await
+        .expect("a frame within the wait")
+        .expect("the socket is open")
+        .expect("a readable frame")
+}
+
+/// The next text frame as JSON (pings and pongs skipped).
+async fn next_json(ws: &mut Ws) -> Value {
+    loop {
+        match next_message(ws).await {
+            Message::Text(text) => return serde_json::from_str(&text).unwrap(),
+            Message::Close(frame) => panic!("socket closed: {frame:?}"),
+            _ => {}
+        }
+    }
+}
+
+/// Read frames until one satisfies `wanted`; returns it.
+async fn json_where(ws: &mut Ws, wanted: impl Fn(&Value) -> bool) -> Value {
+    loop {
+        let frame = next_json(ws).await;
+        if wanted(&frame) {
+            return frame;
+        }
+    }
+}
+
+/// Read until the server closes the socket; returns the close code and reason.
+async fn close_frame(ws: &mut Ws) -> (u16, String) {
+    loop {
+        match next_message(ws).await {
+            Message::Close(Some(CloseFrame { code, reason })) => {
+                return (u16::from(code), reason.to_string());
+            }
+            Message::Close(None) => panic!("closed without a code"),
+            _ => {}
+        }
+    }
+}
+
+/// Send a `message` frame.
+async fn say(ws: &mut Ws, id: &str, text: &str) {
+    let frame = json!({"type": "message", "id": id, "text": text});
+    ws.send(Message::Text(frame.to_string().into()))
+        .await
+        .unwrap();
+}
