@@ -6,9 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use switchboard::agent::AgentEvent;
+use switchboard::agent::parse_tool_calls;
 use switchboard::draft::{Draft, DraftSettings};
+use switchboard::scrub::Scrubber;
 use switchboard::store::{self, now_ms};
 use switchboard_channel::{
     ChannelEvent, ConversationKey, Inbound, LengthUnit, Limits, UserRef, split_message,
@@ -91,5 +93,53 @@ fn splitter(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, inbox_insert, draft_render, splitter);
+/// 1 MiB of mixed log-like text: mostly clean lines, some with credentials.
+fn scrub_1mib(c: &mut Criterion) {
+    let scrubber = Scrubber::new(["configured-bench-secret-value"]);
+    let lines = [
+        "2026-11-30T06:00:00Z INFO request handled path=/api/v1/items status=200 took=12ms\n",
+        "let result = compute(&input).await?; // nothing secret here at all\n",
+        "export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz012345\n",
+        "Authorization: Bearer abcdef.ghijkl-mnopqr\n",
+        "the configured-bench-secret-value appeared in output\n",
+        "plain prose about tokens and passwords without values in it\n",
+    ];
+    let mut input = String::new();
+    let mut i = 0;
+    while input.len() < 1 << 20 {
+        // Credentials on roughly one line in ten.
+        let line = if i % 10 == 0 {
+            lines[2 + (i / 10) % 3]
+        } else {
+            lines[[0, 1, 5][i % 3]]
+        };
+        input.push_str(line);
+        i += 1;
+    }
+    let mut group = c.benchmark_group("scrub");
+    group.throughput(Throughput::Bytes(input.len() as u64));
+    group.bench_function("scrub_1mib_mixed", |b| {
+        b.iter(|| scrubber.scrub(&input).len())
+    });
+    group.finish();
+}
+
+fn tool_call_parsing(c: &mut Criterion) {
+    let text = format!(
+        "{}\n<tool_call>{{\"name\": \"shell\", \"arguments\": {{\"command\": \"ls -la\"}}}}</tool_call>",
+        "Let me look at the directory first. ".repeat(20)
+    );
+    c.bench_function("parse_tool_calls_800_chars", |b| {
+        b.iter(|| parse_tool_calls(&text, &["shell"]))
+    });
+}
+
+criterion_group!(
+    benches,
+    inbox_insert,
+    draft_render,
+    splitter,
+    scrub_1mib,
+    tool_call_parsing
+);
 criterion_main!(benches);

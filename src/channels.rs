@@ -33,6 +33,7 @@ fn build(
 ) -> anyhow::Result<Arc<dyn Channel>> {
     match settings {
         ChannelConfig::Slack(s) => slack(name, s),
+        ChannelConfig::Telegram(s) => telegram(name, s),
         ChannelConfig::Web(s) => web(name, s, &config.gateway),
     }
 }
@@ -92,4 +93,40 @@ fn web(
     _: &crate::config::GatewayConfig,
 ) -> anyhow::Result<Arc<dyn Channel>> {
     anyhow::bail!("channels.{name}: this binary was built without the `web` feature")
+}
+
+#[cfg(feature = "telegram")]
+fn telegram(name: &str, s: &crate::config::TelegramSettings) -> anyhow::Result<Arc<dyn Channel>> {
+    use switchboard_telegram::{DraftTransport, Mode, TelegramChannel, TelegramConfig};
+    let mode = match s.mode.as_str() {
+        "polling" => Mode::Polling,
+        "webhook" => Mode::Webhook,
+        other => anyhow::bail!("channels.{name}.mode: {other:?} is not \"polling\" or \"webhook\""),
+    };
+    let draft_transport = match s.draft_transport.as_str() {
+        "edit" => DraftTransport::Edit,
+        "draft" => DraftTransport::Draft,
+        other => {
+            anyhow::bail!("channels.{name}.draft_transport: {other:?} is not \"edit\" or \"draft\"")
+        }
+    };
+    let config = TelegramConfig {
+        token: s.token.expose().unwrap_or_default().to_owned(),
+        api_url: s.api_url.to_string(),
+        mode,
+        webhook_url: s.webhook_url.as_ref().map(|u| u.to_string()),
+        secret_token: s.secret_token.expose().map(str::to_owned),
+        allowed_users: s.allowed_users.clone(),
+        require_mention_in_groups: s.require_mention_in_groups,
+        draft_transport,
+        poll_timeout_secs: s.poll_timeout_secs,
+    };
+    let channel =
+        TelegramChannel::new(name, config).map_err(|e| anyhow::anyhow!("channels.{name}: {e}"))?;
+    Ok(Arc::new(channel))
+}
+
+#[cfg(not(feature = "telegram"))]
+fn telegram(name: &str, _: &crate::config::TelegramSettings) -> anyhow::Result<Arc<dyn Channel>> {
+    anyhow::bail!("channels.{name}: this binary was built without the `telegram` feature")
 }

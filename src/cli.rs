@@ -34,6 +34,35 @@ pub enum Command {
     Migrate(ConfigArgs),
     /// Print the audit log of tool executions, newest first.
     Audit(AuditArgs),
+    /// List approval requests, newest first.
+    Approvals(ApprovalsArgs),
+    /// Ask a running gateway's /readyz; exit 0 when ready, 1 otherwise (Docker HEALTHCHECK).
+    Healthcheck(HealthcheckArgs),
+}
+
+/// `switchboard healthcheck` options.
+#[derive(Debug, Args)]
+pub struct HealthcheckArgs {
+    /// Config file, for `gateway.listen`.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Check this URL instead of http://<gateway.listen>/readyz.
+    #[arg(long)]
+    pub url: Option<String>,
+}
+
+/// `switchboard approvals` options.
+#[derive(Debug, Args)]
+pub struct ApprovalsArgs {
+    /// Config file, for the database URL.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Only those still waiting for a decision.
+    #[arg(long)]
+    pub pending: bool,
+    /// How many.
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
 }
 
 /// `switchboard audit` options.
@@ -158,6 +187,72 @@ pub async fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `switchboard approvals`.
+pub async fn approvals(args: ApprovalsArgs) -> anyhow::Result<ExitCode> {
+    let config = args.config.load()?;
+    let store = store::connect(&config.gateway.database_url).await?;
+    let list = store.list_approvals(args.pending, args.limit).await?;
+    if list.is_empty() {
+        println!("no approvals");
+    }
+    for a in list {
+        println!(
+            "{}  {}  {}  {}{}  requested by {}  expires {}\n    {}: {}\n    reason: {}",
+            a.id,
+            a.status,
+            a.conversation,
+            a.tool,
+            a.decided_by
+                .map(|d| format!(" (decided by {d})"))
+                .unwrap_or_default(),
+            a.requester,
+            a.expires_at,
+            a.tool,
+            a.args.lines().next().unwrap_or_default(),
+            a.reason,
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `switchboard healthcheck`.
+pub async fn healthcheck(args: HealthcheckArgs) -> anyhow::Result<ExitCode> {
+    let url = match args.url {
+        Some(url) => url,
+        None => {
+            let config = args.config.load()?;
+            let addr: std::net::SocketAddr = config.gateway.listen.parse()?;
+            let host = if addr.ip().is_unspecified() {
+                "127.0.0.1".to_owned()
+            } else {
+                addr.ip().to_string()
+            };
+            format!("http://{host}:{}/readyz", addr.port())
+        }
+    };
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(5))
+        .build()?;
+    match client.get(&url).send().await {
+        Ok(response) if response.status().is_success() => {
+            println!("ready");
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(response) => {
+            let status = response.status();
+            println!(
+                "not ready ({status}): {}",
+                response.text().await.unwrap_or_default()
+            );
+            Ok(ExitCode::FAILURE)
+        }
+        Err(err) => {
+            println!("not reachable: {}", err.without_url());
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }
 
 fn scrubber(config: &Config) -> std::sync::Arc<crate::scrub::Scrubber> {

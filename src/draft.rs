@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use switchboard_channel::{
-    Channel, ChannelError, ConversationKey, Limits, MessageRef, Outbound, fit_tail, split_message,
+    Button, Channel, ChannelError, ConversationKey, Limits, MessageRef, Outbound, fit_tail,
+    split_message,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -71,6 +72,8 @@ pub struct Draft {
     out: DraftOutcome,
     /// Nothing reaches the chat unscrubbed.
     scrubber: Arc<Scrubber>,
+    /// Buttons for the last message of the final answer.
+    buttons: Vec<Button>,
 }
 
 impl Draft {
@@ -99,7 +102,14 @@ impl Draft {
                 ..DraftOutcome::default()
             },
             scrubber: Arc::clone(&DEFAULT_SCRUBBER),
+            buttons: Vec::new(),
         }
+    }
+
+    /// Attach `buttons` to the last message of the final answer.
+    pub fn with_buttons(mut self, buttons: Vec<Button>) -> Self {
+        self.buttons = buttons;
+        self
     }
 
     /// Scrub with `scrubber` (which knows the configured secrets) instead of the default.
@@ -284,7 +294,12 @@ impl Draft {
             split_message(&answer, max, self.limits.length_unit).into();
         let mut index = 0;
         while let Some(part) = parts.pop_front() {
-            match self.deliver_part(index, &part).await {
+            let buttons = if parts.is_empty() {
+                self.buttons.clone()
+            } else {
+                Vec::new()
+            };
+            match self.deliver_part(index, &part, buttons).await {
                 Err(ChannelError::TooLong) if part.chars().count() > 1 => {
                     // The platform measured differently than we did: halve and go on.
                     let smaller =
@@ -306,14 +321,23 @@ impl Draft {
 
     /// Put `text` into message `index` (editing one posted earlier, or posting it),
     /// waiting out rate limits and retrying transient failures.
-    async fn deliver_part(&mut self, index: usize, text: &str) -> Result<(), ChannelError> {
-        let msg = Outbound::text(text);
+    async fn deliver_part(
+        &mut self,
+        index: usize,
+        text: &str,
+        buttons: Vec<Button>,
+    ) -> Result<(), ChannelError> {
+        let has_buttons = !buttons.is_empty();
+        let msg = Outbound {
+            text: text.to_owned(),
+            buttons,
+        };
         let mut attempt = 0;
         loop {
             self.wait_for_budget().await;
             let existing = self.out.messages.get(index).cloned();
             let result = match &existing {
-                Some(existing) if index > 0 || self.shown != text => self
+                Some(existing) if index > 0 || self.shown != text || has_buttons => self
                     .channel
                     .edit(&self.key, existing, &msg)
                     .await

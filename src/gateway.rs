@@ -15,9 +15,11 @@ use tokio_util::task::TaskTracker;
 
 use crate::agent::{ContextProvider, Tool};
 use crate::config::Config;
-use crate::conversation::{Deps, Inbox, Registry};
+use crate::conversation::{Deps, Inbox, Registry, expiry_event, time_left};
 use crate::draft::DraftSettings;
 use crate::http::{self, HealthState};
+use crate::metrics::Metrics;
+use crate::policy::Policy;
 use crate::provider::{self, Provider};
 use crate::scrub::Scrubber;
 use crate::store::{self, Store};
@@ -101,6 +103,7 @@ impl Gateway {
             None => provider::from_config(&config.provider)?,
         };
         let shutdown = CancellationToken::new();
+        let (expiry_tx, expiry_rx) = tokio::sync::mpsc::unbounded_channel();
         let deps = Arc::new(Deps {
             store: Arc::clone(&store),
             provider,
@@ -110,6 +113,13 @@ impl Gateway {
             max_iterations: config.agent.max_tool_iterations,
             native_tools: config.provider.native_tools,
             scrubber: Arc::new(Scrubber::new(config.secret_values())),
+            policy: Arc::new(
+                Policy::new(&config.policy).map_err(|e| anyhow::anyhow!("[policy]: {e}"))?,
+            ),
+            approvers: config.policy.approvers.clone(),
+            approval_timeout: Duration::from_secs(config.policy.approval_timeout_secs.max(1)),
+            expiry: expiry_tx,
+            metrics: Arc::new(Metrics::new()),
             channels: self
                 .channels
                 .iter()
@@ -146,6 +156,14 @@ impl Gateway {
                 }
             });
         }
+        for approval in store.pending_approvals().await? {
+            let _ = deps.expiry.send(approval);
+        }
+        background.spawn(expire_approvals(
+            expiry_rx,
+            Arc::clone(&sink),
+            shutdown.child_token(),
+        ));
         let recovered = registry.sweep().await?;
         if recovered > 0 {
             tracing::info!(
@@ -160,6 +178,8 @@ impl Gateway {
             HealthState {
                 store: Arc::clone(&store),
                 channels: self.channels.clone(),
+                metrics: Arc::clone(&deps.metrics),
+                registry: Arc::clone(&registry),
             },
             routes,
             config.gateway.max_body_bytes,
@@ -241,6 +261,34 @@ async fn sweep_loop(registry: Arc<Registry>, stop: CancellationToken) {
         if let Err(err) = registry.sweep().await {
             tracing::warn!(error = %err, "inbox sweep failed");
         }
+    }
+}
+
+/// Deliver an expiry event into the inbox when each approval's time is up. Approvals arrive
+/// as they are created, and all pending ones at start-up; an approval decided meanwhile
+/// just ignores its expiry event.
+async fn expire_approvals(
+    mut approvals: tokio::sync::mpsc::UnboundedReceiver<crate::store::Approval>,
+    sink: Arc<dyn EventSink>,
+    stop: CancellationToken,
+) {
+    let timers = TaskTracker::new();
+    loop {
+        let approval = tokio::select! {
+            () = stop.cancelled() => return,
+            a = approvals.recv() => match a { Some(a) => a, None => return },
+        };
+        let (sink, stop) = (Arc::clone(&sink), stop.clone());
+        timers.spawn(async move {
+            tokio::select! {
+                () = stop.cancelled() => {}
+                () = tokio::time::sleep(time_left(&approval)) => {
+                    if let Err(err) = sink.deliver(expiry_event(&approval)).await {
+                        tracing::error!(error = %err, approval = %approval.id, "could not expire an approval");
+                    }
+                }
+            }
+        });
     }
 }
 

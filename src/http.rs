@@ -12,6 +12,8 @@ use serde_json::json;
 use switchboard_channel::Channel;
 use tower_http::limit::RequestBodyLimitLayer;
 
+use crate::conversation::Registry;
+use crate::metrics::Metrics;
 use crate::store::Store;
 
 /// What the health routes look at.
@@ -21,6 +23,10 @@ pub struct HealthState {
     pub store: Arc<dyn Store>,
     /// Every running channel.
     pub channels: Vec<Arc<dyn Channel>>,
+    /// Prometheus metrics.
+    pub metrics: Arc<Metrics>,
+    /// Live conversations, for the active gauge.
+    pub registry: Arc<Registry>,
 }
 
 /// The gateway's router: `/healthz`, `/readyz`, plus `extra` (channel webhooks).
@@ -28,6 +34,7 @@ pub fn router(state: HealthState, extra: Vec<Router>, max_body_bytes: usize) -> 
     let mut app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
         .with_state(state);
     for routes in extra {
         app = app.merge(routes);
@@ -39,6 +46,25 @@ pub fn router(state: HealthState, extra: Vec<Router>, max_body_bytes: usize) -> 
 /// The process is up.
 async fn healthz() -> &'static str {
     "ok"
+}
+
+/// Prometheus text format; gauges read from the store at scrape time.
+async fn metrics(State(state): State<HealthState>) -> impl IntoResponse {
+    let m = &state.metrics;
+    if let Ok(counts) = state.store.inbox_counts().await {
+        m.inbox_pending.set(counts.pending + counts.processing);
+    }
+    if let Ok(pending) = state.store.list_approvals(true, 100_000).await {
+        m.approvals_pending.set(pending.len() as i64);
+    }
+    m.active_conversations.set(state.registry.active() as i64);
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        m.render(),
+    )
 }
 
 /// The database answers and every channel can receive.

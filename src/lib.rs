@@ -12,6 +12,7 @@
 //! - [`draft`]: the live draft message an answer streams into, throttled and split.
 //! - [`store`]: the durable inbox and history, on SQLite or PostgreSQL.
 //! - [`http`]: the shared axum server (health, channel webhooks).
+//! - [`metrics`]: Prometheus metrics served at `/metrics`.
 //! - [`gateway`]: wires all of it together and shuts it down in order.
 //! - [`cli`]: the `switchboard` command's subcommands.
 
@@ -23,6 +24,8 @@ pub mod conversation;
 pub mod draft;
 pub mod gateway;
 pub mod http;
+pub mod metrics;
+pub mod policy;
 pub mod provider;
 pub mod scrub;
 pub mod store;

@@ -13,6 +13,8 @@ async fn main() -> ExitCode {
         Command::Check(args) => switchboard::cli::check(args),
         Command::Migrate(args) => switchboard::cli::migrate(args).await,
         Command::Audit(args) => switchboard::cli::audit(args).await,
+        Command::Approvals(args) => switchboard::cli::approvals(args).await,
+        Command::Healthcheck(args) => switchboard::cli::healthcheck(args).await,
     };
     match result {
         Ok(code) => code,

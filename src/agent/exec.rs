@@ -1,64 +1,130 @@
-//! Running the tool calls of one response: arguments validated against the tool's schema,
-//! read-only batches run concurrently (otherwise in order), results scrubbed of credentials
-//! before the model, the history or the draft sees them.
+//! Running the tool calls of one response: each passes the gate first; arguments are
+//! validated against the tool's schema; read-only batches run concurrently (otherwise in
+//! order); results are scrubbed of credentials before the model, history or draft sees them.
+//! A call the gate suspends stops the batch there.
 
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use serde_json::Value;
 
-use super::{AgentEvent, AgentLoop, Tool, ToolResult};
+use super::{AgentEvent, AgentLoop, GateOutcome, Tool, ToolResult};
 use crate::provider::ToolCall;
 
 /// Tool output carried in `ToolCompleted` events (the full output goes to the model).
 const EVENT_OUTPUT_CHARS: usize = 4000;
 
+/// What a batch produced: results for the calls before any suspension, in order.
+pub(super) struct Batch {
+    pub results: Vec<ToolResult>,
+    /// Index of the call waiting for approval, and why.
+    pub suspended: Option<(usize, String)>,
+}
+
 impl AgentLoop {
-    /// Run `calls`, reporting start and completion of each.
-    pub(super) async fn execute_all(
+    /// Gate and run `calls`.
+    pub(super) async fn execute_batch(
         &self,
         calls: &[ToolCall],
         on_event: &mut impl FnMut(AgentEvent),
-    ) -> Vec<ToolResult> {
+    ) -> Batch {
+        let mut outcomes = Vec::with_capacity(calls.len());
         for call in calls {
-            on_event(AgentEvent::ToolStarted {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                summary: self.scrubber.scrub(&summarize(&call.args)).into_owned(),
-                args: scrub_value(&self.scrubber, &call.args),
+            let read_only = self.find(&call.name).is_some_and(|t| t.read_only());
+            outcomes.push(match &self.gate {
+                Some(gate) => gate.check(call, read_only).await,
+                None => GateOutcome::Run("allow: no policy".into()),
             });
         }
-        let all_read_only = calls
-            .iter()
-            .all(|c| self.find(&c.name).is_some_and(|t| t.read_only()));
-        let results: Vec<(ToolResult, Duration)> = if all_read_only {
-            join_all(calls.iter().map(|c| self.execute_one(c))).await
-        } else {
-            let mut out = Vec::with_capacity(calls.len());
-            for call in calls {
-                out.push(self.execute_one(call).await);
+        let concurrent = calls.len() > 1
+            && calls
+                .iter()
+                .all(|c| self.find(&c.name).is_some_and(|t| t.read_only()))
+            && outcomes.iter().all(|o| matches!(o, GateOutcome::Run(_)));
+        if concurrent {
+            for (call, outcome) in calls.iter().zip(&outcomes) {
+                self.started(call, decision_text(outcome), on_event);
             }
-            out
-        };
-        calls
-            .iter()
-            .zip(results)
-            .map(|(call, (mut result, duration))| {
-                self.scrubber.scrub_string(&mut result.output);
-                if let Some(error) = &mut result.error {
-                    self.scrubber.scrub_string(error);
+            let results = join_all(calls.iter().map(|c| self.execute_one(c))).await;
+            let results = calls
+                .iter()
+                .zip(results)
+                .map(|(c, r)| self.completed(c, r, on_event))
+                .collect();
+            return Batch {
+                results,
+                suspended: None,
+            };
+        }
+        let mut results = Vec::new();
+        for (index, (call, outcome)) in calls.iter().zip(outcomes).enumerate() {
+            match outcome {
+                GateOutcome::Suspend(reason) => {
+                    return Batch {
+                        results,
+                        suspended: Some((index, reason)),
+                    };
                 }
-                on_event(AgentEvent::ToolCompleted {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    success: result.success,
-                    duration,
-                    error: result.error.clone(),
-                    output: result.output.chars().take(EVENT_OUTPUT_CHARS).collect(),
-                });
-                result
-            })
-            .collect()
+                GateOutcome::Refuse(why) => {
+                    self.started(call, format!("deny: {why}"), on_event);
+                    let refused = (
+                        ToolResult::err(format!("refused by policy: {why}")),
+                        Duration::ZERO,
+                    );
+                    results.push(self.completed(call, refused, on_event));
+                }
+                GateOutcome::Run(decision) => {
+                    results.push(self.run_unchecked(call, &decision, on_event).await)
+                }
+            }
+        }
+        Batch {
+            results,
+            suspended: None,
+        }
+    }
+
+    /// Run one call that is already allowed, with its events.
+    pub(super) async fn run_unchecked(
+        &self,
+        call: &ToolCall,
+        decision: &str,
+        on_event: &mut impl FnMut(AgentEvent),
+    ) -> ToolResult {
+        self.started(call, decision.to_owned(), on_event);
+        let result = self.execute_one(call).await;
+        self.completed(call, result, on_event)
+    }
+
+    fn started(&self, call: &ToolCall, decision: String, on_event: &mut impl FnMut(AgentEvent)) {
+        on_event(AgentEvent::ToolStarted {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            summary: self.scrubber.scrub(&summarize(&call.args)).into_owned(),
+            args: scrub_value(&self.scrubber, &call.args),
+            decision,
+        });
+    }
+
+    fn completed(
+        &self,
+        call: &ToolCall,
+        (mut result, duration): (ToolResult, Duration),
+        on_event: &mut impl FnMut(AgentEvent),
+    ) -> ToolResult {
+        self.scrubber.scrub_string(&mut result.output);
+        if let Some(error) = &mut result.error {
+            self.scrubber.scrub_string(error);
+        }
+        on_event(AgentEvent::ToolCompleted {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            success: result.success,
+            duration,
+            error: result.error.clone(),
+            output: result.output.chars().take(EVENT_OUTPUT_CHARS).collect(),
+        });
+        result
     }
 
     async fn execute_one(&self, call: &ToolCall) -> (ToolResult, Duration) {
@@ -80,6 +146,14 @@ impl AgentLoop {
             },
         };
         (result, started.elapsed())
+    }
+}
+
+fn decision_text(outcome: &GateOutcome) -> String {
+    match outcome {
+        GateOutcome::Run(d) => d.clone(),
+        GateOutcome::Refuse(d) => format!("deny: {d}"),
+        GateOutcome::Suspend(d) => format!("ask: {d}"),
     }
 }
 

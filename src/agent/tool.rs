@@ -83,3 +83,21 @@ pub trait ContextProvider: Send + Sync {
     /// Text to inject for a turn over `messages`.
     async fn context(&self, messages: &[ChatMessage]) -> anyhow::Result<String>;
 }
+
+/// What a [`Gate`] says about one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateOutcome {
+    /// Run it; the text says which rule allowed it (for the audit log).
+    Run(String),
+    /// Do not run it; the text goes back to the model as the call's error.
+    Refuse(String),
+    /// A person must decide; the turn is suspended. The text says why.
+    Suspend(String),
+}
+
+/// Decides, before each tool call, whether it may run (the policy gate plugs in here).
+#[async_trait]
+pub trait Gate: Send + Sync {
+    /// Decide one call; `read_only` is the tool's own declaration.
+    async fn check(&self, call: &crate::provider::ToolCall, read_only: bool) -> GateOutcome;
+}

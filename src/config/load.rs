@@ -244,6 +244,17 @@ fn validate(config: &Config) -> Vec<Problem> {
             );
         }
     }
+    for (list, patterns) in [
+        ("deny", &config.policy.deny),
+        ("ask", &config.policy.ask),
+        ("allow", &config.policy.allow),
+    ] {
+        for pattern in patterns {
+            if let Err(e) = crate::policy::validate_pattern(pattern) {
+                problem(&format!("policy.{list}"), format!("{pattern:?}: {e}"));
+            }
+        }
+    }
     for name in config.channels.keys() {
         let ok = !name.is_empty()
             && name

@@ -1,6 +1,7 @@
 //! The configuration tree: one TOML file (plus `SWITCHBOARD__SECTION__KEY` overrides) parsed
 //! into these types at start-up. Every key has a default except the provider's model.
 
+mod channels;
 mod expand;
 mod load;
 
@@ -9,6 +10,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+pub use channels::TelegramSettings;
 pub use expand::{EnvString, Secret, expand};
 pub use load::{ConfigError, Problem, load, parse};
 
@@ -31,6 +33,9 @@ pub struct Config {
     /// Built-in tools the agent may call.
     #[serde(default)]
     pub tools: ToolsConfig,
+    /// Which tool calls run, ask first, or are refused.
+    #[serde(default)]
+    pub policy: crate::policy::PolicyConfig,
     /// Chat platform instances by name; the name is the `channel` of their conversations.
     #[serde(default)]
     pub channels: BTreeMap<String, ChannelConfig>,
@@ -277,6 +282,8 @@ impl Default for HttpFetchConfig {
 pub enum ChannelConfig {
     /// Slack Events API + Web API.
     Slack(SlackSettings),
+    /// Telegram Bot API (polling or webhook).
+    Telegram(TelegramSettings),
     /// The built-in web chat page and its WebSocket.
     Web(WebSettings),
 }
@@ -286,6 +293,7 @@ impl ChannelConfig {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Slack(_) => "slack",
+            Self::Telegram(_) => "telegram",
             Self::Web(_) => "web",
         }
     }
@@ -294,6 +302,7 @@ impl ChannelConfig {
     pub fn required_secret(&self) -> (&'static str, &Secret) {
         match self {
             Self::Slack(s) => ("bot_token", &s.bot_token),
+            Self::Telegram(s) => ("token", &s.token),
             // Web runs without one (the token is optional on loopback); never skipped.
             Self::Web(s) => ("access_token", &s.access_token),
         }
@@ -367,6 +376,10 @@ impl Config {
                     out.extend(s.signing_secret.expose().map(str::to_owned));
                 }
                 ChannelConfig::Web(s) => out.extend(s.access_token.expose().map(str::to_owned)),
+                ChannelConfig::Telegram(s) => {
+                    out.extend(s.token.expose().map(str::to_owned));
+                    out.extend(s.secret_token.expose().map(str::to_owned));
+                }
             }
         }
         out

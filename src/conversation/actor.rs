@@ -47,11 +47,20 @@ async fn drain(
     let deps = &registry.deps;
     let mut store_failures = 0u32;
     while !deps.draining.is_cancelled() {
-        let row = match deps
+        // While a turn waits for an approval, only control events (buttons, /stop,
+        // /approve, /deny) are taken; messages wait behind it in order.
+        let waiting = match deps.store.pending_approval(key).await {
+            Ok(pending) => pending.is_some(),
+            Err(err) => {
+                tracing::error!(%key, error = %err, "reading pending approvals failed");
+                return;
+            }
+        };
+        let claimed = deps
             .store
-            .claim_next(key, &deps.owner, now_ms(), deps.lease)
-            .await
-        {
+            .claim_next(key, &deps.owner, now_ms(), deps.lease, waiting)
+            .await;
+        let row = match claimed {
             Ok(Some(row)) => row,
             Ok(None) => return,
             Err(err) => {

@@ -17,8 +17,8 @@ pub(super) struct AuditRecorder {
     store: Arc<dyn Store>,
     key: ConversationKey,
     inbox_id: i64,
-    /// Arguments of calls that started, by call id.
-    started: HashMap<String, String>,
+    /// Arguments and decision of calls that started, by call id.
+    started: HashMap<String, (String, String)>,
 }
 
 impl AuditRecorder {
@@ -34,8 +34,11 @@ impl AuditRecorder {
     /// Record a completed call (arguments and output already scrubbed by the agent loop).
     pub(super) fn observe(&mut self, event: &AgentEvent) {
         match event {
-            AgentEvent::ToolStarted { id, args, .. } => {
-                self.started.insert(id.clone(), args.to_string());
+            AgentEvent::ToolStarted {
+                id, args, decision, ..
+            } => {
+                self.started
+                    .insert(id.clone(), (args.to_string(), decision.clone()));
             }
             AgentEvent::ToolCompleted {
                 id,
@@ -49,15 +52,25 @@ impl AuditRecorder {
                 if let Some(error) = error {
                     text = format!("error: {error}\n{text}");
                 }
+                let (args, decision) = self
+                    .started
+                    .remove(id)
+                    .unwrap_or_else(|| ("{}".into(), "unknown".into()));
+                let decided_by = decision.split_once(" by ").map(|(_, who)| who.to_owned());
+                let status = match (*success, decision.starts_with("deny")) {
+                    (_, true) => "denied",
+                    (true, false) => "ok",
+                    (false, false) => "error",
+                };
                 let entry = AuditEntry {
                     conversation: self.key.clone(),
                     inbox_id: Some(self.inbox_id),
                     tool: name.clone(),
                     call_id: id.clone(),
-                    args: self.started.remove(id).unwrap_or_else(|| "{}".into()),
-                    decision: "allow: tools.enabled".into(),
-                    decided_by: None,
-                    status: if *success { "ok" } else { "error" }.into(),
+                    args,
+                    decision,
+                    decided_by,
+                    status: status.into(),
                     duration_ms: duration.as_millis() as i64,
                     output: text,
                     created_at: now_ms(),

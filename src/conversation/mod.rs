@@ -3,11 +3,12 @@
 //! queue is the durable inbox itself, so a full or lost wake-up never loses an event.
 
 mod actor;
+mod approval;
 mod audit;
 mod commands;
 mod turn;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,11 +22,14 @@ use tokio_util::task::TaskTracker;
 
 use crate::agent::{AgentLoop, ContextProvider, Tool};
 use crate::draft::DraftSettings;
+use crate::metrics::Metrics;
+use crate::policy::Policy;
 use crate::provider::Provider;
 use crate::scrub::Scrubber;
-use crate::store::{Insert, Store, now_ms};
+use crate::store::{Approval, Insert, Store, StoreError, now_ms};
 use crate::tools::Toolbox;
 
+pub use approval::{ApprovalButton, SYSTEM_USER, expiry_event, time_left};
 pub use commands::Command;
 
 /// Everything a turn needs, shared by all actors.
@@ -46,6 +50,16 @@ pub struct Deps {
     pub native_tools: bool,
     /// Redacts credentials from tool output, chat and history.
     pub scrubber: Arc<Scrubber>,
+    /// The policy gate every tool call passes.
+    pub policy: Arc<Policy>,
+    /// Per channel: user ids who may approve anything (besides the requester).
+    pub approvers: BTreeMap<String, Vec<String>>,
+    /// How long an approval waits.
+    pub approval_timeout: Duration,
+    /// New approvals, for the expiry scheduler.
+    pub expiry: mpsc::UnboundedSender<Approval>,
+    /// Prometheus metrics.
+    pub metrics: Arc<Metrics>,
     /// Channels by instance name.
     pub channels: HashMap<String, Arc<dyn Channel>>,
     /// First message of every conversation.
@@ -67,19 +81,25 @@ pub struct Deps {
 }
 
 impl Deps {
-    /// The agent loop for one conversation: its workspace's tools plus the extra ones.
-    pub fn agent_for(&self, key: &ConversationKey) -> AgentLoop {
+    /// The agent loop for one conversation: its workspace's tools plus the extra ones, gated
+    /// by the policy with this conversation's "always allow" rules.
+    pub async fn agent_for(&self, key: &ConversationKey) -> Result<AgentLoop, StoreError> {
+        let gate = approval::PolicyGate {
+            policy: Arc::clone(&self.policy),
+            extra_allow: self.store.allow_rules(key).await?,
+        };
         let mut builder = AgentLoop::builder();
         for provider in &self.context {
             builder = builder.context(Arc::clone(provider));
         }
-        builder
+        Ok(builder
             .tools(self.toolbox.for_conversation(key))
             .tools(self.extra_tools.iter().cloned())
             .max_iterations(self.max_iterations)
             .scrubber(Arc::clone(&self.scrubber))
             .native_tools(self.native_tools)
-            .build()
+            .gate(Arc::new(gate))
+            .build())
     }
 }
 
@@ -186,6 +206,18 @@ impl Inbox {
     }
 }
 
+impl Inbox {
+    fn count(&self, event: &ChannelEvent, outcome: &str) {
+        let channel = event.key().channel.as_str();
+        self.registry
+            .deps
+            .metrics
+            .inbound
+            .with_label_values(&[channel, outcome])
+            .inc();
+    }
+}
+
 #[async_trait]
 impl EventSink for Inbox {
     async fn deliver(&self, event: ChannelEvent) -> Result<Delivery, SinkError> {
@@ -197,14 +229,17 @@ impl EventSink for Inbox {
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "inbox insert failed; the platform will redeliver");
+                self.count(&event, "error");
                 SinkError(e.to_string())
             })?;
         match inserted {
             Insert::Duplicate => {
+                self.count(&event, "duplicate");
                 tracing::debug!(event_id = event.event_id(), "duplicate event dropped");
                 Ok(Delivery::Duplicate)
             }
             Insert::Stored(_) => {
+                self.count(&event, "stored");
                 if let ChannelEvent::Message(m) = &event {
                     if Command::parse(&m.text) == Some(Command::Stop) {
                         // /stop must not wait behind the turn it is meant to stop.

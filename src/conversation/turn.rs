@@ -5,15 +5,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard_channel::{ButtonPress, Channel, ChannelEvent, Inbound, MessageRef};
+use switchboard_channel::{
+    ButtonPress, Channel, ChannelError, ChannelEvent, ConversationKey, Inbound, MessageRef, UserRef,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::approval::{self, Action, ApprovalButton, Suspended};
 use super::audit::AuditRecorder;
 use super::{Command, Deps};
-use crate::agent::{AgentError, AgentEvent, AgentRun};
-use crate::draft::{Draft, PostedHook};
+use crate::agent::{AgentError, AgentEvent, AgentRun, Resolution, Suspension};
+use crate::draft::{Draft, DraftOutcome, PostedHook};
 use crate::provider::{ChatMessage, Role};
 use crate::store::{InboxRow, now_ms};
 
@@ -33,13 +36,46 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
             .await;
         return;
     };
+    let turn = Turn {
+        deps,
+        row: &row,
+        channel: &channel,
+        trace: &trace,
+    };
     async {
         let result = match &row.event {
             ChannelEvent::Message(m) => match Command::parse(&m.text) {
-                Some(command) => run_command(deps, &row, &channel, command).await,
-                None => chat(deps, &row, &channel, m, cancel, &trace).await,
+                Some(Command::Approve(id)) => {
+                    turn.decide(
+                        &m.user,
+                        &ApprovalButton {
+                            id,
+                            action: Action::Once,
+                        },
+                        None,
+                        cancel,
+                    )
+                    .await
+                }
+                Some(Command::Deny(id)) => {
+                    turn.decide(
+                        &m.user,
+                        &ApprovalButton {
+                            id,
+                            action: Action::Deny,
+                        },
+                        None,
+                        cancel,
+                    )
+                    .await
+                }
+                Some(command) => turn.command(command).await,
+                None => turn.chat(m, cancel).await,
             },
-            ChannelEvent::Button(press) => stale_button(deps, &row, &channel, press).await,
+            ChannelEvent::Button(press) => match press.payload.parse::<ApprovalButton>() {
+                Ok(button) => turn.decide(&press.user, &button, Some(press), cancel).await,
+                Err(()) => turn.stale_button(press).await,
+            },
         };
         if let Err(err) = result {
             tracing::error!(error = %err, "turn failed");
@@ -50,117 +86,248 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
     .await
 }
 
-async fn run_command(
-    deps: &Deps,
-    row: &InboxRow,
-    channel: &Arc<dyn Channel>,
-    command: Command,
-) -> anyhow::Result<()> {
-    let key = row.event.key();
-    if command == Command::New {
-        deps.store.clear_history(key).await?;
-    }
-    Draft::new(
-        Arc::clone(channel),
-        key.clone(),
-        deps.draft,
-        row.draft_refs.clone(),
-        Some(posted_hook(deps, row.id)),
-    )
-    .finish(command.reply())
-    .await?;
-    deps.store.complete(row.id, key, &[], now_ms()).await?;
-    Ok(())
+/// How a turn's agent run begins.
+enum Start {
+    /// A new user message over this context.
+    Fresh(Vec<ChatMessage>),
+    /// A suspended turn whose pending call was decided.
+    Resume(Box<Suspension>, Resolution),
 }
 
-/// Buttons belong to approvals; one that reaches here has nothing waiting on it.
-async fn stale_button(
-    deps: &Deps,
-    row: &InboxRow,
-    channel: &Arc<dyn Channel>,
-    press: &ButtonPress,
-) -> anyhow::Result<()> {
-    if let Err(err) = channel
-        .answer_button(press, "This button is no longer active.")
-        .await
-    {
-        tracing::warn!(error = %err, "could not answer a button press");
-    }
-    deps.store
-        .complete(row.id, &press.key, &[], now_ms())
-        .await?;
-    Ok(())
+/// One claimed event being processed.
+struct Turn<'a> {
+    deps: &'a Deps,
+    row: &'a InboxRow,
+    channel: &'a Arc<dyn Channel>,
+    trace: &'a str,
 }
 
-async fn chat(
-    deps: &Deps,
-    row: &InboxRow,
-    channel: &Arc<dyn Channel>,
-    inbound: &Inbound,
-    cancel: CancellationToken,
-    trace: &str,
-) -> anyhow::Result<()> {
-    let key = &inbound.key;
-    let user = ChatMessage::new(Role::User, inbound.text.clone());
-    let mut messages = vec![ChatMessage::new(Role::System, deps.system_prompt.clone())];
-    messages.extend(deps.store.history(key, deps.history_limit).await?);
-    messages.push(user.clone());
-
-    let (tx, rx) = mpsc::unbounded_channel();
-    let draft = Draft::new(
-        Arc::clone(channel),
-        key.clone(),
-        deps.draft,
-        row.draft_refs.clone(),
-        Some(posted_hook(deps, row.id)),
-    )
-    .scrubbed(Arc::clone(&deps.scrubber));
-    let agent = deps.agent_for(key);
-    let mut audit = AuditRecorder::new(Arc::clone(&deps.store), key.clone(), row.id);
-    let agent_side = async move {
-        let result = agent
-            .run_until(deps.provider.as_ref(), messages, &cancel, |event| {
-                audit.observe(&event);
-                let _ = tx.send(event);
-            })
-            .await;
-        if let Err(err) = &result {
-            let _ = tx.send(AgentEvent::ClearProgress);
-            let _ = tx.send(AgentEvent::Final(error_reply(err, trace)));
-        }
-        result
-    };
-    let typing = async {
-        loop {
-            let _ = channel.typing(key).await;
-            tokio::time::sleep(TYPING_EVERY).await;
-        }
-    };
-    let (result, drafted) = tokio::select! {
-        both = async { tokio::join!(agent_side, draft.drive(rx)) } => both,
-        () = typing => unreachable!("the typing loop never ends"),
-    };
-
-    if deps.abort.is_cancelled() && matches!(result, Err(AgentError::Cancelled { .. })) {
-        // Shutdown ran out of grace: hand the event back so the next start answers it.
-        deps.store.release(row.id, now_ms()).await?;
-        return Ok(());
+impl Turn<'_> {
+    fn key(&self) -> &ConversationKey {
+        self.row.event.key()
     }
-    let mut stored = vec![user];
-    match &result {
-        Ok(AgentRun { messages, .. }) => stored.extend(messages.iter().cloned()),
-        Err(err) => {
-            tracing::warn!(error = %err, "turn ended without an answer");
-            stored.extend(err.partial().iter().cloned());
-            if !matches!(err, AgentError::Llm { .. }) {
-                stored.push(ChatMessage::new(Role::Assistant, error_reply(err, trace)));
+
+    fn draft(&self) -> Draft {
+        Draft::new(
+            Arc::clone(self.channel),
+            self.key().clone(),
+            self.deps.draft,
+            self.row.draft_refs.clone(),
+            Some(posted_hook(self.deps, self.row.id)),
+        )
+        .scrubbed(Arc::clone(&self.deps.scrubber))
+    }
+
+    async fn command(&self, command: Command) -> anyhow::Result<()> {
+        if command == Command::New {
+            self.deps.store.clear_history(self.key()).await?;
+        }
+        self.draft().finish(command.reply()).await?;
+        self.deps
+            .store
+            .complete(self.row.id, self.key(), &[], now_ms())
+            .await?;
+        Ok(())
+    }
+
+    /// A button that belongs to no approval.
+    async fn stale_button(&self, press: &ButtonPress) -> anyhow::Result<()> {
+        if let Err(err) = self
+            .channel
+            .answer_button(press, "This button is no longer active.")
+            .await
+        {
+            tracing::warn!(error = %err, "could not answer a button press");
+        }
+        self.deps
+            .store
+            .complete(self.row.id, &press.key, &[], now_ms())
+            .await?;
+        Ok(())
+    }
+
+    /// An approval decision (button, `/approve`, `/deny`, or expiry); resumes the turn.
+    async fn decide(
+        &self,
+        user: &UserRef,
+        button: &ApprovalButton,
+        press: Option<&ButtonPress>,
+        cancel: CancellationToken,
+    ) -> anyhow::Result<()> {
+        match approval::decide(self.deps, self.channel, self.key(), user, button, press).await? {
+            None => {
+                self.deps
+                    .store
+                    .complete(self.row.id, self.key(), &[], now_ms())
+                    .await?;
+                Ok(())
+            }
+            Some((state, resolution, approval)) => {
+                let start = Start::Resume(Box::new(state.suspension), resolution);
+                self.run(state.user, &approval.requester, start, cancel)
+                    .await
             }
         }
     }
-    for message in &mut stored {
-        deps.scrubber.scrub_string(&mut message.content);
+
+    async fn chat(&self, inbound: &Inbound, cancel: CancellationToken) -> anyhow::Result<()> {
+        let user = ChatMessage::new(Role::User, inbound.text.clone());
+        let mut messages = vec![ChatMessage::new(
+            Role::System,
+            self.deps.system_prompt.clone(),
+        )];
+        messages.extend(
+            self.deps
+                .store
+                .history(self.key(), self.deps.history_limit)
+                .await?,
+        );
+        messages.push(user.clone());
+        self.run(user, &inbound.user.id, Start::Fresh(messages), cancel)
+            .await
     }
-    deps.store.complete(row.id, key, &stored, now_ms()).await?;
+
+    /// Run (or resume) the agent with a live draft, then store the outcome.
+    async fn run(
+        &self,
+        user: ChatMessage,
+        requester: &str,
+        start: Start,
+        cancel: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let (deps, key, trace) = (self.deps, self.key(), self.trace);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let agent = deps.agent_for(key).await?;
+        let metrics = Arc::clone(&deps.metrics);
+        metrics.turns.with_label_values(&["started"]).inc();
+        let started = std::time::Instant::now();
+        let mut first_text = true;
+        let mut audit = AuditRecorder::new(Arc::clone(&deps.store), key.clone(), self.row.id);
+        let agent_side = async move {
+            let on_event = |event: AgentEvent| {
+                match &event {
+                    AgentEvent::TextChunk(_) if first_text => {
+                        first_text = false;
+                        metrics
+                            .first_token_seconds
+                            .with_label_values(&[] as &[&str])
+                            .observe(started.elapsed().as_secs_f64());
+                    }
+                    AgentEvent::ToolStarted { name, decision, .. } => {
+                        let verdict = decision.split(':').next().unwrap_or("allow");
+                        metrics
+                            .tool_calls
+                            .with_label_values(&[name.as_str(), verdict])
+                            .inc();
+                    }
+                    _ => {}
+                }
+                audit.observe(&event);
+                let _ = tx.send(event);
+            };
+            let provider = deps.provider.as_ref();
+            let result = match start {
+                Start::Fresh(messages) => {
+                    agent.run_until(provider, messages, &cancel, on_event).await
+                }
+                Start::Resume(s, resolution) => {
+                    agent
+                        .resume(provider, *s, resolution, &cancel, on_event)
+                        .await
+                }
+            };
+            if let Err(err) = &result {
+                let _ = tx.send(AgentEvent::ClearProgress);
+                let _ = tx.send(AgentEvent::Final(error_reply(err, trace)));
+            }
+            result
+        };
+        let typing = async {
+            loop {
+                let _ = self.channel.typing(key).await;
+                tokio::time::sleep(TYPING_EVERY).await;
+            }
+        };
+        let (result, drafted) = tokio::select! {
+            both = async { tokio::join!(agent_side, self.draft().drive(rx)) } => both,
+            () = typing => unreachable!("the typing loop never ends"),
+        };
+        log_delivery(&drafted);
+        self.count(&result, &drafted, started);
+        if deps.abort.is_cancelled() && matches!(result, Err(AgentError::Cancelled { .. })) {
+            // Shutdown ran out of grace: hand the event back so the next start answers it.
+            deps.store.release(self.row.id, now_ms()).await?;
+            return Ok(());
+        }
+        let mut stored = vec![user.clone()];
+        match result {
+            Ok(AgentRun { messages, .. }) => stored.extend(messages),
+            Err(AgentError::Suspended(suspension)) => {
+                let id = approval::suspend(
+                    deps,
+                    self.channel,
+                    key,
+                    requester,
+                    Suspended {
+                        user,
+                        suspension: *suspension,
+                    },
+                )
+                .await?;
+                tracing::info!(approval = %id, "turn waits for approval");
+                deps.store.complete(self.row.id, key, &[], now_ms()).await?;
+                return Ok(());
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "turn ended without an answer");
+                stored.extend(err.partial().iter().cloned());
+                if !matches!(err, AgentError::Llm { .. }) {
+                    stored.push(ChatMessage::new(Role::Assistant, error_reply(&err, trace)));
+                }
+            }
+        }
+        for message in &mut stored {
+            deps.scrubber.scrub_string(&mut message.content);
+        }
+        deps.store
+            .complete(self.row.id, key, &stored, now_ms())
+            .await?;
+        Ok(())
+    }
+}
+
+impl Turn<'_> {
+    fn count(
+        &self,
+        result: &Result<AgentRun, AgentError>,
+        drafted: &Result<DraftOutcome, ChannelError>,
+        started: std::time::Instant,
+    ) {
+        let m = &self.deps.metrics;
+        let outcome = match result {
+            Ok(_) => "finished",
+            Err(AgentError::Suspended(_)) => "suspended",
+            Err(_) => "failed",
+        };
+        m.turns.with_label_values(&[outcome]).inc();
+        m.turn_seconds
+            .with_label_values(&[] as &[&str])
+            .observe(started.elapsed().as_secs_f64());
+        if let Ok(d) = drafted {
+            m.draft_edits
+                .with_label_values(&["sent"])
+                .inc_by(u64::from(d.sends + d.edits));
+            m.draft_edits
+                .with_label_values(&["coalesced"])
+                .inc_by(u64::from(d.coalesced));
+            m.draft_edits
+                .with_label_values(&["rate_limited"])
+                .inc_by(u64::from(d.rate_limited));
+        }
+    }
+}
+
+fn log_delivery(drafted: &Result<DraftOutcome, ChannelError>) {
     match drafted {
         Ok(outcome) => tracing::info!(
             sends = outcome.sends,
@@ -171,7 +338,6 @@ async fn chat(
         ),
         Err(err) => tracing::error!(error = %err, "the answer could not be delivered"),
     }
-    Ok(())
 }
 
 /// What the user sees when a turn ends without a normal answer.
@@ -191,6 +357,7 @@ fn error_reply(err: &AgentError, trace: &str) -> String {
         }
         AgentError::Cancelled { text, .. } if text.trim().is_empty() => "⏹ Stopped.".into(),
         AgentError::Cancelled { text, .. } => format!("{text}\n\n_(stopped)_"),
+        AgentError::Suspended(s) => format!("⏸ Waiting for approval to run `{}`…", s.pending.name),
     }
 }
 

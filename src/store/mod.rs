@@ -2,6 +2,7 @@
 //! One `Store` trait, one implementation per database (SQLite embedded, PostgreSQL for
 //! replicas); both share their SQL through `shared.rs` and pass one contract test suite.
 
+mod approvals;
 mod audit;
 mod postgres;
 mod shared;
@@ -13,6 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
+pub use approvals::{Approval, ApprovalStore};
 pub use audit::{AuditEntry, AuditLog};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
@@ -70,18 +72,20 @@ pub struct InboxCounts {
 
 /// Durable state. Time is passed in (Unix ms) so leases behave alike on both databases.
 #[async_trait]
-pub trait Store: AuditLog + Send + Sync {
+pub trait Store: AuditLog + ApprovalStore + Send + Sync {
     /// Store a new event; a redelivery of a stored event is reported as `Duplicate`.
     async fn insert_event(&self, event: &ChannelEvent, now_ms: i64) -> Result<Insert, StoreError>;
 
     /// Claim the oldest unfinished event of `key` for `owner` until `now_ms + lease`.
-    /// Rows another live owner holds, and rows queued behind them, are left alone.
+    /// Rows another live owner holds, and rows queued behind them, are left alone. With
+    /// `control_only` (a turn waits for an approval) only control events are claimed.
     async fn claim_next(
         &self,
         key: &ConversationKey,
         owner: &str,
         now_ms: i64,
         lease: Duration,
+        control_only: bool,
     ) -> Result<Option<InboxRow>, StoreError>;
 
     /// Conversations with events `owner` may claim now.
@@ -133,6 +137,19 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Store>, StoreError> {
         Ok(Arc::new(PostgresStore::connect(url).await?))
     } else {
         Ok(Arc::new(SqliteStore::connect(url).await?))
+    }
+}
+
+/// `control` for events that may be handled while a conversation waits for an approval
+/// (button presses, `/stop`, `/approve`, `/deny`), `message` otherwise.
+pub fn event_kind(event: &ChannelEvent) -> &'static str {
+    use crate::conversation::Command;
+    match event {
+        ChannelEvent::Button(_) => "control",
+        ChannelEvent::Message(m) => match Command::parse(&m.text) {
+            Some(Command::Stop | Command::Approve(_) | Command::Deny(_)) => "control",
+            _ => "message",
+        },
     }
 }
 

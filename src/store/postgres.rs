@@ -4,6 +4,7 @@
 use sqlx::postgres::PgPoolOptions;
 
 use super::StoreError;
+use super::approvals::impl_approvals;
 use super::audit::impl_audit;
 use super::shared::impl_store;
 
@@ -26,3 +27,4 @@ impl PostgresStore {
 
 impl_store!(PostgresStore, sqlx::Postgres, "FOR UPDATE SKIP LOCKED");
 impl_audit!(PostgresStore);
+impl_approvals!(PostgresStore, sqlx::postgres::PgRow);

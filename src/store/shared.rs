@@ -63,6 +63,7 @@ pub(super) fn conversation_key(s: &str) -> Result<ConversationKey, StoreError> {
 pub(super) const CLAIMABLE_ROW: &str = "SELECT id FROM inbox \
      WHERE conversation_key = $4 \
        AND (status = 'pending' OR (status = 'processing' AND (owner = $1 OR lease_until < $3))) \
+       AND ($5 = 0 OR kind = 'control') \
        AND NOT EXISTS (SELECT 1 FROM inbox busy WHERE busy.conversation_key = $4 \
            AND busy.status = 'processing' AND busy.owner <> $1 AND busy.lease_until >= $3) \
      ORDER BY id LIMIT 1";
@@ -81,14 +82,15 @@ macro_rules! impl_store {
                 let payload = serde_json::to_string(event)
                     .map_err(|e| $crate::store::StoreError::Corrupt(e.to_string()))?;
                 let id: Option<i64> = sqlx::query_scalar(
-                    "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at) \
-                     VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (channel, event_id) DO NOTHING RETURNING id",
+                    "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at, kind) \
+                     VALUES ($1, $2, $3, $4, $5, $5, $6) ON CONFLICT (channel, event_id) DO NOTHING RETURNING id",
                 )
                 .bind(&event.key().channel)
                 .bind(event.event_id())
                 .bind(event.key().to_string())
                 .bind(payload)
                 .bind(now_ms)
+                .bind($crate::store::event_kind(event))
                 .fetch_optional(&self.pool)
                 .await?;
                 Ok(id.map_or($crate::store::Insert::Duplicate, $crate::store::Insert::Stored))
@@ -100,6 +102,7 @@ macro_rules! impl_store {
                 owner: &str,
                 now_ms: i64,
                 lease: std::time::Duration,
+                control_only: bool,
             ) -> Result<Option<$crate::store::InboxRow>, $crate::store::StoreError> {
                 use sqlx::Row as _;
                 let sql = format!(
@@ -114,6 +117,7 @@ macro_rules! impl_store {
                     .bind(now_ms + lease.as_millis() as i64)
                     .bind(now_ms)
                     .bind(key.to_string())
+                    .bind(i64::from(control_only))
                     .fetch_optional(&self.pool)
                     .await?;
                 row.map(|r| {

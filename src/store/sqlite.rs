@@ -6,6 +6,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use super::StoreError;
+use super::approvals::impl_approvals;
 use super::audit::impl_audit;
 use super::shared::impl_store;
 
@@ -41,3 +42,4 @@ impl SqliteStore {
 
 impl_store!(SqliteStore, sqlx::Sqlite, "");
 impl_audit!(SqliteStore);
+impl_approvals!(SqliteStore, sqlx::sqlite::SqliteRow);

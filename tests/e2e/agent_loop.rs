@@ -211,7 +211,7 @@ async fn a_tool_call_cut_off_by_max_tokens_is_never_executed() {
 
 #[tokio::test]
 async fn tool_progress_shows_in_the_draft_and_is_cleared_before_the_answer() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_with("[policy]\nmode = \"autonomous\"\n").await;
     let channel = FakeChannel::new("fake");
     let mut config = app.config.clone();
     config.gateway.database_url = EnvString(format!(

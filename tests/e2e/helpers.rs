@@ -131,6 +131,31 @@ impl Killable {
         Self { runtime }
     }
 
+    /// Start `config` with the channels it configures (real platform clients) on a fresh
+    /// runtime.
+    pub async fn start_from_config(config: &Config) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let config = config.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        runtime.spawn(async move {
+            let mut gateway = Gateway::new(config.clone());
+            for channel in switchboard::channels::from_config(&config).unwrap() {
+                gateway = gateway.channel(channel);
+            }
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let running = gateway.start(listener).await.expect("gateway starts");
+            let _ = tx.send(());
+            std::future::pending::<()>().await;
+            drop(running);
+        });
+        rx.await.expect("gateway started");
+        Self { runtime }
+    }
+
     /// Drop every task mid-flight: no shutdown, no inbox release.
     pub fn kill(self) {
         self.runtime.shutdown_background();

@@ -2,13 +2,16 @@
 //! in-process stand-ins in `tests/support`.
 
 mod agent_loop;
+mod approvals;
 mod config;
 mod helpers;
 mod leak;
 mod providers;
+mod selfhost;
 mod slack;
 mod spine;
 mod store_contract;
+mod telegram;
 mod tools;
 mod web;
 

@@ -72,8 +72,19 @@ async fn draft_edits_respect_the_minimum_interval_and_chunk_size() {
             "edits too close: {pair:#?}"
         );
     }
-    // 5-character chunks every 5 ms would be ~200 edits unthrottled.
-    assert!(writes.len() < 40, "{} writes", writes.len());
+    // Every intermediate edit carried at least chunk_min_chars (20) new characters, so the
+    // 5-character chunks were coalesced rather than sent one by one.
+    for pair in writes[..writes.len() - 1].windows(2) {
+        let grown = pair[1]
+            .text
+            .chars()
+            .count()
+            .saturating_sub(pair[0].text.chars().count());
+        assert!(
+            grown >= 20,
+            "an edit with only {grown} new characters: {pair:#?}"
+        );
+    }
 }
 
 #[tokio::test]

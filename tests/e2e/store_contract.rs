@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard::provider::{ChatMessage, Role, ToolCall};
-use switchboard::store::{self, Insert, Store};
+use switchboard::store::{self, Approval, Insert, Store};
 use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, MessageRef, UserRef};
 
 use crate::helpers::{drop_postgres, postgres_url, sqlite_store};
@@ -82,7 +82,7 @@ async fn claims_in_order(store: Arc<dyn Store>) {
     }
     for expected in ["first", "second", "third"] {
         let row = store
-            .claim_next(&k, "me", 20, LEASE)
+            .claim_next(&k, "me", 20, LEASE, false)
             .await
             .unwrap()
             .expect("a row");
@@ -92,7 +92,7 @@ async fn claims_in_order(store: Arc<dyn Store>) {
     }
     assert!(
         store
-            .claim_next(&k, "me", 30, LEASE)
+            .claim_next(&k, "me", 30, LEASE, false)
             .await
             .unwrap()
             .is_none()
@@ -109,14 +109,14 @@ async fn leases(store: Arc<dyn Store>) {
     store.insert_event(&event(&k, "a", "one"), 0).await.unwrap();
     store.insert_event(&event(&k, "b", "two"), 0).await.unwrap();
     let held = store
-        .claim_next(&k, "replica-1", 1_000, LEASE)
+        .claim_next(&k, "replica-1", 1_000, LEASE, false)
         .await
         .unwrap()
         .unwrap();
     // replica-2 may neither take the held row nor jump the queue with the next one.
     assert!(
         store
-            .claim_next(&k, "replica-2", 2_000, LEASE)
+            .claim_next(&k, "replica-2", 2_000, LEASE, false)
             .await
             .unwrap()
             .is_none()
@@ -131,7 +131,7 @@ async fn leases(store: Arc<dyn Store>) {
     // After the lease runs out, the row is taken over, attempts counted.
     let later = 1_000 + LEASE.as_millis() as i64 + 1;
     let taken = store
-        .claim_next(&k, "replica-2", later, LEASE)
+        .claim_next(&k, "replica-2", later, LEASE, false)
         .await
         .unwrap()
         .unwrap();
@@ -143,7 +143,7 @@ async fn own_rows(store: Arc<dyn Store>) {
     let k = ConversationKey::new("tg", "9");
     store.insert_event(&event(&k, "x", "hi"), 0).await.unwrap();
     let first = store
-        .claim_next(&k, "default", 10, LEASE)
+        .claim_next(&k, "default", 10, LEASE, false)
         .await
         .unwrap()
         .unwrap();
@@ -157,7 +157,7 @@ async fn own_rows(store: Arc<dyn Store>) {
         vec![k.clone()]
     );
     let again = store
-        .claim_next(&k, "default", 20, LEASE)
+        .claim_next(&k, "default", 20, LEASE, false)
         .await
         .unwrap()
         .unwrap();
@@ -173,7 +173,11 @@ async fn release_and_fail(store: Arc<dyn Store>) {
     let k = ConversationKey::new("tg", "r");
     store.insert_event(&event(&k, "1", "a"), 0).await.unwrap();
     store.insert_event(&event(&k, "2", "b"), 0).await.unwrap();
-    let row = store.claim_next(&k, "me", 1, LEASE).await.unwrap().unwrap();
+    let row = store
+        .claim_next(&k, "me", 1, LEASE, false)
+        .await
+        .unwrap()
+        .unwrap();
     store.release(row.id, 2).await.unwrap();
     assert!(
         store
@@ -183,13 +187,13 @@ async fn release_and_fail(store: Arc<dyn Store>) {
             .contains(&k)
     );
     let row = store
-        .claim_next(&k, "someone-else", 3, LEASE)
+        .claim_next(&k, "someone-else", 3, LEASE, false)
         .await
         .unwrap()
         .unwrap();
     store.fail(row.id, "boom", 4).await.unwrap();
     let next = store
-        .claim_next(&k, "someone-else", 5, LEASE)
+        .claim_next(&k, "someone-else", 5, LEASE, false)
         .await
         .unwrap()
         .unwrap();
@@ -205,7 +209,11 @@ contract!(
 async fn history(store: Arc<dyn Store>) {
     let k = ConversationKey::new("web", "s");
     store.insert_event(&event(&k, "1", "hi"), 0).await.unwrap();
-    let row = store.claim_next(&k, "me", 1, LEASE).await.unwrap().unwrap();
+    let row = store
+        .claim_next(&k, "me", 1, LEASE, false)
+        .await
+        .unwrap()
+        .unwrap();
     let mut call = ChatMessage::new(Role::Assistant, "");
     call.tool_calls = vec![ToolCall {
         id: "c1".into(),
@@ -226,4 +234,109 @@ async fn history(store: Arc<dyn Store>) {
     store.clear_history(&k).await.unwrap();
     assert!(store.history(&k, 10).await.unwrap().is_empty());
     store.ping().await.unwrap();
+}
+
+contract!(
+    while_an_approval_waits_only_control_events_are_claimed,
+    control_only
+);
+async fn control_only(store: Arc<dyn Store>) {
+    let k = ConversationKey::new("tg", "c");
+    store
+        .insert_event(&event(&k, "1", "a normal message"), 0)
+        .await
+        .unwrap();
+    store
+        .insert_event(&event(&k, "2", "/approve abc123"), 0)
+        .await
+        .unwrap();
+    let control = store
+        .claim_next(&k, "me", 1, LEASE, true)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(text_of(&control.event), "/approve abc123");
+    store.complete(control.id, &k, &[], 2).await.unwrap();
+    assert!(
+        store
+            .claim_next(&k, "me", 3, LEASE, true)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let normal = store
+        .claim_next(&k, "me", 4, LEASE, false)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(text_of(&normal.event), "a normal message");
+}
+
+contract!(
+    an_approval_is_decided_exactly_once_and_rules_stay_per_conversation,
+    approvals
+);
+async fn approvals(store: Arc<dyn Store>) {
+    let k = ConversationKey::new("slack", "C9").in_thread("1.2");
+    let approval = Approval {
+        id: "abc123def0".into(),
+        conversation: k.clone(),
+        tool: "shell".into(),
+        args: "rm -rf build".into(),
+        rule: "shell(rm -rf build)".into(),
+        reason: "not read-only".into(),
+        requester: "U1".into(),
+        status: "pending".into(),
+        decided_by: None,
+        prompt_ref: None,
+        state: "{}".into(),
+        created_at: 10,
+        expires_at: 1_000,
+    };
+    store.create_approval(&approval).await.unwrap();
+    store
+        .set_approval_prompt(&approval.id, "msg-7")
+        .await
+        .unwrap();
+    let pending = store.pending_approval(&k).await.unwrap().unwrap();
+    assert_eq!(pending.prompt_ref.as_deref(), Some("msg-7"));
+    assert_eq!(store.pending_approvals().await.unwrap().len(), 1);
+    assert!(
+        store
+            .decide_approval(&approval.id, "approved", "U1", 20)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .decide_approval(&approval.id, "denied", "U2", 21)
+            .await
+            .unwrap(),
+        "second decision refused"
+    );
+    let decided = store.approval(&approval.id).await.unwrap().unwrap();
+    assert_eq!(
+        (decided.status.as_str(), decided.decided_by.as_deref()),
+        ("approved", Some("U1"))
+    );
+    assert!(store.pending_approval(&k).await.unwrap().is_none());
+    store
+        .add_allow_rule(&k, "shell(rm -rf build)", "U1", 22)
+        .await
+        .unwrap();
+    store
+        .add_allow_rule(&k, "shell(rm -rf build)", "U1", 23)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.allow_rules(&k).await.unwrap(),
+        vec!["shell(rm -rf build)".to_owned()]
+    );
+    assert!(
+        store
+            .allow_rules(&ConversationKey::new("slack", "C9"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

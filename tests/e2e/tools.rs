@@ -9,7 +9,8 @@ use switchboard_standins::{Op, Reply};
 
 use crate::helpers::{TestApp, WAIT, key, wait_inbox_idle, wait_transcript};
 
-const SHELL_ONLY: &str = "[tools]\nenabled = [\"shell\", \"file_read\", \"file_write\"]\n";
+/// Tools without approvals: these tests are about the tools, not the policy gate.
+const SHELL_ONLY: &str = "[tools]\nenabled = [\"shell\", \"file_read\", \"file_write\"]\n[policy]\nmode = \"autonomous\"\n";
 
 #[tokio::test]
 async fn the_model_runs_a_shell_command_and_answers_from_its_output() {

@@ -29,6 +29,8 @@ type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 /// A gateway with one web channel named `web`, a fake LLM and its own data directory.
 struct WebApp {
     gateway: Option<RunningGateway>,
+    /// Kept across restarts: a restarted gateway listens where the page expects it.
+    addr: SocketAddr,
     channel: Arc<dyn Channel>,
     llm: FakeLlm,
     config: Config,
@@ -73,8 +75,9 @@ impl WebApp {
         let llm = FakeLlm::start().await;
         let dir = tempfile::tempdir().unwrap();
         let config = web_config(&llm.openai_url(), dir.path(), keys);
-        let (gateway, channel) = start(&config, tools).await;
+        let (gateway, channel) = start(&config, tools, "127.0.0.1:0".parse().unwrap()).await;
         Self {
+            addr: gateway.addr(),
             gateway: Some(gateway),
             channel,
             llm,
@@ -84,17 +87,27 @@ impl WebApp {
     }
 
     fn addr(&self) -> SocketAddr {
-        self.gateway.as_ref().expect("running").addr()
+        self.addr
     }
 
-    /// Stop gracefully and start a fresh gateway (fresh channel) on the same data.
-    async fn restart(&mut self) {
+    /// Stop the gateway gracefully (open sockets are closed with 1001).
+    async fn shut_down(&mut self) {
         if let Some(gateway) = self.gateway.take() {
             gateway.shutdown().await;
         }
-        let (gateway, channel) = start(&self.config, Vec::new()).await;
+    }
+
+    /// Start a fresh gateway (fresh channel) on the same data and address.
+    async fn start_again(&mut self) {
+        let (gateway, channel) = start(&self.config, Vec::new(), self.addr).await;
         self.gateway = Some(gateway);
         self.channel = channel;
+    }
+
+    /// Stop gracefully and start again.
+    async fn restart(&mut self) {
+        self.shut_down().await;
+        self.start_again().await;
     }
 
     /// The conversation of browser session `session`.
@@ -110,7 +123,11 @@ impl WebApp {
 }
 
 /// Start a gateway with the channels `config` describes; returns it and the web channel.
-async fn start(config: &Config, tools: Vec<Arc<dyn Tool>>) -> (RunningGateway, Arc<dyn Channel>) {
+async fn start(
+    config: &Config,
+    tools: Vec<Arc<dyn Tool>>,
+    addr: SocketAddr,
+) -> (RunningGateway, Arc<dyn Channel>) {
     let built = channels::from_config(config).expect("channels build");
     let web = built
         .iter()
@@ -124,7 +141,7 @@ async fn start(config: &Config, tools: Vec<Arc<dyn Tool>>) -> (RunningGateway, A
     for tool in tools {
         gateway = gateway.tool(tool);
     }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     (gateway.start(listener).await.expect("gateway starts"), web)
 }
 

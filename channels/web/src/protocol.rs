@@ -51,6 +51,13 @@ impl Violation {
         }
     }
 
+    pub(crate) fn try_again(reason: impl Into<String>) -> Self {
+        Self {
+            code: CLOSE_TRY_AGAIN,
+            reason: reason.into(),
+        }
+    }
+
     fn too_big(reason: impl Into<String>) -> Self {
         Self {
             code: CLOSE_TOO_BIG,

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::Hub;
-use crate::protocol::{self, CLOSE_TRY_AGAIN, ClientFrame, Role, ServerFrame, Violation};
+use crate::protocol::{self, ClientFrame, Role, ServerFrame, Violation};
 use crate::session::Message;
 
 /// Close code when the gateway shuts down; the page reconnects to its successor.
@@ -39,40 +39,27 @@ pub(crate) async fn run(
         refusals: 0,
     };
     let close = loop {
-        tokio::select! {
+        let text = tokio::select! {
             queued = attached.rx.recv() => match queued {
-                Some(text) => {
-                    if out.send(WsMessage::Text(text.into())).await.is_err() {
-                        break None;
-                    }
-                }
-                None => break Some(Violation { code: CLOSE_TRY_AGAIN, reason: "session closed".into() }),
+                Some(text) => text,
+                None => break Some(Violation::try_again("session closed")),
             },
-            () = attached.evicted.cancelled() => {
-                break Some(Violation { code: CLOSE_TRY_AGAIN, reason: "too far behind; reconnect".into() });
-            }
-            () = shutdown.cancelled() => {
-                break Some(Violation { code: CLOSE_GOING_AWAY, reason: "gateway restarting".into() });
-            }
+            () = attached.evicted.cancelled() => break Some(Violation::try_again("too far behind; reconnect")),
+            () = shutdown.cancelled() => break Some(Violation { code: CLOSE_GOING_AWAY, reason: "gateway restarting".into() }),
             frame = incoming.next() => match frame {
-                Some(Ok(WsMessage::Text(text))) => {
-                    match conn.handle(text.as_str()).await {
-                        Ok(replies) => {
-                            for reply in replies {
-                                if out.send(WsMessage::Text(reply.into())).await.is_err() {
-                                    break;
-                                }
-                            }
-                        }
-                        Err(violation) => break Some(violation),
-                    }
-                }
+                Some(Ok(WsMessage::Text(text))) => match conn.handle(text.as_str()).await {
+                    Ok(reply) => reply,
+                    Err(violation) => break Some(violation),
+                },
                 Some(Ok(WsMessage::Binary(_))) => {
                     break Some(Violation::policy("bad frame: binary frames are not accepted"));
                 }
-                Some(Ok(WsMessage::Close(_))) | Some(Err(_)) | None => break None,
-                Some(Ok(_)) => {} // ping and pong are answered by the library
+                Some(Ok(WsMessage::Close(_)) | Err(_)) | None => break None,
+                Some(Ok(_)) => continue, // ping and pong are answered by the library
             },
+        };
+        if out.send(WsMessage::Text(text.into())).await.is_err() {
+            break None;
         }
     };
     hub.detach(&session, attached.socket);
@@ -108,24 +95,23 @@ struct Conn {
     refusals: u32,
 }
 
+fn refused(id: &str, reason: &str) -> String {
+    ServerFrame::Refused { id, reason }.to_json()
+}
+
 impl Conn {
-    /// Handle one text frame; `Ok` holds frames for this socket only.
-    async fn handle(&mut self, text: &str) -> Result<Vec<String>, Violation> {
-        let config = &self.hub.config;
-        let frame = protocol::parse(text, config.max_message_chars)?;
+    /// Handle one text frame; `Ok` holds the reply for this socket (`ack` or `refused`).
+    async fn handle(&mut self, text: &str) -> Result<String, Violation> {
+        let frame = protocol::parse(text, self.hub.config.max_message_chars)?;
         let (id, verdict, event) = match frame {
+            ClientFrame::Message { id, text } if text.trim().is_empty() => {
+                return Ok(refused(&id, "Empty message."));
+            }
             ClientFrame::Message { id, text } => {
-                if text.trim().is_empty() {
-                    let refused = ServerFrame::Refused {
-                        id: &id,
-                        reason: "Empty message.",
-                    };
-                    return Ok(vec![refused.to_json()]);
-                }
                 let verdict = self.record_message(&id, &text).await;
                 let event = ChannelEvent::Message(Inbound {
                     key: self.key(),
-                    event_id: format!("{}:{id}", self.session),
+                    event_id: self.event_id(&id),
                     user: self.user(),
                     text,
                 });
@@ -139,7 +125,7 @@ impl Conn {
                 let verdict = self.record_press(&id, &message, &payload).await;
                 let event = ChannelEvent::Button(ButtonPress {
                     key: self.key(),
-                    event_id: format!("{}:{id}", self.session),
+                    event_id: self.event_id(&id),
                     user: self.user(),
                     payload,
                     message: Some(MessageRef::new(message)),
@@ -149,24 +135,24 @@ impl Conn {
             }
         };
         match verdict {
-            Verdict::Limited(wait) => return self.refuse_for_rate(&id, wait),
-            Verdict::UnknownButton => {
-                let refused = ServerFrame::Refused {
-                    id: &id,
-                    reason: STALE_BUTTON,
-                };
-                return Ok(vec![refused.to_json()]);
+            Verdict::Limited(wait) => self.refuse_for_rate(&id, wait),
+            Verdict::UnknownButton => Ok(refused(&id, STALE_BUTTON)),
+            Verdict::Fresh | Verdict::Resend => {
+                self.refusals = 0;
+                self.store(event, &id).await
             }
-            Verdict::Fresh | Verdict::Resend => self.refusals = 0,
         }
+    }
+
+    /// Hand the event to the sink; only a stored event is acknowledged.
+    async fn store(&self, event: ChannelEvent, id: &str) -> Result<String, Violation> {
         if let Err(e) = self.sink.deliver(event).await {
             tracing::error!(channel = %self.hub.name, error = %e, "could not store a web chat message; the page will resend it");
-            return Err(Violation {
-                code: CLOSE_TRY_AGAIN,
-                reason: "could not store the message; it will be resent".into(),
-            });
+            return Err(Violation::try_again(
+                "could not store the message; it will be resent",
+            ));
         }
-        Ok(vec![ServerFrame::Ack { id: &id }.to_json()])
+        Ok(ServerFrame::Ack { id }.to_json())
     }
 
     /// Count, remember and show a typed message (or start a new conversation).
@@ -224,7 +210,7 @@ impl Conn {
         &mut self,
         id: &str,
         wait: std::time::Duration,
-    ) -> Result<Vec<String>, Violation> {
+    ) -> Result<String, Violation> {
         let per_minute = self.hub.config.max_messages_per_minute;
         self.refusals += 1;
         if self.refusals > per_minute {
@@ -236,15 +222,16 @@ impl Conn {
             "Slow down: at most {per_minute} messages a minute. Try again in {} s.",
             wait.as_secs().max(1)
         );
-        let refused = ServerFrame::Refused {
-            id,
-            reason: &reason,
-        };
-        Ok(vec![refused.to_json()])
+        Ok(refused(id, &reason))
     }
 
     fn key(&self) -> ConversationKey {
         ConversationKey::new(self.hub.name.clone(), self.session.clone())
+    }
+
+    /// Namespaced by session, so one browser cannot pre-empt another's ids.
+    fn event_id(&self, id: &str) -> String {
+        format!("{}:{id}", self.session)
     }
 
     fn user(&self) -> UserRef {

@@ -227,11 +227,11 @@ async fn the_page_streams_reloads_keeps_script_as_text_and_answers_buttons() {
         buttons: vec![
             Button {
                 label: "Approve".into(),
-                payload: "approve:42".into(),
+                payload: "web-test:approve".into(),
             },
             Button {
                 label: "Deny".into(),
-                payload: "deny:42".into(),
+                payload: "web-test:deny".into(),
             },
         ],
     };
@@ -257,6 +257,52 @@ async fn the_page_streams_reloads_keeps_script_as_text_and_answers_buttons() {
     })
     .await;
     assert_eq!(answered["buttons"], json!([]), "the buttons are gone");
+
+    browser.close().await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_page_reconnects_after_a_restart_and_sends_what_was_typed_offline_once() {
+    let mut app = WebApp::spawn("").await;
+    let Some(browser) = driver::launch().await else {
+        app.stop().await;
+        return;
+    };
+    let client = &browser.client;
+    client
+        .goto(&format!("http://{}/", app.addr()))
+        .await
+        .unwrap();
+    wait_for(client, "the socket", |s| s["status"] == "connected").await;
+    type_and_send(client, "first").await;
+    wait_for(client, "the first answer", |s| {
+        last_bot(s) == "You said: first"
+    })
+    .await;
+
+    app.shut_down().await;
+    wait_for(client, "the page to notice", |s| {
+        s["status"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("reconnecting")
+    })
+    .await;
+    type_and_send(client, "typed while offline").await;
+    app.start_again().await;
+
+    let caught_up = wait_for(client, "the offline message's answer", |s| {
+        s["status"] == "connected" && last_bot(s) == "You said: typed while offline"
+    })
+    .await;
+    assert_eq!(caught_up["users"], json!(["first", "typed while offline"]));
+    assert_eq!(
+        caught_up["bots"],
+        json!(["You said: first", "You said: typed while offline"]),
+        "history from before the restart, each answer once"
+    );
+    assert_eq!(app.llm.requests().len(), 2);
 
     browser.close().await;
     app.stop().await;

@@ -213,6 +213,15 @@ async fn a_public_listen_address_without_an_access_token_refuses_to_start_and_sa
     assert!(message.contains("0.0.0.0:8080"), "{message}");
 }
 
+#[test]
+fn the_example_config_serves_the_web_chat_on_loopback_without_a_token() {
+    let example = include_str!("../../../config/switchboard.example.toml");
+    let config = switchboard::config::parse(example, "example", &[]).unwrap();
+    let built = channels::from_config(&config).expect("the example builds");
+    let names: Vec<&str> = built.iter().map(|c| c.name()).collect();
+    assert!(names.contains(&"web"), "{names:?}");
+}
+
 #[tokio::test]
 async fn a_message_resent_after_a_reconnect_is_stored_shown_and_answered_once() {
     let app = WebApp::spawn("").await;
@@ -307,7 +316,7 @@ async fn a_button_press_reaches_the_core_and_its_answer_replaces_the_buttons() {
     let (mut ws, _) = connect(app.addr(), &session).await;
     let buttons = vec![Button {
         label: "Approve".into(),
-        payload: "approve:1".into(),
+        payload: "web-test:ok".into(),
     }];
     let msg = Outbound {
         text: "Run `ls`?".into(),
@@ -315,17 +324,18 @@ async fn a_button_press_reaches_the_core_and_its_answer_replaces_the_buttons() {
     };
     let posted = app.channel.send(&app.key(&session), &msg).await.unwrap();
     let shown = next_json(&mut ws).await;
-    assert_eq!(shown["message"]["buttons"][0]["payload"], "approve:1");
+    assert_eq!(shown["message"]["buttons"][0]["payload"], "web-test:ok");
 
     let forged =
-        json!({"type": "button", "id": "p0", "message": posted.id, "payload": "approve:999"});
+        json!({"type": "button", "id": "p0", "message": posted.id, "payload": "web-test:forged"});
     ws.send(Message::Text(forged.to_string().into()))
         .await
         .unwrap();
     let refused = json_where(&mut ws, |f| f["type"] == "refused").await;
     assert_eq!(refused["reason"], "This button is no longer active.");
 
-    let press = json!({"type": "button", "id": "p1", "message": posted.id, "payload": "approve:1"});
+    let press =
+        json!({"type": "button", "id": "p1", "message": posted.id, "payload": "web-test:ok"});
     ws.send(Message::Text(press.to_string().into()))
         .await
         .unwrap();

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use switchboard_channel::{
-    ButtonPress, Channel, ChannelError, ChannelEvent, ConversationKey, Delivery, EventSink,
+    Button, ButtonPress, Channel, ChannelError, ChannelEvent, ConversationKey, Delivery, EventSink,
     Inbound, Limits, MessageRef, Outbound, SinkError, UserRef,
 };
 use tokio::time::Instant;
@@ -45,6 +45,8 @@ pub struct Call {
     pub at: Instant,
     /// Whether the channel refused it (the refusal is recorded too).
     pub refused: bool,
+    /// Buttons attached (sends and edits).
+    pub buttons: Vec<Button>,
 }
 
 #[derive(Default)]
@@ -169,6 +171,47 @@ impl FakeChannel {
         .await
     }
 
+    /// Press a button with `payload` as `user`, with a fresh event id.
+    pub async fn press(
+        &self,
+        key: &ConversationKey,
+        user: &str,
+        payload: &str,
+    ) -> Result<Delivery, SinkError> {
+        let id = self.next_event.fetch_add(1, Ordering::SeqCst);
+        self.inject(ChannelEvent::Button(ButtonPress {
+            key: key.clone(),
+            event_id: format!("{}-press-{id}", self.name),
+            user: UserRef {
+                id: user.to_owned(),
+                name: None,
+            },
+            payload: payload.to_owned(),
+            message: None,
+            reply_token: None,
+        }))
+        .await
+    }
+
+    /// The buttons of the newest message that has any, in `key`.
+    pub fn last_buttons(&self, key: &ConversationKey) -> Vec<Button> {
+        self.calls()
+            .into_iter()
+            .rev()
+            .find(|c| &c.key == key && !c.buttons.is_empty())
+            .map(|c| c.buttons)
+            .unwrap_or_default()
+    }
+
+    /// Answers given to button presses, in order.
+    pub fn button_answers(&self) -> Vec<String> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.op == Op::AnswerButton)
+            .map(|c| c.text)
+            .collect()
+    }
+
     /// Deliver any event. Panics if the gateway has not started the channel.
     pub async fn inject(&self, event: ChannelEvent) -> Result<Delivery, SinkError> {
         let sink = self
@@ -202,6 +245,17 @@ impl FakeChannel {
         msg_id: String,
         text: &str,
     ) -> Result<String, ChannelError> {
+        self.record_with(op, key, msg_id, text, Vec::new())
+    }
+
+    fn record_with(
+        &self,
+        op: Op,
+        key: &ConversationKey,
+        msg_id: String,
+        text: &str,
+        buttons: Vec<Button>,
+    ) -> Result<String, ChannelError> {
         let mut inner = self.inner.lock().unwrap();
         let now = Instant::now();
         let mut refusal = None;
@@ -232,6 +286,7 @@ impl FakeChannel {
             text: text.to_owned(),
             at: now,
             refused: refusal.is_some(),
+            buttons,
         });
         match refusal {
             Some(err) => Err(err),
@@ -266,7 +321,7 @@ impl Channel for FakeChannel {
         msg: &Outbound,
     ) -> Result<MessageRef, ChannelError> {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst).to_string();
-        self.record(Op::Send, key, id, &msg.text)
+        self.record_with(Op::Send, key, id, &msg.text, msg.buttons.clone())
             .map(MessageRef::new)
     }
 
@@ -276,8 +331,14 @@ impl Channel for FakeChannel {
         msg_ref: &MessageRef,
         msg: &Outbound,
     ) -> Result<(), ChannelError> {
-        self.record(Op::Edit, key, msg_ref.id.clone(), &msg.text)
-            .map(drop)
+        self.record_with(
+            Op::Edit,
+            key,
+            msg_ref.id.clone(),
+            &msg.text,
+            msg.buttons.clone(),
+        )
+        .map(drop)
     }
 
     async fn delete(

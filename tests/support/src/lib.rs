@@ -3,6 +3,7 @@
 //! including its failure modes, so the real clients are pointed at it by base URL.
 
 pub mod slack;
+pub mod telegram;
 
 pub mod fake_channel;
 pub mod llm;

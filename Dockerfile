@@ -1,0 +1,40 @@
+# syntax=docker/dockerfile:1
+# Multi-stage build: dependencies are compiled in their own layer (cargo-chef), so editing
+# the source rebuilds only Switchboard itself. The runtime image is Debian slim with only
+# CA certificates: every TLS client is rustls, so no OpenSSL is needed.
+
+FROM rust:1-bookworm AS chef
+RUN cargo install cargo-chef --locked
+WORKDIR /src
+
+FROM chef AS planner
+COPY . .
+RUN cargo chef prepare --recipe-path recipe.json
+
+FROM chef AS builder
+COPY --from=planner /src/recipe.json recipe.json
+RUN cargo chef cook --release --recipe-path recipe.json
+COPY . .
+RUN cargo build --release --locked --bin switchboard
+
+FROM debian:bookworm-slim AS runtime
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin switchboard \
+    && mkdir -p /data /config \
+    && chown switchboard /data
+COPY --from=builder /src/target/release/switchboard /usr/local/bin/switchboard
+COPY config/switchboard.example.toml /config/switchboard.toml
+USER switchboard
+WORKDIR /data
+VOLUME ["/data"]
+ENV SWITCHBOARD_CONFIG=/config/switchboard.toml \
+    SWITCHBOARD__GATEWAY__LISTEN=0.0.0.0:8080 \
+    SWITCHBOARD__GATEWAY__DATABASE_URL=sqlite:///data/switchboard.db \
+    SWITCHBOARD__GATEWAY__DATA_DIR=/data
+EXPOSE 8080
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["switchboard", "healthcheck"]
+ENTRYPOINT ["switchboard"]
+CMD ["run"]

@@ -1,0 +1,166 @@
+//! The state every part of the channel shares: the teloxide `Bot` pointed at `api_url`, the
+//! bot's identity (from `getMe`, learned once), access rules, health and the draft fallback.
+//! The poller, the webhook route and the outbound calls all hold one `Arc<Client>`.
+
+use std::time::Duration;
+
+use switchboard_channel::{ChannelError, ConversationKey};
+use teloxide::prelude::Requester;
+use teloxide::types::{ChatId, MessageId, ThreadId};
+use teloxide::{Bot, RequestError};
+use tokio::sync::OnceCell;
+
+use crate::access::Access;
+use crate::config::TelegramConfig;
+use crate::draft::DraftState;
+use crate::errors::Failure;
+use crate::health::HealthState;
+use crate::inbound::{BotIdentity, Reader};
+
+/// Extra time the HTTP client waits beyond the long-poll timeout before giving up.
+const HTTP_MARGIN: Duration = Duration::from_secs(15);
+
+/// Everything one channel instance shares between its tasks.
+pub(crate) struct Client {
+    pub(crate) name: String,
+    pub(crate) config: TelegramConfig,
+    pub(crate) bot: Bot,
+    identity: OnceCell<BotIdentity>,
+    pub(crate) access: Access,
+    pub(crate) health: HealthState,
+    pub(crate) drafts: DraftState,
+}
+
+impl Client {
+    /// Build the client for channel `name`; the settings must already be valid.
+    pub(crate) fn new(name: &str, config: TelegramConfig) -> Result<Self, String> {
+        let access = Access::parse(name, &config.allowed_users)?;
+        // teloxide's default client gives up after 17 s, shorter than a 30 s long poll.
+        let http = teloxide::net::default_reqwest_settings()
+            .timeout(Duration::from_secs(config.poll_timeout_secs.into()) + HTTP_MARGIN)
+            .build()
+            .map_err(|e| format!("channels.{name}: cannot build the HTTP client: {e}"))?;
+        let api_url = config
+            .api_url
+            .parse()
+            .map_err(|e| format!("channels.{name}.api_url is not a URL: {e}"))?;
+        let bot = Bot::with_client(config.token.clone(), http).set_api_url(api_url);
+        Ok(Self {
+            name: name.to_owned(),
+            bot,
+            identity: OnceCell::new(),
+            access,
+            health: HealthState::default(),
+            drafts: DraftState::default(),
+            config,
+        })
+    }
+
+    /// Who the bot is; asks `getMe` the first time and remembers the answer.
+    pub(crate) async fn identity(&self) -> Result<&BotIdentity, Failure> {
+        self.identity
+            .get_or_try_init(|| async {
+                let me = self.bot.get_me().await.map_err(|e| self.failure(&e))?;
+                let username = me.user.username.clone().unwrap_or_default();
+                tracing::info!(channel = %self.name, bot = %username, "connected to Telegram");
+                Ok(BotIdentity {
+                    id: me.user.id.0,
+                    username,
+                })
+            })
+            .await
+    }
+
+    /// A reader that turns updates into events for this channel.
+    pub(crate) fn reader<'a>(&'a self, me: &'a BotIdentity) -> Reader<'a> {
+        Reader {
+            channel: &self.name,
+            me,
+            require_mention: self.config.require_mention_in_groups,
+            access: &self.access,
+        }
+    }
+
+    /// Sort a teloxide error, with the token scrubbed from any text.
+    pub(crate) fn failure(&self, err: &RequestError) -> Failure {
+        Failure::classify(err, &self.config.token)
+    }
+
+    /// The core's error for a failed `method` call (in conversation `key`, when there is
+    /// one), logging the setting to fix when retrying cannot help.
+    pub(crate) fn channel_error(
+        &self,
+        method: &str,
+        key: Option<&ConversationKey>,
+        failure: Failure,
+    ) -> ChannelError {
+        let chat = key.map_or("-", |k| k.chat.as_str());
+        match &failure {
+            Failure::Unauthorized => tracing::error!(
+                channel = %self.name,
+                method,
+                "Telegram rejected the bot token (401): check channels.{}.token (BotFather /token)",
+                self.name
+            ),
+            Failure::Forbidden(detail) => tracing::error!(
+                channel = %self.name,
+                method,
+                chat,
+                "Telegram refused (403): {detail}; the user blocked the bot, or the bot was \
+                 removed from the chat or may not post there (check its rights in that chat)"
+            ),
+            _ => {}
+        }
+        failure.into_channel_error(method)
+    }
+
+    /// How long polling stays healthy without a successful `getUpdates`.
+    pub(crate) fn stale_after(&self) -> Duration {
+        Duration::from_secs(2 * u64::from(self.config.poll_timeout_secs) + 10)
+    }
+}
+
+/// Where a conversation lives on Telegram: the chat, and the forum topic when there is one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Target {
+    pub(crate) chat: ChatId,
+    pub(crate) thread: Option<ThreadId>,
+}
+
+impl Target {
+    /// Parse a conversation key this channel produced.
+    pub(crate) fn of(key: &ConversationKey) -> Result<Self, ChannelError> {
+        let chat = key
+            .chat
+            .parse::<i64>()
+            .map_err(|_| ChannelError::Fatal(format!("{key}: not a Telegram chat id")))?;
+        let thread = match &key.thread {
+            Some(thread) => Some(ThreadId(MessageId(thread.parse::<i32>().map_err(
+                |_| ChannelError::Fatal(format!("{key}: not a Telegram topic id")),
+            )?))),
+            None => None,
+        };
+        Ok(Self {
+            chat: ChatId(chat),
+            thread,
+        })
+    }
+
+    /// Private chats have positive ids; groups and channels negative ones.
+    pub(crate) fn is_private(self) -> bool {
+        self.chat.0 > 0
+    }
+}
+
+/// Parse a message reference this channel returned.
+pub(crate) fn message_id(
+    key: &ConversationKey,
+    msg_ref: &switchboard_channel::MessageRef,
+) -> Result<MessageId, ChannelError> {
+    msg_ref.id.parse::<i32>().map(MessageId).map_err(|_| {
+        ChannelError::Fatal(format!(
+            "{key}: {:?} is not a Telegram message id",
+            msg_ref.id
+        ))
+    })
+}

@@ -1,0 +1,183 @@
+//! Receive path, polling mode: `getUpdates` long poll → normalise → `EventSink::deliver` →
+//! only then advance the offset, so an update is confirmed to Telegram only once it is stored.
+//! `run` sleeps and retries; `Poller::step` does one round and says what happened.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_channel::{ChannelError, EventSink};
+use teloxide::payloads::GetUpdatesSetters;
+use teloxide::prelude::Requester;
+use teloxide::types::AllowedUpdate;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::Client;
+use crate::errors::Failure;
+use crate::health::CONFLICT_HINT;
+use crate::inbound::{BotIdentity, Verdict};
+
+/// First wait after a failure; doubled per failure in a row.
+const BACKOFF_MIN: Duration = Duration::from_millis(500);
+/// Longest wait between two attempts.
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// The update kinds the gateway handles; Telegram then does not send the others.
+pub(crate) const ALLOWED_UPDATES: [AllowedUpdate; 2] =
+    [AllowedUpdate::Message, AllowedUpdate::CallbackQuery];
+
+/// What one polling round did.
+#[derive(Debug)]
+pub(crate) enum Step {
+    /// `getUpdates` answered; this many updates were stored or skipped and confirmed.
+    Polled(usize),
+    /// Something failed; wait (this long, when Telegram said) and try again.
+    Retry(Option<Duration>),
+    /// Retrying cannot help.
+    Fatal(ChannelError),
+}
+
+/// The long-poll state: where the next `getUpdates` starts.
+pub(crate) struct Poller {
+    client: Arc<Client>,
+    sink: Arc<dyn EventSink>,
+    /// Id of the first update not yet stored; sent as `offset`, which confirms all before it.
+    offset: Option<i32>,
+}
+
+/// Poll until `shutdown` fires; `Err` only when retrying cannot help (a rejected token).
+pub(crate) async fn run(
+    client: Arc<Client>,
+    sink: Arc<dyn EventSink>,
+    shutdown: CancellationToken,
+) -> Result<(), ChannelError> {
+    let mut poller = Poller::new(client, sink);
+    let mut backoff = BACKOFF_MIN;
+    loop {
+        let step = tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            step = poller.step() => step,
+        };
+        let wait = match step {
+            Step::Polled(handled) => {
+                if handled > 0 {
+                    tracing::debug!(channel = %poller.client.name, handled, "confirmed Telegram updates");
+                }
+                backoff = BACKOFF_MIN;
+                continue;
+            }
+            Step::Retry(Some(wait)) => wait,
+            Step::Retry(None) => {
+                let wait = backoff;
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+                wait
+            }
+            Step::Fatal(err) => {
+                poller.client.health.stopped(err.to_string());
+                return Err(err);
+            }
+        };
+        tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+impl Poller {
+    /// A poller starting from whatever Telegram still holds unconfirmed.
+    pub(crate) fn new(client: Arc<Client>, sink: Arc<dyn EventSink>) -> Self {
+        Self {
+            client,
+            sink,
+            offset: None,
+        }
+    }
+
+    /// One round: learn who the bot is (once), fetch a batch, store it, move the offset.
+    pub(crate) async fn step(&mut self) -> Step {
+        let client = Arc::clone(&self.client);
+        let me = match client.identity().await {
+            Ok(me) => me,
+            Err(failure) => return self.failed("getMe", failure),
+        };
+        let mut request = client
+            .bot
+            .get_updates()
+            .timeout(client.config.poll_timeout_secs)
+            .allowed_updates(ALLOWED_UPDATES);
+        if let Some(offset) = self.offset {
+            request = request.offset(offset);
+        }
+        let updates = match request.await {
+            Ok(updates) => updates,
+            Err(err) => return self.failed("getUpdates", client.failure(&err)),
+        };
+        client.health.receive_ok();
+        let mut handled = 0;
+        for update in &updates {
+            if let Err(step) = self.store(me, update).await {
+                return step;
+            }
+            // Only now may Telegram forget this update: the next getUpdates confirms it.
+            self.offset = Some(next_offset(update.id.0));
+            handled += 1;
+        }
+        Step::Polled(handled)
+    }
+
+    async fn store(&self, me: &BotIdentity, update: &teloxide::types::Update) -> Result<(), Step> {
+        match self.client.reader(me).read(update) {
+            Verdict::Deliver(event) => match self.sink.deliver(event).await {
+                Ok(_) => Ok(()),
+                Err(err) => {
+                    tracing::warn!(
+                        channel = %self.client.name,
+                        update_id = update.id.0,
+                        error = %err,
+                        "could not store a Telegram update; it stays unconfirmed and is fetched again"
+                    );
+                    self.client
+                        .health
+                        .error(format!("storing updates fails: {err}"));
+                    Err(Step::Retry(None))
+                }
+            },
+            Verdict::Skip(why) => {
+                tracing::debug!(channel = %self.client.name, update_id = update.id.0, "skipped {why}");
+                Ok(())
+            }
+            Verdict::Refused => Ok(()),
+        }
+    }
+
+    fn failed(&self, method: &str, failure: Failure) -> Step {
+        let name = &self.client.name;
+        match failure {
+            Failure::Conflict(description) => {
+                tracing::error!(channel = %name, "{CONFLICT_HINT} ({description})");
+                self.client.health.conflict(&description);
+                Step::Retry(None)
+            }
+            Failure::RateLimited(wait) => {
+                tracing::warn!(channel = %name, method, "rate limited; waiting {wait:?}");
+                Step::Retry(Some(wait))
+            }
+            Failure::Unauthorized => Step::Fatal(self.client.channel_error(
+                method,
+                None,
+                Failure::Unauthorized,
+            )),
+            other => {
+                let err = other.into_channel_error(method);
+                tracing::warn!(channel = %name, error = %err, "Telegram receive failed; retrying");
+                self.client.health.error(err.to_string());
+                Step::Retry(None)
+            }
+        }
+    }
+}
+
+/// Telegram update ids are signed 32-bit on the wire; teloxide reads them as `u32`.
+fn next_offset(update_id: u32) -> i32 {
+    i32::try_from(update_id).map_or(i32::MAX, |id| id.saturating_add(1))
+}

@@ -1,0 +1,8 @@
+//! Telegram channel tests: the real teloxide client against the in-process fake Bot API.
+
+mod buttons;
+mod conflict;
+mod helpers;
+mod receive;
+mod send;
+mod webhook;

@@ -1,0 +1,121 @@
+//! Prometheus metrics: one registry per gateway (so tests running several gateways in one
+//! process stay apart), rendered in the text format at `GET /metrics`. Gauges that are
+//! cheap to read from the source of truth (inbox depth, pending approvals) are set at scrape.
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
+
+/// Every metric the gateway exports.
+pub struct Metrics {
+    registry: Registry,
+    /// Inbound events by channel and outcome (stored, duplicate, error).
+    pub inbound: IntCounterVec,
+    /// Inbox rows waiting (set at scrape).
+    pub inbox_pending: IntGauge,
+    /// Turns by outcome (started, finished, failed, suspended).
+    pub turns: IntCounterVec,
+    /// Turn wall time.
+    pub turn_seconds: HistogramVec,
+    /// Time from turn start to the first visible text.
+    pub first_token_seconds: HistogramVec,
+    /// Tool calls by tool and policy decision.
+    pub tool_calls: IntCounterVec,
+    /// Draft operations by result (sent, coalesced, rate_limited).
+    pub draft_edits: IntCounterVec,
+    /// Approvals waiting (set at scrape).
+    pub approvals_pending: IntGauge,
+    /// Time from approval request to decision.
+    pub approval_seconds: HistogramVec,
+    /// Conversations with a live actor (set at scrape).
+    pub active_conversations: IntGauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh registry with every metric registered.
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let counter = |name: &str, help: &str, labels: &[&str]| {
+            let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
+            registry
+                .register(Box::new(c.clone()))
+                .expect("unique metric");
+            c
+        };
+        let histogram = |name: &str, help: &str, buckets: Vec<f64>| {
+            let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets), &[])
+                .expect("valid metric");
+            registry
+                .register(Box::new(h.clone()))
+                .expect("unique metric");
+            h
+        };
+        let gauge = |name: &str, help: &str| {
+            let g = IntGauge::new(name, help).expect("valid metric");
+            registry
+                .register(Box::new(g.clone()))
+                .expect("unique metric");
+            g
+        };
+        let secs = vec![0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0];
+        Self {
+            inbound: counter(
+                "switchboard_inbound_events_total",
+                "Inbound events by channel and outcome.",
+                &["channel", "outcome"],
+            ),
+            inbox_pending: gauge(
+                "switchboard_inbox_pending",
+                "Inbox events not yet processed.",
+            ),
+            turns: counter("switchboard_turns_total", "Turns by outcome.", &["outcome"]),
+            turn_seconds: histogram(
+                "switchboard_turn_duration_seconds",
+                "Turn wall time.",
+                secs.clone(),
+            ),
+            first_token_seconds: histogram(
+                "switchboard_llm_first_token_seconds",
+                "Turn start to first visible text.",
+                secs.clone(),
+            ),
+            tool_calls: counter(
+                "switchboard_tool_calls_total",
+                "Tool calls by tool and policy decision.",
+                &["tool", "decision"],
+            ),
+            draft_edits: counter(
+                "switchboard_draft_operations_total",
+                "Draft sends and edits by result.",
+                &["result"],
+            ),
+            approvals_pending: gauge(
+                "switchboard_approvals_pending",
+                "Approvals waiting for a decision.",
+            ),
+            approval_seconds: histogram(
+                "switchboard_approval_decision_seconds",
+                "Approval request to decision.",
+                secs,
+            ),
+            active_conversations: gauge(
+                "switchboard_active_conversations",
+                "Conversations with a live actor.",
+            ),
+            registry,
+        }
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = Vec::new();
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+}

@@ -1,0 +1,329 @@
+//! The policy gate every tool call passes before it runs: allow, ask (an approval through
+//! buttons) or deny. Pure and synchronous; the agent loop calls [`Policy::evaluate`].
+//!
+//! Order: deny rules → ask rules → allow rules (and the conversation's "always allow" rules),
+//! first match wins; then the mode's default. A shell command line is split into its simple
+//! commands ([`analyze`]), each judged on its own; the most severe verdict wins. Circuit
+//! breakers ([`breakers`]) turn any verdict but deny into ask, in every mode.
+
+mod analyze;
+mod breakers;
+mod command;
+mod part;
+mod readonly;
+mod rule;
+mod words;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use part::{Analysis, Part};
+use rule::{Rule, SHELL, escape, host_arg, path_arg};
+
+/// The reason given when a shell command line cannot be read.
+const UNPARSABLE: &str = "could not parse the command";
+
+/// Longest command text quoted in a reason.
+const REASON_COMMAND_CHARS: usize = 80;
+
+/// The `[policy]` section of the config.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyConfig {
+    /// What happens to a call no rule matches.
+    pub mode: Mode,
+    /// Patterns refused outright; checked first.
+    pub deny: Vec<String>,
+    /// Patterns that always need approval; checked second.
+    pub ask: Vec<String>,
+    /// Patterns allowed without asking; checked third.
+    pub allow: Vec<String>,
+    /// channel instance name → user ids who may approve anything in that channel (besides the requester)
+    pub approvers: BTreeMap<String, Vec<String>>,
+    /// How long an approval request stays answerable.
+    pub approval_timeout_secs: u64,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        Self {
+            mode: Mode::default(),
+            deny: Vec::new(),
+            ask: Vec::new(),
+            allow: Vec::new(),
+            approvers: BTreeMap::new(),
+            approval_timeout_secs: 300,
+        }
+    }
+}
+
+/// The default for calls no rule matches.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Ask for every call of a tool that is not read-only, every shell command included.
+    Manual,
+    /// Allow read-only tools and the curated read-only shell commands; ask for the rest.
+    #[default]
+    Guarded,
+    /// Allow whatever no rule denies (circuit breakers still ask).
+    Autonomous,
+    /// Allow read-only tools and read-only shell commands; refuse everything else.
+    ReadOnly,
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Manual => "manual",
+            Self::Guarded => "guarded",
+            Self::Autonomous => "autonomous",
+            Self::ReadOnly => "read_only",
+        })
+    }
+}
+
+/// The outcome for one call, ordered by severity: `Allow < Ask < Deny`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    /// Run it.
+    Allow,
+    /// Run it only after an authorised user approves.
+    Ask,
+    /// Do not run it.
+    Deny,
+}
+
+/// A verdict and the reason shown to the approver and written to the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// What to do.
+    pub verdict: Verdict,
+    /// e.g. "allow rule shell(git status)", "circuit breaker: rm -rf outside the workspace", "mode guarded: `npm install` is not read-only"
+    pub reason: String,
+}
+
+impl Decision {
+    fn new(verdict: Verdict, reason: impl Into<String>) -> Self {
+        Self {
+            verdict,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The compiled `[policy]` rules and mode.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    mode: Mode,
+    deny: Vec<Rule>,
+    ask: Vec<Rule>,
+    allow: Vec<Rule>,
+}
+
+impl Policy {
+    /// Compile the rules; a malformed pattern is an error naming it.
+    pub fn new(config: &PolicyConfig) -> Result<Self, String> {
+        let compile = |list: &str, patterns: &[String]| -> Result<Vec<Rule>, String> {
+            let compiled = patterns
+                .iter()
+                .enumerate()
+                .map(|(i, p)| Rule::parse(p).map_err(|e| format!("policy.{list}[{i}]: {e}")));
+            compiled.collect()
+        };
+        Ok(Self {
+            mode: config.mode,
+            deny: compile("deny", &config.deny)?,
+            ask: compile("ask", &config.ask)?,
+            allow: compile("allow", &config.allow)?,
+        })
+    }
+
+    /// Decide one call. `read_only` is the tool's own declaration; `extra_allow` are per-conversation "always allow" patterns (same syntax, checked after ask rules, together with `allow`).
+    pub fn evaluate(
+        &self,
+        tool: &str,
+        args: &Value,
+        read_only: bool,
+        extra_allow: &[String],
+    ) -> Decision {
+        // Stored patterns were validated when saved; one that no longer parses grants nothing.
+        let extra: Vec<Rule> = extra_allow
+            .iter()
+            .filter_map(|p| Rule::parse(p).ok())
+            .collect();
+        if tool == SHELL {
+            return self.evaluate_shell(args, &extra);
+        }
+        self.first_match(&extra, |rule| rule.matches_call(tool, args))
+            .unwrap_or_else(|| {
+                let mode = self.mode;
+                match (mode, read_only) {
+                    (Mode::Autonomous, _) => Decision::new(
+                        Verdict::Allow,
+                        format!("mode {mode}: no rule denies `{tool}`"),
+                    ),
+                    (_, true) => Decision::new(
+                        Verdict::Allow,
+                        format!("mode {mode}: `{tool}` is read-only"),
+                    ),
+                    (Mode::ReadOnly, false) => Decision::new(
+                        Verdict::Deny,
+                        format!("mode {mode}: `{tool}` is not read-only"),
+                    ),
+                    (_, false) => Decision::new(
+                        Verdict::Ask,
+                        format!("mode {mode}: `{tool}` is not read-only"),
+                    ),
+                }
+            })
+    }
+
+    fn evaluate_shell(&self, args: &Value, extra: &[Rule]) -> Decision {
+        let analysis = args
+            .get("command")
+            .and_then(Value::as_str)
+            .ok_or(words::Unparsable)
+            .and_then(analyze::analyze);
+        let Ok(analysis) = analysis else {
+            return Decision::new(Verdict::Ask, UNPARSABLE);
+        };
+        let decisions = analysis
+            .parts
+            .iter()
+            .map(|part| self.judge_part(part, &analysis, extra));
+        // The most severe part decides; among equals, the first one gives the reason.
+        decisions
+            .reduce(|worst, next| {
+                if next.verdict > worst.verdict {
+                    next
+                } else {
+                    worst
+                }
+            })
+            .unwrap_or_else(|| Decision::new(Verdict::Allow, "empty command: nothing runs"))
+    }
+
+    fn judge_part(&self, part: &Part, analysis: &Analysis, extra: &[Rule]) -> Decision {
+        let decision = self
+            .first_match(extra, |rule| rule.matches_command(&part.text))
+            .unwrap_or_else(|| self.shell_default(part));
+        match breakers::tripped(part, analysis) {
+            Some(name) if decision.verdict != Verdict::Deny => {
+                Decision::new(Verdict::Ask, format!("circuit breaker: {name}"))
+            }
+            _ => decision,
+        }
+    }
+
+    /// Deny, then ask, then allow and the conversation's extra allow rules: the first match.
+    fn first_match(&self, extra: &[Rule], matches: impl Fn(&Rule) -> bool) -> Option<Decision> {
+        let lists = [
+            (Verdict::Deny, "deny rule", self.deny.as_slice()),
+            (Verdict::Ask, "ask rule", self.ask.as_slice()),
+            (Verdict::Allow, "allow rule", self.allow.as_slice()),
+            (Verdict::Allow, "always-allow rule", extra),
+        ];
+        lists.into_iter().find_map(|(verdict, label, rules)| {
+            let rule = rules.iter().find(|r| matches(r))?;
+            Some(Decision::new(verdict, format!("{label} {}", rule.source)))
+        })
+    }
+
+    fn shell_default(&self, part: &Part) -> Decision {
+        let shown = shorten(&part.text);
+        let mode = self.mode;
+        if part.carrier {
+            // `sh -c '…'`, `eval …`: the commands inside were judged as parts of their own.
+            return Decision::new(
+                Verdict::Allow,
+                format!("mode {mode}: `{shown}` runs only what is judged inside it"),
+            );
+        }
+        let read_only = readonly::is_read_only(part);
+        match (mode, read_only) {
+            (Mode::Autonomous, _) => Decision::new(
+                Verdict::Allow,
+                format!("mode {mode}: no rule denies `{shown}`"),
+            ),
+            (Mode::Manual, _) => Decision::new(
+                Verdict::Ask,
+                format!("mode {mode}: every shell command asks (`{shown}`)"),
+            ),
+            (_, true) => Decision::new(
+                Verdict::Allow,
+                format!("mode {mode}: `{shown}` is read-only"),
+            ),
+            (Mode::ReadOnly, false) => Decision::new(
+                Verdict::Deny,
+                format!("mode {mode}: `{shown}` is not read-only"),
+            ),
+            (Mode::Guarded, false) => Decision::new(
+                Verdict::Ask,
+                format!("mode {mode}: `{shown}` is not read-only"),
+            ),
+        }
+    }
+}
+
+/// The first line of `text`, cut to [`REASON_COMMAND_CHARS`].
+fn shorten(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() <= REASON_COMMAND_CHARS && line.len() == text.len() {
+        return line.to_string();
+    }
+    let cut: String = line.chars().take(REASON_COMMAND_CHARS).collect();
+    format!("{cut}…")
+}
+
+/// The narrowest rule covering this call, for "Always allow": `shell(<normalised command>)` (exact, with glob metacharacters `*?[` escaped as `[*]` etc.), `file_write(<path>)`, `http_fetch(domain:<host>)`, otherwise the bare tool name.
+///
+/// A shell line of several simple commands gets one alternative per command,
+/// `shell({git status,ls -la})`, since each simple command is matched on its own.
+pub fn narrowest_rule(tool: &str, args: &Value) -> String {
+    if tool == SHELL {
+        let command = args
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return narrowest_shell_rule(command);
+    }
+    if let Some(path) = path_arg(args) {
+        return format!("{tool}({})", escape(&path, false));
+    }
+    match host_arg(args) {
+        Some(host) => format!("{tool}(domain:{})", escape(&host, false)),
+        None => tool.to_string(),
+    }
+}
+
+fn narrowest_shell_rule(command: &str) -> String {
+    let mut texts: Vec<&str> = Vec::new();
+    let analysis = analyze::analyze(command).unwrap_or_default();
+    for part in analysis.parts.iter().filter(|p| !p.carrier) {
+        if !texts.contains(&part.text.as_str()) {
+            texts.push(&part.text);
+        }
+    }
+    match texts.as_slice() {
+        // Unparsable or empty: the raw line, which no simple command will ever equal by accident.
+        [] if command.trim().is_empty() => format!("{SHELL}( )"),
+        [] => format!("{SHELL}({})", escape(command.trim(), false)),
+        [one] => format!("{SHELL}({})", escape(one, false)),
+        many => {
+            let alternatives: Vec<String> = many.iter().map(|t| escape(t, true)).collect();
+            format!("{SHELL}({{{}}})", alternatives.join(","))
+        }
+    }
+}
+
+/// Validate patterns without building (for `switchboard check`).
+pub fn validate_pattern(pattern: &str) -> Result<(), String> {
+    Rule::parse(pattern).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,165 @@
+//! Policy patterns, `tool` or `tool(specifier)`, compiled once: a glob over the normalised
+//! simple command for `shell`, over the `path` argument for file tools (or the `url` for
+//! others), and `domain:HOST` over a URL's host.
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde_json::Value;
+
+/// The tool whose calls are shell command lines.
+pub(crate) const SHELL: &str = "shell";
+
+/// What a specifier is matched against.
+#[derive(Debug, Clone)]
+enum Spec {
+    /// Every call of the tool.
+    Any,
+    /// A shell simple command; `*` crosses spaces and `/`.
+    Command(GlobMatcher),
+    /// The `path` argument (`*` stays within one directory, `**` crosses them), else the `url`.
+    Path(GlobMatcher),
+    /// The host of the `url` argument, case-insensitive.
+    Domain(GlobMatcher),
+}
+
+/// One compiled pattern.
+#[derive(Debug, Clone)]
+pub(crate) struct Rule {
+    /// The pattern as written, for reasons and errors.
+    pub source: String,
+    tool: String,
+    spec: Spec,
+}
+
+impl Rule {
+    /// Parses `tool` or `tool(specifier)`; the error names the pattern and what is wrong.
+    pub(crate) fn parse(pattern: &str) -> Result<Self, String> {
+        let fail = |why: &str| format!("invalid policy pattern `{pattern}`: {why}");
+        let trimmed = pattern.trim();
+        let (tool, spec) = match trimmed.split_once('(') {
+            None => (trimmed, None),
+            Some((tool, rest)) => {
+                let spec = rest
+                    .strip_suffix(')')
+                    .ok_or_else(|| fail("missing the closing `)`"))?;
+                if spec.is_empty() {
+                    return Err(fail(
+                        "empty specifier; write the bare tool name to match every call",
+                    ));
+                }
+                (tool, Some(spec))
+            }
+        };
+        if tool.is_empty() {
+            return Err(fail("missing the tool name"));
+        }
+        if !tool
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            return Err(fail(
+                "a tool name has only letters, digits, `_`, `-` and `.`",
+            ));
+        }
+        let spec = match spec {
+            None => Spec::Any,
+            Some(spec) if tool == SHELL => {
+                Spec::Command(glob(spec, false, false).map_err(|e| fail(&e))?)
+            }
+            Some(spec) => match spec.strip_prefix("domain:") {
+                Some("") => return Err(fail("`domain:` needs a host")),
+                Some(host) => Spec::Domain(glob(host, false, true).map_err(|e| fail(&e))?),
+                None => {
+                    let path = spec.strip_prefix("./").unwrap_or(spec);
+                    Spec::Path(glob(path, true, false).map_err(|e| fail(&e))?)
+                }
+            },
+        };
+        Ok(Self {
+            source: trimmed.to_string(),
+            tool: tool.to_string(),
+            spec,
+        })
+    }
+
+    /// Whether this `shell` rule matches one normalised simple command.
+    pub(crate) fn matches_command(&self, text: &str) -> bool {
+        self.tool == SHELL
+            && match &self.spec {
+                Spec::Any => true,
+                Spec::Command(glob) => glob.is_match(text),
+                Spec::Path(_) | Spec::Domain(_) => false,
+            }
+    }
+
+    /// Whether this rule matches a call of a tool other than `shell`.
+    pub(crate) fn matches_call(&self, tool: &str, args: &Value) -> bool {
+        self.tool == tool
+            && match &self.spec {
+                Spec::Any => true,
+                Spec::Command(_) => false,
+                Spec::Path(glob) => match (path_arg(args), args.get("url").and_then(Value::as_str))
+                {
+                    (Some(path), _) => glob.is_match(path),
+                    (None, Some(url)) => glob.is_match(url),
+                    (None, None) => false,
+                },
+                Spec::Domain(glob) => host_arg(args).is_some_and(|host| glob.is_match(host)),
+            }
+    }
+}
+
+fn glob(
+    pattern: &str,
+    literal_separator: bool,
+    case_insensitive: bool,
+) -> Result<GlobMatcher, String> {
+    GlobBuilder::new(pattern)
+        .literal_separator(literal_separator)
+        .case_insensitive(case_insensitive)
+        // Backslashes are ordinary characters in commands (`printf 'a\n'`); escape with `[*]`.
+        .backslash_escape(false)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| e.kind().to_string())
+}
+
+/// The `path` argument, lexically normalised so `src/../../etc/x` cannot pass for `src/**`.
+pub(crate) fn path_arg(args: &Value) -> Option<String> {
+    let raw = args.get("path")?.as_str()?;
+    let mut parts: Vec<&str> = Vec::new();
+    for component in raw.split('/') {
+        match component {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let joined = parts.join("/");
+    Some(match (raw.starts_with('/'), joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_string(),
+        (false, false) => joined,
+    })
+}
+
+/// The lower-case host of the `url` argument.
+pub(crate) fn host_arg(args: &Value) -> Option<String> {
+    let url = reqwest::Url::parse(args.get("url")?.as_str()?).ok()?;
+    url.host_str().map(str::to_ascii_lowercase)
+}
+
+/// Escapes glob metacharacters so the text matches only itself: `*` becomes `[*]`, and so on.
+/// Inside an alternation (`{a,b}`) commas are escaped too.
+pub(crate) fn escape(text: &str, in_alternation: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '*' | '?' | '[' | '{' | '}' => out.extend(['[', c, ']']),
+            ',' if in_alternation => out.push_str("[,]"),
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -1,0 +1,228 @@
+//! Shell structure: each simple command is judged on its own, wherever it hides.
+
+use super::{check_table, policy, shell};
+use crate::policy::{Mode, Verdict::*};
+
+#[test]
+fn guarded_mode_allows_the_curated_read_only_commands() {
+    let guarded = policy(Mode::Guarded, &[], &[], &[]);
+    check_table(
+        &guarded,
+        &[
+            ("ls -la", Allow),
+            ("cat README.md", Allow),
+            ("head -n 5 a.txt", Allow),
+            ("tail -f log.txt", Allow),
+            ("wc -l src/*.rs", Allow),
+            ("grep -rn TODO src", Allow),
+            ("rg --type rust 'fn main'", Allow),
+            ("find . -name '*.rs' -type f", Allow),
+            ("pwd", Allow),
+            ("which cargo", Allow),
+            ("diff a.txt b.txt", Allow),
+            ("git status", Allow),
+            ("git log --oneline -5", Allow),
+            ("git diff HEAD~1 -- src", Allow),
+            ("git show HEAD:Cargo.toml", Allow),
+            ("git branch -a", Allow),
+            ("git branch --contains abc123", Allow),
+            ("git rev-parse HEAD", Allow),
+            ("git ls-files", Allow),
+            ("git blame src/lib.rs", Allow),
+            ("git remote -v", Allow),
+            ("git --no-pager -C sub log", Allow),
+            ("ls | grep x | wc -l", Allow),
+            ("cat a && ls; pwd", Allow),
+            ("LANG=C ls", Allow),
+            ("ls 2>/dev/null", Allow),
+            ("grep x f 2>&1 | head", Allow),
+            ("command -v git", Allow),
+            ("timeout 5 git status", Allow),
+        ],
+    );
+}
+
+#[test]
+fn guarded_mode_asks_for_everything_else() {
+    let guarded = policy(Mode::Guarded, &[], &[], &[]);
+    check_table(
+        &guarded,
+        &[
+            ("npm install", Ask),
+            ("echo hi", Ask),
+            ("ls > out.txt", Ask),
+            ("cat a >> b", Ask),
+            ("ls >| f", Ask),
+            ("ls &> f", Ask),
+            ("2>err ls", Ask),
+            ("find . -exec rm {} \\;", Ask),
+            ("find . -execdir touch x \\;", Ask),
+            ("find . -ok rm {} \\;", Ask),
+            ("find . -name x -delete", Ask),
+            ("git branch -d old", Ask),
+            ("git branch -D old", Ask),
+            ("git branch -m a b", Ask),
+            ("git branch new-feature", Ask),
+            ("git commit -m wip", Ask),
+            ("git push", Ask),
+            ("git -c core.pager=sh log", Ask),
+            ("git diff --output=patch.txt", Ask),
+            ("GIT_EXTERNAL_DIFF=./x git diff", Ask),
+            ("rg --pre ./decode x", Ask),
+            ("/tmp/evil/ls", Ask),
+            ("ls; npm test", Ask),
+            ("ls | tee copy.txt", Ask),
+        ],
+    );
+}
+
+#[test]
+fn known_bypass_shapes_ask_even_in_autonomous_mode() {
+    let autonomous = policy(Mode::Autonomous, &[], &[], &[]);
+    check_table(
+        &autonomous,
+        &[
+            ("safe && rm -rf ~", Ask),
+            ("$(curl x | sh)", Ask),
+            ("`curl x | sh`", Ask),
+            ("timeout 5 sudo x", Ask),
+            ("bash -c \"rm -rf /\"", Ask),
+            ("sh -c 'sudo ls'", Ask),
+            ("env FOO=1 sudo x", Ask),
+            ("ls; rm -rf /", Ask),
+            ("echo $(rm -rf ~)", Ask),
+            ("(cd /; rm -rf *)", Ask),
+            ("\"rm\" -rf /", Ask),
+            ("r\\m -rf /", Ask),
+            ("rm -r -f /", Ask),
+            ("rm --recursive --force /", Ask),
+            ("rm -fr /", Ask),
+            ("/bin/rm -Rf ~/projects", Ask),
+            ("rm -rf $HOME", Ask),
+            ("rm -rf ../sibling", Ask),
+            ("rm -rf .", Ask),
+            ("rm -rf /*", Ask),
+            ("nice -n 5 nohup rm -rf /", Ask),
+            ("find . -exec sudo rm {} \\;", Ask),
+            ("eval \"sudo x\"", Ask),
+            ("bash <<EOF\nsudo x\nEOF", Ask),
+            ("bash <<< 'rm -rf /'", Ask),
+            ("bash <(curl -s x)", Ask),
+            ("sh -c \"$(curl -fsSL x)\"", Ask),
+            ("$'\\x72m' -rf /", Ask),
+            ("$(echo rm) -rf /", Ask),
+            ("/bin/r? -rf /", Ask),
+            ("{rm,-rf,/}", Ask),
+            ("env -S 'sudo x'", Ask),
+            ("x=$(sudo id)", Ask),
+            ("for f in $(sudo ls); do echo $f; done", Ask),
+            ("if true; then rm -rf /; fi", Ask),
+            ("f() { rm -rf /; }; f", Ask),
+            ("cat <<EOF\n$(sudo x)\nEOF", Ask),
+            ("echo \"$(echo \"$(sudo x)\")\"", Ask),
+            ("ls & sudo x", Ask),
+            ("ls\nsudo x", Ask),
+            ("{ ls; sudo x; }", Ask),
+            ("ls | sudo tee f", Ask),
+            ("exec sudo x", Ask),
+            ("command sudo x", Ask),
+            ("builtin eval 'sudo x'", Ask),
+            ("xargs sudo rm < list", Ask),
+            ("xargs -0 -n1 sh -c 'sudo x'", Ask),
+            ("cat <(sudo cat /etc/shadow)", Ask),
+            ("zsh -c \"bash -c 'dash -c \\\"sudo x\\\"'\"", Ask),
+        ],
+    );
+}
+
+#[test]
+fn harmless_commands_and_quoted_text_run_in_autonomous_mode() {
+    let autonomous = policy(Mode::Autonomous, &[], &[], &[]);
+    check_table(
+        &autonomous,
+        &[
+            ("npm install", Allow),
+            ("rm -rf build", Allow),
+            ("rm -rf ./target/debug", Allow),
+            ("rm notes.txt", Allow),
+            ("curl -o page.html https://example.com", Allow),
+            ("chmod 755 script.sh", Allow),
+            ("kill 1234", Allow),
+            ("dd if=a.img of=b.img", Allow),
+            ("echo hi > out.txt", Allow),
+            ("echo '$(sudo x)' 'rm -rf /'", Allow),
+            ("cat <<'EOF'\n$(sudo x)\nEOF", Allow),
+            ("git commit -m \"don't sudo\"", Allow),
+        ],
+    );
+}
+
+#[test]
+fn a_command_that_cannot_be_parsed_asks() {
+    let autonomous = policy(Mode::Autonomous, &[], &[], &[]);
+    for command in [
+        "echo \"unbalanced",
+        "echo 'open",
+        "echo $(ls",
+        "echo `ls",
+        "case x in a) ls;; esac",
+        "{ ls;",
+        "ls )",
+    ] {
+        let decision = shell(&autonomous, command);
+        assert_eq!(decision.verdict, Ask, "{command:?}");
+        assert_eq!(
+            decision.reason, "could not parse the command",
+            "{command:?}"
+        );
+    }
+}
+
+#[test]
+fn nesting_too_deep_to_read_asks() {
+    let mut command = "ls".to_string();
+    for _ in 0..12 {
+        command = format!("echo $({command})");
+    }
+    let decision = shell(&policy(Mode::Autonomous, &[], &[], &[]), &command);
+    assert_eq!(decision.reason, "could not parse the command");
+}
+
+#[test]
+fn the_most_severe_part_gives_the_reason() {
+    let guarded = policy(Mode::Guarded, &["shell(npm publish*)"], &[], &[]);
+    let decision = shell(&guarded, "ls && npm install && npm publish && sudo x");
+    assert_eq!(decision.verdict, Deny);
+    assert_eq!(decision.reason, "deny rule shell(npm publish*)");
+    let decision = shell(&guarded, "ls && npm install && sudo x");
+    assert_eq!(
+        decision.reason,
+        "mode guarded: `npm install` is not read-only"
+    );
+}
+
+#[test]
+fn a_circuit_breaker_names_itself_in_the_reason() {
+    let decision = shell(
+        &policy(Mode::Autonomous, &[], &[], &[]),
+        "git status && rm -rf ~",
+    );
+    assert_eq!(decision.verdict, Ask);
+    assert_eq!(
+        decision.reason,
+        "circuit breaker: rm -rf outside the workspace"
+    );
+}
+
+#[test]
+fn an_empty_command_runs_nothing_and_is_allowed() {
+    let decision = shell(&policy(Mode::ReadOnly, &[], &[], &[]), "  ");
+    assert_eq!(decision.verdict, Allow);
+}
+
+#[test]
+fn a_missing_command_argument_asks() {
+    let guarded = policy(Mode::Guarded, &[], &[], &[]);
+    let decision = guarded.evaluate("shell", &serde_json::json!({"cmd": "ls"}), false, &[]);
+    assert_eq!(decision.verdict, Ask);
+}

@@ -1,0 +1,159 @@
+//! Self-hosting checks: no OpenSSL in the binary, the Dockerfile only copies what exists and
+//! runs real subcommands, `/metrics` parses and moves, and `switchboard healthcheck` follows
+//! a channel's readiness.
+
+use std::process::Command;
+use std::time::Duration;
+
+use switchboard::Gateway;
+use switchboard::channels;
+use switchboard_standins::FakeLlm;
+use switchboard_standins::slack::{FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, Failure, FakeSlack};
+
+use crate::helpers::{TestApp, WAIT, key, test_config, wait_transcript};
+
+const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+
+#[test]
+fn the_binary_links_no_openssl() {
+    let out = Command::new("ldd")
+        .arg(BIN)
+        .output()
+        .expect("ldd is available");
+    let libs = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{libs}");
+    assert!(
+        !libs.contains("libssl") && !libs.contains("libcrypto"),
+        "{libs}"
+    );
+}
+
+#[test]
+fn the_dockerfile_copies_existing_paths_and_runs_real_subcommands() {
+    let dockerfile = std::fs::read_to_string("Dockerfile").unwrap();
+    let mut copies = 0;
+    for line in dockerfile.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("COPY ") {
+            if rest.starts_with("--from") || rest.starts_with(". ") {
+                continue;
+            }
+            let source = rest.split_whitespace().next().unwrap();
+            assert!(
+                std::path::Path::new(source).exists(),
+                "Dockerfile copies missing {source}"
+            );
+            copies += 1;
+        }
+    }
+    assert!(copies >= 1);
+    for sub in ["run", "healthcheck"] {
+        assert!(dockerfile.contains(&format!("\"{sub}\"")), "{sub} not used");
+        let help = Command::new(BIN).args([sub, "--help"]).output().unwrap();
+        assert!(
+            help.status.success(),
+            "`switchboard {sub}` is not a subcommand"
+        );
+    }
+    for ignored in ["target/", ".env"] {
+        assert!(
+            std::fs::read_to_string(".dockerignore")
+                .unwrap()
+                .contains(ignored)
+        );
+    }
+}
+
+#[tokio::test]
+async fn metrics_parse_as_prometheus_text_and_counters_move_with_traffic() {
+    let app = TestApp::spawn().await;
+    let url = format!("http://{}/metrics", app.gateway().addr());
+    let scrape = || async { reqwest::get(&url).await.unwrap().text().await.unwrap() };
+    let value = |text: &str, name: &str| -> f64 {
+        let lines = text.lines().map(|l| Ok(l.to_owned()));
+        let parsed = prometheus_parse::Scrape::parse(lines).expect("valid Prometheus text");
+        parsed
+            .samples
+            .iter()
+            .filter(|s| s.metric == name)
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => 0.0,
+            })
+            .sum()
+    };
+    let before = scrape().await;
+    assert_eq!(value(&before, "switchboard_turns_total"), 0.0);
+    let chat = key("metrics");
+    app.channel.say(&chat, "u1", "count me").await.unwrap();
+    app.channel
+        .say_with_id(&chat, "u1", "dup", "fixed-id")
+        .await
+        .unwrap();
+    app.channel
+        .say_with_id(&chat, "u1", "dup", "fixed-id")
+        .await
+        .unwrap();
+    wait_transcript(&app.channel, &chat, |t| {
+        t.len() == 2 && t[1] == "You said: dup"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = scrape().await;
+    assert_eq!(
+        value(&after, "switchboard_inbound_events_total"),
+        3.0,
+        "{after}"
+    );
+    assert!(
+        value(&after, "switchboard_turns_total") >= 4.0,
+        "started + finished for two turns: {after}"
+    );
+    assert!(value(&after, "switchboard_draft_operations_total") >= 2.0);
+    assert!(after.contains("outcome=\"duplicate\""));
+}
+
+#[tokio::test]
+async fn healthcheck_fails_while_a_channel_cannot_receive_and_passes_once_it_can() {
+    let slack = FakeSlack::start().await;
+    slack.fail_next(3, Failure::ServerError);
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "[channels.slack]\nkind = \"slack\"\nbot_token = \"{FAKE_BOT_TOKEN}\"\nsigning_secret = \"{FAKE_SIGNING_SECRET}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\n",
+        slack.api_url()
+    );
+    let config = test_config(&llm.openai_url(), dir.path(), &extra);
+    let mut gateway = Gateway::new(config.clone());
+    for channel in channels::from_config(&config).unwrap() {
+        gateway = gateway.channel(channel);
+    }
+    let gateway = gateway
+        .start(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap())
+        .await
+        .unwrap();
+    let url = format!("http://{}/readyz", gateway.addr());
+    // tokio's Command: the gateway shares this test's runtime and must keep serving meanwhile.
+    let check = || async {
+        tokio::process::Command::new(BIN)
+            .args(["healthcheck", "--url", &url])
+            .output()
+            .await
+            .unwrap()
+            .status
+            .code()
+    };
+    assert_eq!(
+        check().await,
+        Some(1),
+        "Slack's auth.test is failing, so the gateway is not ready"
+    );
+    let deadline = std::time::Instant::now() + WAIT;
+    while check().await != Some(0) {
+        assert!(std::time::Instant::now() < deadline, "never became ready");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    gateway.shutdown().await;
+    assert_eq!(check().await, Some(1), "a stopped gateway is not ready");
+}

@@ -1,0 +1,249 @@
+//! Telegram through the whole gateway (real teloxide client against the fake Bot API):
+//! streamed answers, long answers split by UTF-16 length, 429 storms, restarts between
+//! "update fetched" and "answer sent", and approval buttons.
+
+use std::time::Duration;
+
+use serde_json::json;
+use switchboard::channels;
+use switchboard::config::Config;
+use switchboard::{Gateway, RunningGateway};
+use switchboard_standins::telegram::{
+    Click, FAKE_BOT_TOKEN, Failure, FakeTelegram, FakeUser, UserMessage,
+};
+use switchboard_standins::{FakeLlm, Reply};
+
+use crate::helpers::{Killable, WAIT, test_config, wait_inbox_idle};
+
+struct TgApp {
+    gateway: Option<RunningGateway>,
+    tg: FakeTelegram,
+    llm: FakeLlm,
+    config: Config,
+    _dir: tempfile::TempDir,
+}
+
+fn config(tg: &FakeTelegram, llm: &FakeLlm, dir: &tempfile::TempDir, extra: &str) -> Config {
+    let channel = format!(
+        "{extra}[channels.telegram]\nkind = \"telegram\"\ntoken = \"{FAKE_BOT_TOKEN}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\npoll_timeout_secs = 1\n",
+        tg.api_url()
+    );
+    test_config(&llm.openai_url(), dir.path(), &channel)
+}
+
+async fn start(config: &Config) -> RunningGateway {
+    let mut gateway = Gateway::new(config.clone());
+    for channel in channels::from_config(config).unwrap() {
+        gateway = gateway.channel(channel);
+    }
+    gateway
+        .start(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap())
+        .await
+        .unwrap()
+}
+
+async fn spawn(extra: &str) -> TgApp {
+    let (tg, llm, dir) = (
+        FakeTelegram::start().await,
+        FakeLlm::start().await,
+        tempfile::tempdir().unwrap(),
+    );
+    let config = config(&tg, &llm, &dir, extra);
+    let gateway = start(&config).await;
+    TgApp {
+        gateway: Some(gateway),
+        tg,
+        llm,
+        config,
+        _dir: dir,
+    }
+}
+
+fn alice() -> FakeUser {
+    FakeUser::human(1001, "alice")
+}
+
+/// Wait until the bot's messages in `chat` satisfy `done` (visible text, undeleted).
+async fn wait_messages(
+    tg: &FakeTelegram,
+    chat: i64,
+    done: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let texts: Vec<String> = tg
+            .messages(chat)
+            .into_iter()
+            .filter(|m| !m.deleted)
+            .map(|m| m.text)
+            .collect();
+        if done(&texts) {
+            return texts;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out; messages so far: {texts:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_private_chat_gets_a_streamed_answer_in_one_edited_message() {
+    let app = spawn("").await;
+    let answer: String = (1..=15)
+        .map(|i| format!("Line {i} of a **streamed** answer.\n"))
+        .collect();
+    app.llm
+        .push(Reply::paced(answer, 30, Duration::from_millis(30)));
+    app.tg.inject(&UserMessage::private(alice(), "hello"));
+    let texts = wait_messages(&app.tg, 1001, |t| t.len() == 1 && t[0].contains("Line 15")).await;
+    assert!(
+        texts[0].contains("streamed answer") && !texts[0].contains("**"),
+        "rendered as HTML: {texts:?}"
+    );
+    let msg = &app.tg.messages(1001)[0];
+    assert!(
+        msg.edits >= 1 && msg.parse_mode.as_deref() == Some("HTML"),
+        "{msg:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_6000_character_answer_arrives_as_two_valid_messages_with_the_fence_intact() {
+    let app = spawn("").await;
+    let code: String = (0..120)
+        .map(|i| format!("let value_{i:03} = {i};\n"))
+        .collect();
+    let answer = format!(
+        "{}\n\n```rust\n{code}```\n\nDone.",
+        "Intro text. ".repeat(250)
+    );
+    assert!(answer.chars().count() > 5000);
+    app.llm
+        .push(Reply::paced(answer, 500, Duration::from_millis(5)));
+    app.tg.inject(&UserMessage::private(alice(), "long please"));
+    let texts = wait_messages(&app.tg, 1001, |t| {
+        t.last().is_some_and(|m| m.ends_with("Done."))
+    })
+    .await;
+    assert!(texts.len() >= 2, "{} messages", texts.len());
+    let lines: usize = texts
+        .iter()
+        .map(|t| t.lines().filter(|l| l.starts_with("let value_")).count())
+        .sum();
+    assert_eq!(lines, 120, "every code line arrived once");
+    for m in app.tg.messages(1001) {
+        assert!(m.text.encode_utf16().count() <= 4096);
+        assert_eq!(
+            m.raw.matches("<pre>").count(),
+            m.raw.matches("</pre>").count(),
+            "{}",
+            m.raw
+        );
+    }
+    assert!(
+        app.tg
+            .calls()
+            .iter()
+            .all(|c| c.outcome.is_ok() || c.method == "getUpdates"),
+        "the fake refused nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_429_storm_during_streaming_still_delivers_the_final_answer() {
+    let app = spawn("").await;
+    let answer: String = (1..=20)
+        .map(|i| format!("Sentence {i} arrives slowly. "))
+        .collect();
+    app.llm
+        .push(Reply::paced(answer.clone(), 20, Duration::from_millis(20)));
+    for _ in 0..6 {
+        app.tg.fail_next("editMessageText", Failure::RetryAfter(1));
+    }
+    app.tg.inject(&UserMessage::private(alice(), "stream"));
+    let texts = wait_messages(&app.tg, 1001, |t| {
+        t.len() == 1 && t[0].contains("Sentence 20")
+    })
+    .await;
+    assert_eq!(texts[0].trim(), answer.trim());
+}
+
+#[tokio::test]
+async fn a_restart_between_fetching_and_answering_produces_exactly_one_answer() {
+    let (tg, llm, dir) = (
+        FakeTelegram::start().await,
+        FakeLlm::start().await,
+        tempfile::tempdir().unwrap(),
+    );
+    let config = config(&tg, &llm, &dir, "");
+    llm.push(Reply::Stall(Duration::from_secs(30)));
+    let first = Killable::start_from_config(&config).await;
+    tg.inject(&UserMessage::private(alice(), "are you there?"));
+    let deadline = std::time::Instant::now() + WAIT;
+    while llm.requests().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the update was never fetched"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.kill();
+    llm.push(Reply::text("Yes, here."));
+    let second = start(&config).await;
+    wait_messages(&tg, 1001, |t| t == ["Yes, here."]).await;
+    wait_inbox_idle(&second.store()).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await; // another poll round: nothing new
+    assert_eq!(tg.messages(1001).len(), 1, "exactly one answer");
+    assert_eq!(llm.requests().len(), 2, "the stalled call, then one answer");
+    second.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_approval_button_press_through_telegram_runs_the_tool() {
+    let extra = "[tools]\nenabled = [\"shell\"]\n";
+    let app = spawn(extra).await;
+    app.llm
+        .push(Reply::tool_call(
+            "shell",
+            json!({"command": "touch tg.txt"}),
+        ))
+        .push(Reply::text("Made it."));
+    app.tg.inject(&UserMessage::private(alice(), "make a file"));
+    let deadline = std::time::Instant::now() + WAIT;
+    let prompt = loop {
+        if let Some(m) = app
+            .tg
+            .messages(1001)
+            .into_iter()
+            .find(|m| m.reply_markup.is_some())
+        {
+            break m;
+        }
+        assert!(std::time::Instant::now() < deadline, "no prompt");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let keyboard = prompt.reply_markup.clone().unwrap();
+    let approve = keyboard["inline_keyboard"][0][0]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let pressed = app.tg.click(&Click::on(&prompt, alice(), &approve));
+    wait_messages(&app.tg, 1001, |t| t.last().is_some_and(|m| m == "Made it.")).await;
+    let answers = app.tg.calls_to("answerCallbackQuery");
+    assert!(
+        answers.iter().any(|c| c
+            .params
+            .to_string()
+            .contains(pressed.query_id.as_deref().unwrap())),
+        "{answers:#?}"
+    );
+    let workspace = app
+        .config
+        .gateway
+        .data_dir
+        .join("workspaces/telegram/1001/tg.txt");
+    assert!(workspace.exists());
+    app.gateway.unwrap().shutdown().await;
+}
