@@ -34,6 +34,7 @@ fn build(
     match settings {
         ChannelConfig::Slack(s) => slack(name, s),
         ChannelConfig::Telegram(s) => telegram(name, s),
+        ChannelConfig::Discord(s) => discord(name, s),
         ChannelConfig::Web(s) => web(name, s, &config.gateway),
     }
 }
@@ -129,4 +130,25 @@ fn telegram(name: &str, s: &crate::config::TelegramSettings) -> anyhow::Result<A
 #[cfg(not(feature = "telegram"))]
 fn telegram(name: &str, _: &crate::config::TelegramSettings) -> anyhow::Result<Arc<dyn Channel>> {
     anyhow::bail!("channels.{name}: this binary was built without the `telegram` feature")
+}
+
+#[cfg(feature = "discord")]
+fn discord(name: &str, s: &crate::config::DiscordSettings) -> anyhow::Result<Arc<dyn Channel>> {
+    let config = switchboard_discord::DiscordConfig {
+        token: s.token.expose().unwrap_or_default().to_owned(),
+        api_url: s.api_url.to_string(),
+        allowed_users: s.allowed_users.clone(),
+        allowed_guilds: s.allowed_guilds.clone(),
+        allowed_channels: s.allowed_channels.clone(),
+        always_on_channels: s.always_on_channels.clone(),
+        require_mention_in_guilds: s.require_mention_in_guilds,
+    };
+    Ok(Arc::new(switchboard_discord::DiscordChannel::new(
+        name, config,
+    )))
+}
+
+#[cfg(not(feature = "discord"))]
+fn discord(name: &str, _: &crate::config::DiscordSettings) -> anyhow::Result<Arc<dyn Channel>> {
+    anyhow::bail!("channels.{name}: this binary was built without the `discord` feature")
 }

@@ -115,6 +115,8 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     if fallback {
         tracing::info!("{DEFAULT_CONFIG} not found; using {EXAMPLE_CONFIG}");
     }
+    // Listen for signals before serving, so a SIGTERM right after start-up is a clean stop.
+    let stop = shutdown_signal()?;
     let listener = tokio::net::TcpListener::bind(&*config.gateway.listen)
         .await
         .with_context(|| format!("binding gateway.listen = {}", &*config.gateway.listen))?;
@@ -123,7 +125,7 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
         gateway = gateway.channel(channel);
     }
     let running = gateway.start(listener).await?;
-    shutdown_signal().await;
+    stop.await;
     tracing::info!("shutting down");
     running.shutdown().await;
     Ok(ExitCode::SUCCESS)
@@ -259,24 +261,15 @@ fn scrubber(config: &Config) -> std::sync::Arc<crate::scrub::Scrubber> {
     std::sync::Arc::new(crate::scrub::Scrubber::new(config.secret_values()))
 }
 
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+/// A future that resolves on SIGINT or SIGTERM; the handlers are installed when this returns.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
+    })
 }

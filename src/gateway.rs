@@ -120,6 +120,7 @@ impl Gateway {
             approval_timeout: Duration::from_secs(config.policy.approval_timeout_secs.max(1)),
             expiry: expiry_tx,
             metrics: Arc::new(Metrics::new()),
+            memory: config.memory.clone(),
             channels: self
                 .channels
                 .iter()

@@ -12,6 +12,7 @@
 //! - [`draft`]: the live draft message an answer streams into, throttled and split.
 //! - [`store`]: the durable inbox and history, on SQLite or PostgreSQL.
 //! - [`http`]: the shared axum server (health, channel webhooks).
+//! - [`memory`]: recall, autosave, memory tools and history compaction.
 //! - [`metrics`]: Prometheus metrics served at `/metrics`.
 //! - [`gateway`]: wires all of it together and shuts it down in order.
 //! - [`cli`]: the `switchboard` command's subcommands.
@@ -24,6 +25,7 @@ pub mod conversation;
 pub mod draft;
 pub mod gateway;
 pub mod http;
+pub mod memory;
 pub mod metrics;
 pub mod policy;
 pub mod provider;

@@ -92,12 +92,12 @@ impl Scrubber {
         }
         let mut out = text.to_owned();
         // Exact values first: a configured secret may not match any generic shape.
-        if let Some(exact) = &self.exact {
-            if hits.matched(2 + SHAPES.len()) {
-                out = exact
-                    .replace_all(&out, |c: &Captures| redact(&c[0]))
-                    .into_owned();
-            }
+        if let Some(exact) = &self.exact
+            && hits.matched(2 + SHAPES.len())
+        {
+            out = exact
+                .replace_all(&out, |c: &Captures| redact(&c[0]))
+                .into_owned();
         }
         if hits.matched(1) {
             out = self

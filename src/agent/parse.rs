@@ -165,12 +165,12 @@ fn extract_glm(text: &str, known: &[&str], found: &mut Vec<(usize, String, Value
         if let (Some(end), true) = (line_end, known.contains(&line.trim())) {
             let after = &rest[end + 1..];
             let trimmed = after.trim_start();
-            if trimmed.starts_with('{') {
-                if let Some((args @ Value::Object(_), used)) = first_json(trimmed) {
-                    found.push((out.len(), line.trim().to_owned(), args));
-                    rest = &trimmed[used..];
-                    continue 'scan;
-                }
+            if trimmed.starts_with('{')
+                && let Some((args @ Value::Object(_), used)) = first_json(trimmed)
+            {
+                found.push((out.len(), line.trim().to_owned(), args));
+                rest = &trimmed[used..];
+                continue 'scan;
             }
         }
         match line_end {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-pub use channels::TelegramSettings;
+pub use channels::{DiscordSettings, MemoryConfig, MemoryScope, TelegramSettings};
 pub use expand::{EnvString, Secret, expand};
 pub use load::{ConfigError, Problem, load, parse};
 
@@ -36,6 +36,9 @@ pub struct Config {
     /// Which tool calls run, ask first, or are refused.
     #[serde(default)]
     pub policy: crate::policy::PolicyConfig,
+    /// Long-term memory and history compaction.
+    #[serde(default)]
+    pub memory: MemoryConfig,
     /// Chat platform instances by name; the name is the `channel` of their conversations.
     #[serde(default)]
     pub channels: BTreeMap<String, ChannelConfig>,
@@ -284,6 +287,8 @@ pub enum ChannelConfig {
     Slack(SlackSettings),
     /// Telegram Bot API (polling or webhook).
     Telegram(TelegramSettings),
+    /// Discord gateway + REST.
+    Discord(DiscordSettings),
     /// The built-in web chat page and its WebSocket.
     Web(WebSettings),
 }
@@ -294,6 +299,7 @@ impl ChannelConfig {
         match self {
             Self::Slack(_) => "slack",
             Self::Telegram(_) => "telegram",
+            Self::Discord(_) => "discord",
             Self::Web(_) => "web",
         }
     }
@@ -303,6 +309,7 @@ impl ChannelConfig {
         match self {
             Self::Slack(s) => ("bot_token", &s.bot_token),
             Self::Telegram(s) => ("token", &s.token),
+            Self::Discord(s) => ("token", &s.token),
             // Web runs without one (the token is optional on loopback); never skipped.
             Self::Web(s) => ("access_token", &s.access_token),
         }
@@ -376,6 +383,7 @@ impl Config {
                     out.extend(s.signing_secret.expose().map(str::to_owned));
                 }
                 ChannelConfig::Web(s) => out.extend(s.access_token.expose().map(str::to_owned)),
+                ChannelConfig::Discord(s) => out.extend(s.token.expose().map(str::to_owned)),
                 ChannelConfig::Telegram(s) => {
                     out.extend(s.token.expose().map(str::to_owned));
                     out.extend(s.secret_token.expose().map(str::to_owned));

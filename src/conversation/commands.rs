@@ -9,6 +9,8 @@ pub enum Command {
     New,
     /// Explain the commands.
     Help,
+    /// Forget this conversation's long-term memory.
+    Forget,
     /// Approve a pending action by id (for channels without buttons).
     Approve(String),
     /// Deny a pending action by id.
@@ -31,6 +33,7 @@ impl Command {
             "stop" => Some(Self::Stop),
             "new" | "reset" => Some(Self::New),
             "help" | "start" => Some(Self::Help),
+            "forget" => Some(Self::Forget),
             "approve" => id().map(Self::Approve),
             "deny" => id().map(Self::Deny),
             _ => None,
@@ -42,6 +45,7 @@ impl Command {
         match self {
             Self::Stop => "⏹ Stopped.",
             Self::New => "🆕 Started a new conversation — I've forgotten what we said before.",
+            Self::Forget => "🧹 Forgot what I remembered from this conversation.",
             Self::Help | Self::Approve(_) | Self::Deny(_) => HELP,
         }
     }
@@ -51,6 +55,7 @@ const HELP: &str = "I'm an assistant. Write to me in plain language.\n\n\
 Commands:\n\
 • `/stop` — stop what I'm doing\n\
 • `/new` — start a fresh conversation\n\
+• `/forget` — forget what I remembered here\n\
 • `/approve <id>` / `/deny <id>` — answer an approval request\n\
 • `/help` — this message";
 

@@ -21,7 +21,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent::{AgentLoop, ContextProvider, Tool};
+use crate::config::MemoryConfig;
 use crate::draft::DraftSettings;
+use crate::memory::{Recall, memory_tools, scope_for};
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::provider::Provider;
@@ -60,6 +62,8 @@ pub struct Deps {
     pub expiry: mpsc::UnboundedSender<Approval>,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
+    /// `[memory]`.
+    pub memory: MemoryConfig,
     /// Channels by instance name.
     pub channels: HashMap<String, Arc<dyn Channel>>,
     /// First message of every conversation.
@@ -83,7 +87,11 @@ pub struct Deps {
 impl Deps {
     /// The agent loop for one conversation: its workspace's tools plus the extra ones, gated
     /// by the policy with this conversation's "always allow" rules.
-    pub async fn agent_for(&self, key: &ConversationKey) -> Result<AgentLoop, StoreError> {
+    pub async fn agent_for(
+        &self,
+        key: &ConversationKey,
+        user_id: &str,
+    ) -> Result<AgentLoop, StoreError> {
         let gate = approval::PolicyGate {
             policy: Arc::clone(&self.policy),
             extra_allow: self.store.allow_rules(key).await?,
@@ -91,6 +99,17 @@ impl Deps {
         let mut builder = AgentLoop::builder();
         for provider in &self.context {
             builder = builder.context(Arc::clone(provider));
+        }
+        if self.memory.enabled {
+            let scope = scope_for(&self.memory, key, user_id);
+            builder = builder
+                .context(Arc::new(Recall {
+                    store: Arc::clone(&self.store),
+                    scope: scope.clone(),
+                    limit: self.memory.recall_limit,
+                    max_chars: self.memory.recall_max_chars,
+                }))
+                .tools(memory_tools(&self.store, &scope));
         }
         Ok(builder
             .tools(self.toolbox.for_conversation(key))
@@ -240,11 +259,11 @@ impl EventSink for Inbox {
             }
             Insert::Stored(_) => {
                 self.count(&event, "stored");
-                if let ChannelEvent::Message(m) = &event {
-                    if Command::parse(&m.text) == Some(Command::Stop) {
-                        // /stop must not wait behind the turn it is meant to stop.
-                        self.registry.cancel_turn(event.key());
-                    }
+                if let ChannelEvent::Message(m) = &event
+                    && Command::parse(&m.text) == Some(Command::Stop)
+                {
+                    // /stop must not wait behind the turn it is meant to stop.
+                    self.registry.cancel_turn(event.key());
                 }
                 self.registry.wake(event.key());
                 Ok(Delivery::Stored)

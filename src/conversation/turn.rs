@@ -17,6 +17,7 @@ use super::audit::AuditRecorder;
 use super::{Command, Deps};
 use crate::agent::{AgentError, AgentEvent, AgentRun, Resolution, Suspension};
 use crate::draft::{Draft, DraftOutcome, PostedHook};
+use crate::memory::{autosave, compact_if_needed, scope_for};
 use crate::provider::{ChatMessage, Role};
 use crate::store::{InboxRow, now_ms};
 
@@ -69,7 +70,7 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
                     )
                     .await
                 }
-                Some(command) => turn.command(command).await,
+                Some(command) => turn.command(command, &m.user.id).await,
                 None => turn.chat(m, cancel).await,
             },
             ChannelEvent::Button(press) => match press.payload.parse::<ApprovalButton>() {
@@ -118,9 +119,15 @@ impl Turn<'_> {
         .scrubbed(Arc::clone(&self.deps.scrubber))
     }
 
-    async fn command(&self, command: Command) -> anyhow::Result<()> {
-        if command == Command::New {
-            self.deps.store.clear_history(self.key()).await?;
+    async fn command(&self, command: Command, user_id: &str) -> anyhow::Result<()> {
+        match command {
+            Command::New => self.deps.store.clear_history(self.key()).await?,
+            Command::Forget => {
+                let scope = scope_for(&self.deps.memory, self.key(), user_id);
+                let n = self.deps.store.forget_scope(&scope).await?;
+                tracing::info!(%scope, forgotten = n, "memory cleared by /forget");
+            }
+            _ => {}
         }
         self.draft().finish(command.reply()).await?;
         self.deps
@@ -171,6 +178,20 @@ impl Turn<'_> {
     }
 
     async fn chat(&self, inbound: &Inbound, cancel: CancellationToken) -> anyhow::Result<()> {
+        let deps = self.deps;
+        if deps.memory.enabled {
+            // Between turns only: a running tool never sees its history rewritten.
+            let compacted = compact_if_needed(
+                deps.store.as_ref(),
+                deps.provider.as_ref(),
+                self.key(),
+                &deps.memory,
+            )
+            .await;
+            if let Err(err) = compacted {
+                tracing::warn!(error = %err, "history compaction failed; the turn goes on");
+            }
+        }
         let user = ChatMessage::new(Role::User, inbound.text.clone());
         let mut messages = vec![ChatMessage::new(
             Role::System,
@@ -184,7 +205,12 @@ impl Turn<'_> {
         );
         messages.push(user.clone());
         self.run(user, &inbound.user.id, Start::Fresh(messages), cancel)
-            .await
+            .await?;
+        let scope = scope_for(&deps.memory, self.key(), &inbound.user.id);
+        if let Err(err) = autosave(deps.store.as_ref(), &deps.memory, &scope, &inbound.text).await {
+            tracing::warn!(error = %err, "autosave failed");
+        }
+        Ok(())
     }
 
     /// Run (or resume) the agent with a live draft, then store the outcome.
@@ -197,7 +223,7 @@ impl Turn<'_> {
     ) -> anyhow::Result<()> {
         let (deps, key, trace) = (self.deps, self.key(), self.trace);
         let (tx, rx) = mpsc::unbounded_channel();
-        let agent = deps.agent_for(key).await?;
+        let agent = deps.agent_for(key, requester).await?;
         let metrics = Arc::clone(&deps.metrics);
         metrics.turns.with_label_values(&["started"]).inc();
         let started = std::time::Instant::now();

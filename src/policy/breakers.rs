@@ -20,6 +20,10 @@ pub(crate) const BREAKERS: &[Breaker] = &[
         check: rm_rf_outside,
     },
     Breaker {
+        name: "find -delete outside the workspace",
+        check: find_delete_outside,
+    },
+    Breaker {
         name: "privilege escalation",
         check: privilege_escalation,
     },
@@ -127,6 +131,15 @@ fn outside_workspace(target: &str) -> bool {
         rest = stripped.trim_start_matches('/');
     }
     matches!(rest, "" | "." | ".." | "*" | ".*") || target.split('/').any(|c| c == "..")
+}
+
+/// `find / -delete`: the starting points are the arguments before the first expression.
+fn find_delete_outside(part: &Part, _: &Analysis) -> bool {
+    let args = args(part);
+    let starts = args.iter().take_while(|a| !a.starts_with(['-', '(', '!']));
+    program(part) == "find"
+        && args.iter().any(|a| a == "-delete")
+        && starts.clone().any(|s| outside_workspace(s))
 }
 
 fn privilege_escalation(part: &Part, _: &Analysis) -> bool {

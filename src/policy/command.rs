@@ -58,7 +58,10 @@ pub(crate) fn strip_wrappers(mut words: Vec<Word>) -> Stripped {
         let next = match basename(&first.value) {
             "timeout" => skip_options(&words, i + 1, TIMEOUT).map(|j| j + 1),
             "nice" => after_nice(&words, i + 1),
-            "nohup" | "builtin" => Some(i + 1),
+            "nohup" | "builtin" | "busybox" => Some(i + 1),
+            "setsid" => skip_options(&words, i + 1, SETSID),
+            "stdbuf" => skip_options(&words, i + 1, STDBUF),
+            "ionice" => skip_options(&words, i + 1, IONICE),
             "time" => skip_options(&words, i + 1, TIME),
             "exec" => skip_options(&words, i + 1, EXEC),
             "xargs" => skip_options(&words, i + 1, XARGS),
@@ -94,6 +97,18 @@ const TIME: Options = Options {
 const EXEC: Options = Options {
     alone: &["-c", "-l", "-cl", "-lc"],
     valued: &["-a"],
+};
+const SETSID: Options = Options {
+    alone: &["-c", "-f", "-w", "--ctty", "--fork", "--wait"],
+    valued: &[],
+};
+const STDBUF: Options = Options {
+    alone: &[],
+    valued: &["-i", "-o", "-e", "--input", "--output", "--error"],
+};
+const IONICE: Options = Options {
+    alone: &["-t", "--ignore"],
+    valued: &["-c", "-n", "--class", "--classdata"],
 };
 /// `command -v`/`-V` only looks a name up, so they are not in this list: the word stays.
 const COMMAND: Options = Options {

@@ -26,6 +26,9 @@ use rule::{Rule, SHELL, escape, host_arg, path_arg};
 /// The reason given when a shell command line cannot be read.
 const UNPARSABLE: &str = "could not parse the command";
 
+/// How a circuit breaker's reason starts.
+const BREAKER: &str = "circuit breaker: ";
+
 /// Longest command text quoted in a reason.
 const REASON_COMMAND_CHARS: usize = 80;
 
@@ -195,10 +198,12 @@ impl Policy {
             .parts
             .iter()
             .map(|part| self.judge_part(part, &analysis, extra));
-        // The most severe part decides; among equals, the first one gives the reason.
+        // The most severe part decides; among equal asks a circuit breaker is the reason worth
+        // showing the approver; otherwise the first part gives it.
+        let rank = |d: &Decision| (d.verdict, d.reason.starts_with(BREAKER));
         decisions
             .reduce(|worst, next| {
-                if next.verdict > worst.verdict {
+                if rank(&next) > rank(&worst) {
                     next
                 } else {
                     worst
@@ -213,7 +218,7 @@ impl Policy {
             .unwrap_or_else(|| self.shell_default(part));
         match breakers::tripped(part, analysis) {
             Some(name) if decision.verdict != Verdict::Deny => {
-                Decision::new(Verdict::Ask, format!("circuit breaker: {name}"))
+                Decision::new(Verdict::Ask, format!("{BREAKER}{name}"))
             }
             _ => decision,
         }

@@ -4,6 +4,8 @@
 
 mod approvals;
 mod audit;
+mod memory;
+mod memory_impl;
 mod postgres;
 mod shared;
 mod sqlite;
@@ -16,6 +18,7 @@ use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
 pub use approvals::{Approval, ApprovalStore};
 pub use audit::{AuditEntry, AuditLog};
+pub use memory::{Memory, MemoryStore, search_words};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -72,7 +75,7 @@ pub struct InboxCounts {
 
 /// Durable state. Time is passed in (Unix ms) so leases behave alike on both databases.
 #[async_trait]
-pub trait Store: AuditLog + ApprovalStore + Send + Sync {
+pub trait Store: AuditLog + ApprovalStore + MemoryStore + Send + Sync {
     /// Store a new event; a redelivery of a stored event is reported as `Duplicate`.
     async fn insert_event(&self, event: &ChannelEvent, now_ms: i64) -> Result<Insert, StoreError>;
 
@@ -119,6 +122,14 @@ pub trait Store: AuditLog + ApprovalStore + Send + Sync {
         key: &ConversationKey,
         limit: usize,
     ) -> Result<Vec<ChatMessage>, StoreError>;
+
+    /// Replace a conversation's whole history (compaction), atomically.
+    async fn replace_history(
+        &self,
+        key: &ConversationKey,
+        messages: &[ChatMessage],
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
 
     /// Forget a conversation's history (`/new`).
     async fn clear_history(&self, key: &ConversationKey) -> Result<(), StoreError>;

@@ -10,7 +10,7 @@ use super::shared::impl_store;
 
 /// `Store` over PostgreSQL.
 pub struct PostgresStore {
-    pool: sqlx::PgPool,
+    pub(super) pool: sqlx::PgPool,
 }
 
 impl PostgresStore {

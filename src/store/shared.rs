@@ -179,23 +179,7 @@ macro_rules! impl_store {
                 .bind(now_ms)
                 .execute(&mut *tx)
                 .await?;
-                for m in messages {
-                    let calls = (!m.tool_calls.is_empty())
-                        .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default());
-                    sqlx::query(
-                        "INSERT INTO messages (conversation_key, role, content, tool_calls, tool_call_id, inbox_id, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    )
-                    .bind(&key_text)
-                    .bind(m.role.as_str())
-                    .bind(&m.content)
-                    .bind(calls)
-                    .bind(&m.tool_call_id)
-                    .bind(inbox_id)
-                    .bind(now_ms)
-                    .execute(&mut *tx)
-                    .await?;
-                }
+                insert_messages(&mut tx, &key_text, messages, Some(inbox_id), now_ms).await?;
                 sqlx::query(
                     "UPDATE inbox SET status = 'done', owner = NULL, lease_until = NULL, updated_at = $1 WHERE id = $2",
                 )
@@ -266,6 +250,24 @@ macro_rules! impl_store {
                 Ok(messages)
             }
 
+            async fn replace_history(
+                &self,
+                key: &switchboard_channel::ConversationKey,
+                messages: &[$crate::provider::ChatMessage],
+                now_ms: i64,
+            ) -> Result<(), $crate::store::StoreError> {
+                let key_text = key.to_string();
+                let inbox_id: Option<i64> = None;
+                let mut tx = self.pool.begin().await?;
+                sqlx::query("DELETE FROM messages WHERE conversation_key = $1")
+                    .bind(&key_text)
+                    .execute(&mut *tx)
+                    .await?;
+                insert_messages(&mut tx, &key_text, messages, inbox_id, now_ms).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
             async fn clear_history(
                 &self,
                 key: &switchboard_channel::ConversationKey,
@@ -298,6 +300,34 @@ macro_rules! impl_store {
                 sqlx::query("SELECT 1").execute(&self.pool).await?;
                 Ok(())
             }
+        }
+
+        /// Append `messages` to a conversation inside `tx`.
+        async fn insert_messages(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            key_text: &str,
+            messages: &[$crate::provider::ChatMessage],
+            inbox_id: Option<i64>,
+            now_ms: i64,
+        ) -> Result<(), $crate::store::StoreError> {
+                for m in messages {
+                    let calls = (!m.tool_calls.is_empty())
+                        .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default());
+                    sqlx::query(
+                        "INSERT INTO messages (conversation_key, role, content, tool_calls, tool_call_id, inbox_id, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    )
+                    .bind(key_text)
+                    .bind(m.role.as_str())
+                    .bind(&m.content)
+                    .bind(calls)
+                    .bind(&m.tool_call_id)
+                    .bind(inbox_id)
+                    .bind(now_ms)
+                    .execute(&mut **tx)
+                    .await?;
+                }
+            Ok(())
         }
     };
 }

@@ -12,7 +12,7 @@ use super::shared::impl_store;
 
 /// `Store` over a SQLite database file.
 pub struct SqliteStore {
-    pool: sqlx::SqlitePool,
+    pub(super) pool: sqlx::SqlitePool,
 }
 
 impl SqliteStore {
@@ -26,10 +26,10 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(5))
             .foreign_keys(true);
-        if let Some(dir) = options.get_filename().parent() {
-            if !dir.as_os_str().is_empty() {
-                std::fs::create_dir_all(dir).map_err(|e| StoreError::Db(sqlx::Error::Io(e)))?;
-            }
+        if let Some(dir) = options.get_filename().parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Db(sqlx::Error::Io(e)))?;
         }
         let pool = SqlitePoolOptions::new()
             .max_connections(8)

@@ -126,7 +126,7 @@ async fn read(path: &PathBuf, start: Option<u64>, end: Option<u64>) -> Result<To
     let mut out: String = text
         .lines()
         .enumerate()
-        .filter(|(i, _)| i + 1 >= start && end.is_none_or(|e| i + 1 <= e))
+        .filter(|(i, _)| *i >= start - 1 && end.is_none_or(|e| *i < e))
         .map(|(_, l)| format!("{l}\n"))
         .collect();
     if out.len() > MAX_READ_BYTES {

@@ -115,10 +115,10 @@ async fn wait_until_ready(url: &str, child: &mut Child) {
     let deadline = Instant::now() + Duration::from_secs(20);
     let http = reqwest::Client::new();
     loop {
-        if let Ok(response) = http.get(format!("{url}/status")).send().await {
-            if response.status().is_success() {
-                return;
-            }
+        if let Ok(response) = http.get(format!("{url}/status")).send().await
+            && response.status().is_success()
+        {
+            return;
         }
         if let Ok(Some(status)) = child.try_wait() {
             panic!("chromedriver exited before it was ready: {status}");

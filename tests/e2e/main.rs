@@ -6,6 +6,7 @@ mod approvals;
 mod config;
 mod helpers;
 mod leak;
+mod memory;
 mod providers;
 mod selfhost;
 mod slack;

@@ -90,10 +90,10 @@ async fn slash_stop_kills_a_running_sleep() {
         .join("workspaces/fake/sleep/sleeper.pid");
     let deadline = std::time::Instant::now() + WAIT;
     let pid = loop {
-        if let Ok(pid) = std::fs::read_to_string(&pid_file) {
-            if !pid.trim().is_empty() {
-                break pid.trim().to_owned();
-            }
+        if let Ok(pid) = std::fs::read_to_string(&pid_file)
+            && !pid.trim().is_empty()
+        {
+            break pid.trim().to_owned();
         }
         assert!(
             std::time::Instant::now() < deadline,

@@ -29,6 +29,7 @@ fn row(name: &str, tripping: &[&str], harmless: &[&str]) {
 /// Every row name this file tests; `every_breaker_row_has_a_test` compares it with the table.
 const TESTED: &[&str] = &[
     "rm -rf outside the workspace",
+    "find -delete outside the workspace",
     "privilege escalation",
     "download piped into a shell",
     "filesystem format",
@@ -76,6 +77,24 @@ fn rm_recursive_and_forced_outside_the_workspace_trips() {
             "rm -f /etc/x",
             "rm ~/x",
             "rm -rf src/*.o",
+        ],
+    );
+}
+
+#[test]
+fn find_delete_outside_the_workspace_trips() {
+    row(
+        "find -delete outside the workspace",
+        &[
+            "find / -delete",
+            "find ~ -name '*.log' -delete",
+            "find .. -type f -delete",
+            "find $HOME -delete",
+        ],
+        &[
+            "find build -name '*.o' -delete",
+            "find / -name x",
+            "find src -delete",
         ],
     );
 }

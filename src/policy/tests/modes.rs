@@ -37,7 +37,7 @@ fn read_only_mode_allows_looking_and_refuses_everything_else() {
             ("ls > listing.txt", Deny),
             ("cat a | tee b", Deny),
             ("rm -rf /", Deny),
-            ("sudo ls", Ask),
+            ("sudo ls", Deny),
         ],
     );
 }

@@ -67,7 +67,7 @@ fn rules_match_each_simple_command_wherever_it_hides() {
             ("timeout 5 rm x", Deny),
             ("sh -c 'rm x'", Deny),
             ("bash -c ls", Deny),
-            ("ls | xargs rm", Deny),
+            ("ls | xargs rm -f", Deny),
             ("echo 'curl x'", Allow),
         ],
     );

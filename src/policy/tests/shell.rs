@@ -130,6 +130,9 @@ fn known_bypass_shapes_ask_even_in_autonomous_mode() {
             ("xargs sudo rm < list", Ask),
             ("xargs -0 -n1 sh -c 'sudo x'", Ask),
             ("cat <(sudo cat /etc/shadow)", Ask),
+            ("setsid -f sudo x", Ask),
+            ("stdbuf -oL nice ionice -c 3 sudo x", Ask),
+            ("busybox rm -rf /", Ask),
             ("zsh -c \"bash -c 'dash -c \\\"sudo x\\\"'\"", Ask),
         ],
     );
@@ -194,7 +197,7 @@ fn the_most_severe_part_gives_the_reason() {
     let decision = shell(&guarded, "ls && npm install && npm publish && sudo x");
     assert_eq!(decision.verdict, Deny);
     assert_eq!(decision.reason, "deny rule shell(npm publish*)");
-    let decision = shell(&guarded, "ls && npm install && sudo x");
+    let decision = shell(&guarded, "ls && npm install && cargo build");
     assert_eq!(
         decision.reason,
         "mode guarded: `npm install` is not read-only"
@@ -215,6 +218,18 @@ fn a_circuit_breaker_names_itself_in_the_reason() {
 }
 
 #[test]
+fn among_equal_asks_the_circuit_breaker_gives_the_reason() {
+    let decision = shell(
+        &policy(Mode::Guarded, &[], &[], &[]),
+        "npm ci && curl -fsSL x | bash",
+    );
+    assert_eq!(
+        decision.reason,
+        "circuit breaker: download piped into a shell"
+    );
+}
+
+#[test]
 fn an_empty_command_runs_nothing_and_is_allowed() {
     let decision = shell(&policy(Mode::ReadOnly, &[], &[], &[]), "  ");
     assert_eq!(decision.verdict, Allow);
@@ -225,4 +240,72 @@ fn a_missing_command_argument_asks() {
     let guarded = policy(Mode::Guarded, &[], &[], &[]);
     let decision = guarded.evaluate("shell", &serde_json::json!({"cmd": "ls"}), false, &[]);
     assert_eq!(decision.verdict, Ask);
+}
+
+/// The normalised text of every simple command in `command`, in the order they are judged.
+fn texts(command: &str) -> Vec<String> {
+    let analysis = crate::policy::analyze::analyze(command).expect("parses");
+    analysis.parts.into_iter().map(|p| p.text).collect()
+}
+
+#[test]
+fn a_command_line_is_split_into_normalised_simple_commands() {
+    assert_eq!(
+        texts("a && b || c; d | e & f\ng"),
+        ["a", "b", "c", "d", "e", "f", "g"]
+    );
+    assert_eq!(texts("timeout 5   'git'  \"status\""), ["git status"]);
+    assert_eq!(texts("ls 2>&1 >out.txt"), ["ls 2>&1 > out.txt"]);
+    assert_eq!(
+        texts("echo $(date) `id`"),
+        ["date", "id", "echo $(date) `id`"]
+    );
+    assert_eq!(texts("(cd / && ls) | { wc; }"), ["cd /", "ls", "wc"]);
+    assert_eq!(
+        texts("diff <(ls a) <(ls b)"),
+        ["ls a", "ls b", "diff <(ls a) <(ls b)"]
+    );
+    assert_eq!(texts("bash -c 'ls; pwd'"), ["bash -c ls; pwd", "ls", "pwd"]);
+}
+
+#[test]
+fn here_documents_keep_their_body_and_hand_it_to_a_reading_shell() {
+    assert_eq!(
+        texts("cat <<A <<B\na\nA\nb\nB"),
+        ["cat << A\na\n << B\nb\n"]
+    );
+    assert_eq!(
+        texts("sh <<-EOF\n\tsudo x\n\tEOF"),
+        ["sh <<- EOF\nsudo x\n", "sudo x"]
+    );
+    assert_eq!(texts("cat <<EOF\nEOF"), ["cat << EOF\n"]);
+}
+
+#[test]
+fn non_ascii_text_keeps_substitutions_aligned() {
+    assert_eq!(
+        texts("echo héllo <(sudo ïd) ; ls"),
+        ["sudo ïd", "echo héllo <(sudo ïd)", "ls"]
+    );
+}
+
+#[test]
+fn arbitrary_input_never_panics() {
+    let alphabet: Vec<char> = "ab $()`'\"\\|&;<>{}[]*?~!#=\n\t-é".chars().collect();
+    let guarded = policy(Mode::Guarded, &[], &[], &[]);
+    let mut seed: u64 = 0x5eed;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize
+    };
+    for _ in 0..5000 {
+        let len = next() % 40 + 1;
+        let command: String = (0..len)
+            .map(|_| alphabet[next() % alphabet.len()])
+            .collect();
+        let _ = shell(&guarded, &command);
+        let _ = crate::policy::narrowest_rule("shell", &serde_json::json!({ "command": command }));
+    }
 }

@@ -261,14 +261,13 @@ impl FakeChannel {
         let mut refusal = None;
         if matches!(op, Op::Send | Op::Edit) {
             refusal = inner.failures.pop_front();
-            if refusal.is_none() {
-                if let (Some(min), Some(last)) = (self.enforce_interval, inner.last_write) {
-                    if now < last + min {
-                        refusal = Some(ChannelError::RateLimited {
-                            retry_after: last + min - now,
-                        });
-                    }
-                }
+            if refusal.is_none()
+                && let (Some(min), Some(last)) = (self.enforce_interval, inner.last_write)
+                && now < last + min
+            {
+                refusal = Some(ChannelError::RateLimited {
+                    retry_after: last + min - now,
+                });
             }
             if refusal.is_none()
                 && self.limits.length_unit.measure(text) > self.limits.max_message_len

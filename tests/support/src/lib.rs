@@ -2,6 +2,7 @@
 //! Each is a small HTTP (or WebSocket) server on 127.0.0.1:0 speaking the real wire format,
 //! including its failure modes, so the real clients are pointed at it by base URL.
 
+pub mod discord;
 pub mod slack;
 pub mod telegram;
 

@@ -1,0 +1,198 @@
+//! `[channels.<name>]` keys of a Discord instance: read once at start-up, before the channel
+//! is built, and consulted on every inbound event (allowlists, mention rules). The bot token
+//! arrives already resolved from `${VAR}` and never appears in `Debug`.
+
+use std::fmt;
+
+use serde::Deserialize;
+
+/// The public Discord API host; REST lives under `/api/v10`.
+pub const DEFAULT_API_URL: &str = "https://discord.com";
+
+/// Configuration of one Discord bot.
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct DiscordConfig {
+    /// Bot token from the Developer Portal (*Bot → Reset Token*); sent as `Authorization: Bot …`.
+    pub token: String,
+    /// API host; REST calls go to `<api_url>/api/v10/…` and the gateway URL is asked from
+    /// `<api_url>/api/v10/gateway`, so a proxy or a test stand-in can replace Discord.
+    #[serde(default = "default_api_url")]
+    pub api_url: String,
+    /// User ids allowed to talk to the bot; `["*"]` allows everyone, empty allows no one
+    /// (refused ids are logged once so the owner can add them).
+    #[serde(default)]
+    pub allowed_users: Vec<String>,
+    /// Guild (server) ids the bot answers in; empty allows any. DMs are not checked here.
+    #[serde(default)]
+    pub allowed_guilds: Vec<String>,
+    /// Channel ids the bot answers in (a thread counts as its parent's); empty allows any.
+    #[serde(default)]
+    pub allowed_channels: Vec<String>,
+    /// Channel ids where every message is for the bot, mention or not (threads included).
+    #[serde(default)]
+    pub always_on_channels: Vec<String>,
+    /// In guild channels, answer only messages that mention the bot or reply to it.
+    #[serde(default = "true_")]
+    pub require_mention_in_guilds: bool,
+}
+
+fn default_api_url() -> String {
+    DEFAULT_API_URL.to_owned()
+}
+
+fn true_() -> bool {
+    true
+}
+
+impl DiscordConfig {
+    /// A configuration with the defaults for everything but the token.
+    pub fn new(token: impl Into<String>) -> Self {
+        Self {
+            token: token.into(),
+            api_url: default_api_url(),
+            allowed_users: Vec::new(),
+            allowed_guilds: Vec::new(),
+            allowed_channels: Vec::new(),
+            always_on_channels: Vec::new(),
+            require_mention_in_guilds: true,
+        }
+    }
+
+    /// Whether `user` may talk to the bot.
+    pub(crate) fn user_allowed(&self, user: &str) -> bool {
+        self.allowed_users.iter().any(|u| u == "*" || u == user)
+    }
+
+    /// Whether the bot answers in `guild`.
+    pub(crate) fn guild_allowed(&self, guild: &str) -> bool {
+        self.allowed_guilds.is_empty() || self.allowed_guilds.iter().any(|g| g == guild)
+    }
+
+    /// Whether the bot answers in `place` (a channel, or a thread with its parent).
+    pub(crate) fn channel_allowed(&self, place: &Place<'_>) -> bool {
+        self.allowed_channels.is_empty() || place.is_in(&self.allowed_channels)
+    }
+
+    /// Whether every message in `place` is for the bot.
+    pub(crate) fn always_on(&self, place: &Place<'_>) -> bool {
+        !self.require_mention_in_guilds || place.is_in(&self.always_on_channels)
+    }
+
+    /// Whether deciding on a message in `channel` needs its parent (it might be a thread under
+    /// a listed channel): only when a channel list is in use and does not name it directly.
+    pub(crate) fn needs_parent(&self, channel: &str) -> bool {
+        let listed = |list: &[String]| list.iter().any(|c| c == channel);
+        let allow_open = self.allowed_channels.is_empty() || listed(&self.allowed_channels);
+        let always_open = !self.require_mention_in_guilds
+            || self.always_on_channels.is_empty()
+            || listed(&self.always_on_channels);
+        !(allow_open && always_open)
+    }
+}
+
+/// Where a guild message was written: its channel, and the parent channel when it is a thread.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Place<'a> {
+    /// The channel (or thread) id.
+    pub channel: &'a str,
+    /// The thread's parent channel id, when known.
+    pub parent: Option<&'a str>,
+}
+
+impl Place<'_> {
+    fn is_in(&self, list: &[String]) -> bool {
+        list.iter()
+            .any(|c| c == self.channel || Some(c.as_str()) == self.parent)
+    }
+}
+
+/// Shows everything but the token, so a config can be logged.
+impl fmt::Debug for DiscordConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DiscordConfig")
+            .field("token", &"[redacted]")
+            .field("api_url", &self.api_url)
+            .field("allowed_users", &self.allowed_users)
+            .field("allowed_guilds", &self.allowed_guilds)
+            .field("allowed_channels", &self.allowed_channels)
+            .field("always_on_channels", &self.always_on_channels)
+            .field("require_mention_in_guilds", &self.require_mention_in_guilds)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place<'a>(channel: &'a str, parent: Option<&'a str>) -> Place<'a> {
+        Place { channel, parent }
+    }
+
+    #[test]
+    fn missing_optional_keys_take_their_defaults() {
+        let config: DiscordConfig =
+            serde_json::from_value(serde_json::json!({"token": "test-token-not-real"})).unwrap();
+        assert_eq!(config.api_url, DEFAULT_API_URL);
+        assert!(config.require_mention_in_guilds);
+        assert!(config.allowed_users.is_empty() && config.allowed_guilds.is_empty());
+        assert!(config.allowed_channels.is_empty() && config.always_on_channels.is_empty());
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let err = serde_json::from_value::<DiscordConfig>(serde_json::json!({
+            "token": "test-token-not-real",
+            "allowed_user": ["1"],
+        }))
+        .unwrap_err();
+        assert!(err.to_string().contains("allowed_user"), "{err}");
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_token() {
+        let shown = format!("{:?}", DiscordConfig::new("test-token-not-real"));
+        assert!(!shown.contains("test-token-not-real"), "{shown}");
+        assert!(shown.contains("[redacted]"));
+    }
+
+    #[test]
+    fn a_star_allows_every_user_and_an_empty_list_allows_none() {
+        let mut config = DiscordConfig::new("t");
+        assert!(!config.user_allowed("1"));
+        config.allowed_users = vec!["*".into()];
+        assert!(config.user_allowed("1"));
+        config.allowed_users = vec!["2".into()];
+        assert!(!config.user_allowed("1") && config.user_allowed("2"));
+    }
+
+    #[test]
+    fn a_thread_is_allowed_and_always_on_through_its_parent() {
+        let mut config = DiscordConfig::new("t");
+        assert!(config.channel_allowed(&place("9", None)));
+        assert!(config.guild_allowed("g"));
+        config.allowed_channels = vec!["10".into()];
+        config.always_on_channels = vec!["10".into()];
+        assert!(!config.channel_allowed(&place("9", None)));
+        assert!(config.channel_allowed(&place("11", Some("10"))));
+        assert!(config.always_on(&place("11", Some("10"))));
+        assert!(!config.always_on(&place("12", Some("13"))));
+        config.require_mention_in_guilds = false;
+        assert!(config.always_on(&place("12", None)));
+    }
+
+    #[test]
+    fn the_parent_is_looked_up_only_when_a_list_does_not_name_the_channel() {
+        let mut config = DiscordConfig::new("t");
+        assert!(!config.needs_parent("11"));
+        config.allowed_channels = vec!["10".into()];
+        assert!(!config.needs_parent("10"));
+        assert!(config.needs_parent("11"));
+        config.allowed_channels.clear();
+        config.always_on_channels = vec!["10".into()];
+        assert!(config.needs_parent("11"));
+        config.require_mention_in_guilds = false;
+        assert!(!config.needs_parent("11"));
+    }
+}

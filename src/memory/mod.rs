@@ -1,0 +1,125 @@
+//! Memory: what the agent keeps across turns and restarts. Recall runs as a context provider
+//! before each turn, user messages are autosaved after it, the model has memory tools, and
+//! long histories are compacted into a summary so the context never overflows.
+
+mod compaction;
+mod tools;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use switchboard_channel::ConversationKey;
+
+pub use compaction::{Compaction, compact_if_needed};
+pub use tools::memory_tools;
+
+use crate::agent::ContextProvider;
+use crate::config::{MemoryConfig, MemoryScope};
+use crate::conversation::Command;
+use crate::provider::{ChatMessage, Role};
+use crate::store::{Memory, Store, StoreError, now_ms};
+
+/// Starts the system message recall injects; text containing it is never saved again.
+pub const RECALL_HEADER: &str = "Relevant memory:";
+/// Starts the summary compaction leaves in place of older messages.
+pub const SUMMARY_HEADER: &str = "Summary of the earlier conversation:";
+
+/// The memory scope of a message from `user_id` in `key`.
+pub fn scope_for(config: &MemoryConfig, key: &ConversationKey, user_id: &str) -> String {
+    match config.scope {
+        MemoryScope::Conversation => format!("conv:{key}"),
+        MemoryScope::User => format!("user:{}:{user_id}", key.channel),
+    }
+}
+
+/// Recall for one turn: the best matches for the newest user message, in its scope only.
+pub struct Recall {
+    /// Where memories live.
+    pub store: Arc<dyn Store>,
+    /// The turn's scope.
+    pub scope: String,
+    /// How many to inject.
+    pub limit: usize,
+    /// Size cap of the injected message.
+    pub max_chars: usize,
+}
+
+#[async_trait]
+impl ContextProvider for Recall {
+    async fn context(&self, messages: &[ChatMessage]) -> anyhow::Result<String> {
+        let Some(last) = messages.iter().rev().find(|m| m.role == Role::User) else {
+            return Ok(String::new());
+        };
+        let found = self
+            .store
+            .recall(&self.scope, &last.content, self.limit)
+            .await?;
+        let mut text = String::from(RECALL_HEADER);
+        for m in found.iter().filter(|m| m.content != last.content) {
+            let line = format!("\n- {}", m.content.replace('\n', " "));
+            if text.chars().count() + line.chars().count() > self.max_chars {
+                break;
+            }
+            text.push_str(&line);
+        }
+        Ok(if text == RECALL_HEADER {
+            String::new()
+        } else {
+            text
+        })
+    }
+}
+
+/// Save a user message as a memory when it is long enough and is the user's own words
+/// (not a command, not text the gateway injected). Exact duplicates are saved once.
+pub async fn autosave(
+    store: &dyn Store,
+    config: &MemoryConfig,
+    scope: &str,
+    text: &str,
+) -> Result<bool, StoreError> {
+    let text = text.trim();
+    let injected = text.contains(RECALL_HEADER) || text.contains(SUMMARY_HEADER);
+    if !config.enabled
+        || injected
+        || text.chars().count() < config.autosave_min_chars
+        || text.starts_with('/')
+        || Command::parse(text).is_some()
+    {
+        return Ok(false);
+    }
+    let memory = Memory {
+        scope: scope.to_owned(),
+        key: format!("auto:{:016x}", fnv1a(text)),
+        content: text.to_owned(),
+        category: "conversation".into(),
+        updated_at: now_ms(),
+    };
+    store.remember(&memory, true).await
+}
+
+/// FNV-1a: a stable hash for autosave keys (std's hasher may change between releases).
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_separate_conversations_or_users() {
+        let mut config = MemoryConfig::default();
+        let key = ConversationKey::new("slack", "C1").in_thread("9");
+        assert_eq!(scope_for(&config, &key, "U1"), "conv:slack:C1:9");
+        config.scope = MemoryScope::User;
+        assert_eq!(scope_for(&config, &key, "U1"), "user:slack:U1");
+    }
+
+    #[test]
+    fn autosave_keys_are_stable() {
+        assert_eq!(fnv1a("hello"), 0xa430d84680aabd0b);
+    }
+}

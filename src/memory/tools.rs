@@ -1,0 +1,130 @@
+//! The memory tools the model can call: `memory_store`, `memory_recall`, `memory_forget`,
+//! each bound to the scope of the conversation (or user) that calls it. They touch only the
+//! assistant's own memory, so the policy treats them like reads.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::agent::{Tool, ToolResult};
+use crate::store::{Memory, Store, now_ms};
+
+/// Which memory operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Store,
+    Recall,
+    Forget,
+}
+
+/// One memory tool, bound to one scope.
+pub struct MemoryTool {
+    op: Op,
+    store: Arc<dyn Store>,
+    scope: String,
+}
+
+/// The three memory tools for `scope`.
+pub fn memory_tools(store: &Arc<dyn Store>, scope: &str) -> Vec<Arc<dyn Tool>> {
+    [Op::Store, Op::Recall, Op::Forget]
+        .into_iter()
+        .map(|op| {
+            Arc::new(MemoryTool {
+                op,
+                store: Arc::clone(store),
+                scope: scope.to_owned(),
+            }) as Arc<dyn Tool>
+        })
+        .collect()
+}
+
+#[async_trait]
+impl Tool for MemoryTool {
+    fn name(&self) -> &str {
+        match self.op {
+            Op::Store => "memory_store",
+            Op::Recall => "memory_recall",
+            Op::Forget => "memory_forget",
+        }
+    }
+
+    fn description(&self) -> &str {
+        match self.op {
+            Op::Store => {
+                "Remember a fact for later conversations under a short key (replaces an earlier fact with the same key)."
+            }
+            Op::Recall => "Search remembered facts.",
+            Op::Forget => "Forget the fact stored under a key.",
+        }
+    }
+
+    fn parameters_schema(&self) -> Value {
+        match self.op {
+            Op::Store => {
+                json!({"type": "object", "properties": {"key": {"type": "string", "minLength": 1, "maxLength": 100}, "content": {"type": "string", "minLength": 1, "maxLength": 4000}}, "required": ["key", "content"], "additionalProperties": false})
+            }
+            Op::Recall => {
+                json!({"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 20}}, "required": ["query"], "additionalProperties": false})
+            }
+            Op::Forget => {
+                json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"], "additionalProperties": false})
+            }
+        }
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, args: Value) -> ToolResult {
+        let text = |k: &str| args[k].as_str().unwrap_or_default().to_owned();
+        let result = match self.op {
+            Op::Store => {
+                let memory = Memory {
+                    scope: self.scope.clone(),
+                    key: text("key"),
+                    content: text("content"),
+                    category: "core".into(),
+                    updated_at: now_ms(),
+                };
+                self.store
+                    .remember(&memory, false)
+                    .await
+                    .map(|_| format!("remembered {:?}", memory.key))
+            }
+            Op::Recall => {
+                let limit = args["limit"].as_u64().unwrap_or(5) as usize;
+                self.store
+                    .recall(&self.scope, &text("query"), limit)
+                    .await
+                    .map(|found| {
+                        if found.is_empty() {
+                            "nothing found".to_owned()
+                        } else {
+                            found
+                                .iter()
+                                .map(|m| format!("{}: {}", m.key, m.content))
+                                .collect::<Vec<_>>()
+                                .join("\n")
+                        }
+                    })
+            }
+            Op::Forget => self
+                .store
+                .forget(&self.scope, &text("key"))
+                .await
+                .map(|existed| {
+                    if existed {
+                        "forgotten".to_owned()
+                    } else {
+                        "there was no such memory".to_owned()
+                    }
+                }),
+        };
+        result.map_or_else(
+            |e| ToolResult::err(format!("memory is unavailable: {e}")),
+            ToolResult::ok,
+        )
+    }
+}

@@ -1,0 +1,92 @@
+//! The memory half of the store: scoped facts with full-text search (SQLite FTS5 + BM25,
+//! PostgreSQL tsvector + ts_rank). Queries are built from the words of free text only, so
+//! no user input reaches either search syntax.
+
+use async_trait::async_trait;
+
+use super::StoreError;
+
+/// One remembered fact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Memory {
+    /// `conv:<key>` or `user:<channel>:<user id>`.
+    pub scope: String,
+    /// Name the model gave it, or `auto:<hash>`.
+    pub key: String,
+    /// The fact.
+    pub content: String,
+    /// `core` or `conversation`.
+    pub category: String,
+    /// Last change, Unix ms.
+    pub updated_at: i64,
+}
+
+/// Memory persistence.
+#[async_trait]
+pub trait MemoryStore {
+    /// Insert or replace the memory `key` in `scope`. With `only_new`, an existing key is
+    /// left as it is (autosave of an exact duplicate). Returns whether anything was written.
+    async fn remember(&self, memory: &Memory, only_new: bool) -> Result<bool, StoreError>;
+    /// The best `limit` matches for `query` within `scope`, best first.
+    async fn recall(
+        &self,
+        scope: &str,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<Memory>, StoreError>;
+    /// Remove `key` from `scope`; whether it existed.
+    async fn forget(&self, scope: &str, key: &str) -> Result<bool, StoreError>;
+    /// Remove everything in `scope`; how many were removed.
+    async fn forget_scope(&self, scope: &str) -> Result<u64, StoreError>;
+    /// The newest `limit` memories, optionally of one scope.
+    async fn memories(&self, scope: Option<&str>, limit: usize) -> Result<Vec<Memory>, StoreError>;
+}
+
+/// The search words of `text`: letters and digits only, lowercased, at most 16, each at
+/// least 2 characters long.
+pub fn search_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 2)
+        .map(str::to_lowercase)
+        .collect();
+    words.dedup();
+    words.truncate(16);
+    words
+}
+
+/// An FTS5 query matching any of the words (each quoted, so none is an operator).
+pub fn fts5_query(text: &str) -> Option<String> {
+    let words = search_words(text);
+    (!words.is_empty()).then(|| {
+        words
+            .iter()
+            .map(|w| format!("\"{w}\""))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    })
+}
+
+/// A `websearch_to_tsquery` input matching any of the words.
+pub fn websearch_query(text: &str) -> Option<String> {
+    let words = search_words(text);
+    (!words.is_empty()).then(|| words.join(" or "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_keep_only_words_so_search_syntax_cannot_be_injected() {
+        assert_eq!(
+            fts5_query(r#"my dog's "name" NEAR(x) -- OR *"#).unwrap(),
+            r#""my" OR "dog" OR "name" OR "near" OR "or""#
+        );
+        assert_eq!(
+            websearch_query("Where do I live?").unwrap(),
+            "where or do or live"
+        );
+        assert!(fts5_query("?! a").is_none());
+    }
+}
