@@ -23,3 +23,19 @@ pub async fn serve(app: axum::Router) -> std::net::SocketAddr {
     });
     addr
 }
+
+/// Serve `app` on `listener` until the returned guard is dropped (the stand-in goes away
+/// with the test that owns it).
+pub fn serve_until_dropped(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+) -> tokio_util::sync::DropGuard {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stopped = stop.clone().cancelled_owned();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(stopped)
+            .await;
+    });
+    stop.drop_guard()
+}

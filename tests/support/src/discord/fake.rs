@@ -11,7 +11,7 @@ use axum::Router;
 use axum::routing::get;
 use serde_json::{Value, json};
 use tokio::time::Instant;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::DropGuard;
 
 use super::FAKE_TOKEN;
 use super::gateway::{dispatch, upgrade};
@@ -55,17 +55,11 @@ impl FakeDiscord {
             .route("/gateway", get(upgrade))
             .fallback(handle)
             .with_state(Arc::clone(&shared));
-        let stop = CancellationToken::new();
-        let stopped = stop.clone().cancelled_owned();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(stopped)
-                .await;
-        });
+        let stop = crate::serve_until_dropped(listener, app);
         Self {
             addr,
             shared,
-            _stop: stop.drop_guard(),
+            _stop: stop,
         }
     }
 

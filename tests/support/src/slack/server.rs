@@ -16,7 +16,7 @@ use axum::routing::post;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::DropGuard;
 
 use super::{FAKE_BOT_ID, FAKE_BOT_TOKEN, FAKE_BOT_USER_ID, MAX_SECTION_CHARS, MAX_TEXT_CHARS};
 
@@ -114,17 +114,11 @@ impl FakeSlack {
         let app = Router::new()
             .route("/api/{method}", post(handle))
             .with_state(Arc::clone(&shared));
-        let stop = CancellationToken::new();
-        let stopped = stop.clone().cancelled_owned();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(stopped)
-                .await;
-        });
+        let stop = crate::serve_until_dropped(listener, app);
         Self {
             addr,
             shared,
-            _stop: stop.drop_guard(),
+            _stop: stop,
         }
     }
 

@@ -17,7 +17,7 @@ use axum::routing::any;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::DropGuard;
 
 use super::FAKE_BOT_TOKEN;
 use super::methods;
@@ -162,17 +162,11 @@ impl FakeTelegram {
         let app = Router::new()
             .route("/{bot}/{method}", any(handle))
             .with_state(Arc::clone(&shared));
-        let stop = CancellationToken::new();
-        let stopped = stop.clone().cancelled_owned();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(stopped)
-                .await;
-        });
+        let stop = crate::serve_until_dropped(listener, app);
         Self {
             addr,
             shared,
-            _stop: stop.drop_guard(),
+            _stop: stop,
         }
     }
 
