@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::agent::AgentEvent;
+use crate::governor::Governor;
 use crate::scrub::Scrubber;
 
 /// Generic patterns only, for drafts built without the config's secrets.
@@ -74,6 +75,8 @@ pub struct Draft {
     scrubber: Arc<Scrubber>,
     /// Buttons for the last message of the final answer.
     buttons: Vec<Button>,
+    /// The chat's shared send/edit budget.
+    governor: Option<Arc<Governor>>,
 }
 
 impl Draft {
@@ -103,7 +106,15 @@ impl Draft {
             },
             scrubber: Arc::clone(&DEFAULT_SCRUBBER),
             buttons: Vec::new(),
+            governor: None,
         }
+    }
+
+    /// Spend from the chat's shared budget: intermediate edits only when it has room,
+    /// final parts waiting for it.
+    pub fn governed(mut self, governor: Arc<Governor>) -> Self {
+        self.governor = Some(governor);
+        self
     }
 
     /// Attach `buttons` to the last message of the final answer.
@@ -237,6 +248,14 @@ impl Draft {
             }
             None => return,
         }
+        if let Some(g) = &self.governor
+            && !g.try_intermediate(&self.key, &self.limits)
+        {
+            // No room in the chat's budget: fold this update into a later edit.
+            self.out.coalesced += 1;
+            self.paused_until = Some(Instant::now() + g.intermediate_wait(&self.key, &self.limits));
+            return;
+        }
         let visible = self.visible();
         let text = fit_tail(
             &visible,
@@ -265,6 +284,9 @@ impl Draft {
             Err(ChannelError::RateLimited { retry_after }) => {
                 self.out.rate_limited += 1;
                 self.paused_until = Some(Instant::now() + retry_after);
+                if let Some(g) = &self.governor {
+                    g.pause(&self.key, &self.limits, retry_after);
+                }
             }
             Err(ChannelError::NotFound(_)) => self.out.messages.clear(),
             Err(err) => tracing::warn!(key = %self.key, error = %err, "draft update failed"),
@@ -335,6 +357,9 @@ impl Draft {
         let mut attempt = 0;
         loop {
             self.wait_for_budget().await;
+            if let Some(g) = &self.governor {
+                g.take(&self.key, &self.limits).await;
+            }
             let existing = self.out.messages.get(index).cloned();
             let result = match &existing {
                 Some(existing) if index > 0 || self.shown != text || has_buttons => self
@@ -359,6 +384,9 @@ impl Draft {
                 }
                 Err(ChannelError::RateLimited { retry_after }) if attempt < FINAL_ATTEMPTS => {
                     self.out.rate_limited += 1;
+                    if let Some(g) = &self.governor {
+                        g.pause(&self.key, &self.limits, retry_after);
+                    }
                     self.paused_until = Some(Instant::now() + retry_after.min(MAX_FINAL_WAIT));
                 }
                 Err(ChannelError::Transient(e)) if attempt < FINAL_ATTEMPTS => {

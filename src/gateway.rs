@@ -121,6 +121,7 @@ impl Gateway {
             expiry: expiry_tx,
             metrics: Arc::new(Metrics::new()),
             memory: config.memory.clone(),
+            governor: Arc::new(crate::governor::Governor::new()),
             channels: self
                 .channels
                 .iter()

@@ -10,6 +10,7 @@
 //! - [`tools`]: built-in tools (shell, files, http_fetch), confined to a workspace.
 //! - [`scrub`]: credential redaction for tool output, chat, history and logs.
 //! - [`draft`]: the live draft message an answer streams into, throttled and split.
+//! - [`governor`]: one send/edit budget per chat, shared by every draft in it.
 //! - [`store`]: the durable inbox and history, on SQLite or PostgreSQL.
 //! - [`http`]: the shared axum server (health, channel webhooks).
 //! - [`memory`]: recall, autosave, memory tools and history compaction.
@@ -24,6 +25,7 @@ pub mod config;
 pub mod conversation;
 pub mod draft;
 pub mod gateway;
+pub mod governor;
 pub mod http;
 pub mod memory;
 pub mod metrics;

@@ -171,6 +171,7 @@ pub(super) async fn suspend(
         Vec::new(),
         None,
     )
+    .governed(Arc::clone(&deps.governor))
     .with_buttons(buttons)
     .finish(&text)
     .await?;
@@ -212,6 +213,7 @@ pub(super) async fn decide(
                     Vec::new(),
                     None,
                 )
+                .governed(Arc::clone(&deps.governor))
                 .finish(&text)
                 .await;
             }

@@ -23,6 +23,7 @@ use tokio_util::task::TaskTracker;
 use crate::agent::{AgentLoop, ContextProvider, Tool};
 use crate::config::MemoryConfig;
 use crate::draft::DraftSettings;
+use crate::governor::Governor;
 use crate::memory::{Recall, memory_tools, scope_for};
 use crate::metrics::Metrics;
 use crate::policy::Policy;
@@ -64,6 +65,8 @@ pub struct Deps {
     pub metrics: Arc<Metrics>,
     /// `[memory]`.
     pub memory: MemoryConfig,
+    /// Per-chat outbound budgets.
+    pub governor: Arc<Governor>,
     /// Channels by instance name.
     pub channels: HashMap<String, Arc<dyn Channel>>,
     /// First message of every conversation.

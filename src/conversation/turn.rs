@@ -117,6 +117,7 @@ impl Turn<'_> {
             Some(posted_hook(self.deps, self.row.id)),
         )
         .scrubbed(Arc::clone(&self.deps.scrubber))
+        .governed(Arc::clone(&self.deps.governor))
     }
 
     async fn command(&self, command: Command, user_id: &str) -> anyhow::Result<()> {
