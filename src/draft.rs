@@ -77,6 +77,9 @@ pub struct Draft {
     buttons: Vec<Button>,
     /// The chat's shared send/edit budget.
     governor: Option<Arc<Governor>>,
+    /// Id of this answer's ephemeral draft while the channel accepts drafts; `None` once it
+    /// said no (or failed), and the draft is a real message edited in place.
+    draft_id: Option<u64>,
 }
 
 impl Draft {
@@ -107,6 +110,8 @@ impl Draft {
             scrubber: Arc::clone(&DEFAULT_SCRUBBER),
             buttons: Vec::new(),
             governor: None,
+            // Small enough for any JSON integer parser on the platform side.
+            draft_id: Some(u64::from(rand::random::<u32>() | 1)),
         }
     }
 
@@ -262,6 +267,25 @@ impl Draft {
             self.limits.max_message_len,
             self.limits.length_unit,
         );
+        if let Some(id) = self.draft_id.filter(|_| self.out.messages.is_empty()) {
+            match self
+                .channel
+                .draft(&self.key, id, &Outbound::text(text.clone()))
+                .await
+            {
+                Ok(true) => {
+                    self.out.edits += 1;
+                    self.last_edit = Some(Instant::now());
+                    self.shown = visible;
+                    return;
+                }
+                Ok(false) => self.draft_id = None,
+                Err(err) => {
+                    tracing::debug!(key = %self.key, error = %err, "draft refused; editing a message instead");
+                    self.draft_id = None;
+                }
+            }
+        }
         let result = match self.out.messages.first().cloned() {
             Some(existing) => self
                 .channel

@@ -247,3 +247,41 @@ async fn an_approval_button_press_through_telegram_runs_the_tool() {
     assert!(workspace.exists());
     app.gateway.unwrap().shutdown().await;
 }
+
+#[tokio::test]
+async fn draft_transport_streams_through_send_message_draft_and_sends_the_final_answer_once() {
+    let (tg, llm, dir) = (
+        FakeTelegram::start().await,
+        FakeLlm::start().await,
+        tempfile::tempdir().unwrap(),
+    );
+    let mut config = config(&tg, &llm, &dir, "");
+    if let Some(switchboard::config::ChannelConfig::Telegram(t)) =
+        config.channels.get_mut("telegram")
+    {
+        t.draft_transport = "draft".into();
+    }
+    let gateway = start(&config).await;
+    let answer: String = (1..=12).map(|i| format!("Draft line {i}.\n")).collect();
+    llm.push(Reply::paced(answer, 20, Duration::from_millis(40)));
+    tg.inject(&UserMessage::private(alice(), "draft please"));
+    let texts = wait_messages(&tg, 1001, |t| {
+        t.len() == 1 && t[0].contains("Draft line 12")
+    })
+    .await;
+    assert_eq!(texts.len(), 1);
+    assert!(
+        !tg.drafts().is_empty(),
+        "intermediate text went out as drafts"
+    );
+    assert!(
+        tg.calls_to("editMessageText").is_empty(),
+        "no edit-in-place while drafts work"
+    );
+    assert_eq!(
+        tg.calls_to("sendMessage").len(),
+        1,
+        "the final answer is sent once"
+    );
+    gateway.shutdown().await;
+}

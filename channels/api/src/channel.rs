@@ -149,6 +149,19 @@ pub trait Channel: Send + Sync + 'static {
         msg: &Outbound,
     ) -> Result<(), ChannelError>;
 
+    /// Show `msg` as an ephemeral streaming draft identified by `draft_id` (Telegram's
+    /// `sendMessageDraft`). `Ok(false)` means this channel or chat has no drafts: the caller
+    /// streams by editing a real message instead. A draft is never the final answer, which
+    /// is always posted with [`Channel::send`].
+    async fn draft(
+        &self,
+        _key: &ConversationKey,
+        _draft_id: u64,
+        _msg: &Outbound,
+    ) -> Result<bool, ChannelError> {
+        Ok(false)
+    }
+
     /// Delete a message the bot posted.
     async fn delete(&self, key: &ConversationKey, msg_ref: &MessageRef)
     -> Result<(), ChannelError>;

@@ -12,7 +12,7 @@ use switchboard_channel::{
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
-use crate::config::{DraftTransport, Mode, TelegramConfig};
+use crate::config::{Mode, TelegramConfig};
 use crate::{poll, webhook};
 
 /// Longest message Telegram accepts, in UTF-16 code units after entity parsing.
@@ -37,7 +37,7 @@ impl TelegramChannel {
     /// `Ok(false)` when `draft_transport` is not `"draft"`, the chat is not private, or
     /// drafts failed once before: the caller then streams with [`Channel::send`] and
     /// [`Channel::edit`]. The final answer must always be posted with `send`, since a draft
-    /// disappears. Not reachable through the `Channel` trait yet.
+    /// disappears. The core reaches it through [`Channel::draft`].
     pub async fn send_draft(
         &self,
         key: &ConversationKey,
@@ -78,19 +78,21 @@ impl Channel for TelegramChannel {
         }
     }
 
+    async fn draft(
+        &self,
+        key: &ConversationKey,
+        draft_id: u64,
+        msg: &Outbound,
+    ) -> Result<bool, ChannelError> {
+        self.send_draft(key, draft_id, msg).await
+    }
+
     async fn start(
         &self,
         sink: Arc<dyn EventSink>,
         shutdown: CancellationToken,
     ) -> Result<(), ChannelError> {
         let client = Arc::clone(&self.client);
-        if client.config.draft_transport == DraftTransport::Draft {
-            tracing::info!(
-                channel = %client.name,
-                "draft_transport = \"draft\": the core streams through send/edit until the \
-                 channel API can ask for drafts; edit-in-place is used"
-            );
-        }
         match client.config.mode {
             Mode::Polling => poll::run(client, sink, shutdown).await,
             Mode::Webhook => webhook::register(client, shutdown).await,
