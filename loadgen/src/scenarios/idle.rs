@@ -1,0 +1,62 @@
+//! Idle: Telegram polling, Slack authenticated, one browser session on the web chat's
+//! socket, no messages; the gateway's RSS after a fixed wait.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use futures::StreamExt;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+
+use super::{Env, launch, mb, note};
+use crate::child::GatewayProcess;
+use crate::report::{Measurement, Target};
+
+/// One run.
+pub async fn run(env: &Env) -> anyhow::Result<Vec<Measurement>> {
+    let running = launch(env, 300).await?;
+    let socket = open_web_session(&running.gateway).await?;
+    let wait = env.settings.idle_wait_secs;
+    tokio::time::sleep(Duration::from_secs(wait)).await;
+    let rss = mb(running.gateway.rss_kb()?);
+    let polls = running.stands.telegram.calls_to("getUpdates").len();
+    socket.abort();
+    note(format!(
+        "idle: RSS {rss:.2} MB after {wait} s ({polls} getUpdates long polls)"
+    ));
+    Ok(vec![
+        Measurement::new(
+            "idle",
+            format!("RSS after {wait} s, Telegram + Slack + web connected"),
+            "MB",
+            rss,
+        )
+        .target(Target::AtMost(15.0)),
+    ])
+}
+
+/// Do what a browser does: load the page (which sets the session cookie), then open the
+/// WebSocket with that cookie and the page's origin. The socket is read (and so kept alive,
+/// pings answered) by a task until it is aborted.
+async fn open_web_session(gateway: &GatewayProcess) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let base = gateway.base_url();
+    let page = reqwest::get(format!("{base}/")).await?;
+    let cookies: Vec<String> = page
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter_map(|v| v.split(';').next())
+        .map(str::to_owned)
+        .collect();
+    let mut request = format!("ws://127.0.0.1:{}/ws", gateway.port()).into_client_request()?;
+    let headers = request.headers_mut();
+    headers.insert("origin", HeaderValue::from_str(&base)?);
+    headers.insert("cookie", HeaderValue::from_str(&cookies.join("; "))?);
+    let (mut socket, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .context("opening the web chat socket")?;
+    Ok(tokio::spawn(async move {
+        while let Some(Ok(_)) = socket.next().await {}
+    }))
+}
