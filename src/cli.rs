@@ -38,6 +38,51 @@ pub enum Command {
     Approvals(ApprovalsArgs),
     /// Ask a running gateway's /readyz; exit 0 when ready, 1 otherwise (Docker HEALTHCHECK).
     Healthcheck(HealthcheckArgs),
+    /// List, search or forget remembered facts.
+    Memory(MemoryArgs),
+}
+
+/// `switchboard memory` options.
+#[derive(Debug, Args)]
+pub struct MemoryArgs {
+    /// Config file, for the database URL.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub action: MemoryAction,
+}
+
+/// `switchboard memory` actions. Scopes look like `conv:<channel:chat[:thread]>` or
+/// `user:<channel>:<user id>`.
+#[derive(Debug, Subcommand)]
+pub enum MemoryAction {
+    /// The newest memories, optionally of one scope.
+    List {
+        /// Only this scope.
+        #[arg(long)]
+        scope: Option<String>,
+        /// How many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Full-text search within one scope.
+    Search {
+        /// Scope to search.
+        #[arg(long)]
+        scope: String,
+        /// Words to look for.
+        query: String,
+    },
+    /// Forget one key, or the whole scope without --key.
+    Forget {
+        /// Scope.
+        #[arg(long)]
+        scope: String,
+        /// Key to forget.
+        #[arg(long)]
+        key: Option<String>,
+    },
 }
 
 /// `switchboard healthcheck` options.
@@ -255,6 +300,48 @@ pub async fn healthcheck(args: HealthcheckArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// `switchboard memory`.
+pub async fn memory(args: MemoryArgs) -> anyhow::Result<ExitCode> {
+    let config = args.config.load()?;
+    let store = store::connect(&config.gateway.database_url).await?;
+    let shown = match args.action {
+        MemoryAction::List { scope, limit } => store.memories(scope.as_deref(), limit).await?,
+        MemoryAction::Search { scope, query } => store.recall(&scope, &query, 20).await?,
+        MemoryAction::Forget {
+            scope,
+            key: Some(key),
+        } => {
+            let existed = store.forget(&scope, &key).await?;
+            println!(
+                "{}",
+                if existed {
+                    "forgotten"
+                } else {
+                    "no such memory"
+                }
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        MemoryAction::Forget { scope, key: None } => {
+            println!("forgot {} memories", store.forget_scope(&scope).await?);
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    if shown.is_empty() {
+        println!("no memories");
+    }
+    for m in shown {
+        println!(
+            "{}  {}  [{}]  {}",
+            m.scope,
+            m.key,
+            m.category,
+            m.content.replace('\n', " ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn scrubber(config: &Config) -> std::sync::Arc<crate::scrub::Scrubber> {

@@ -15,6 +15,7 @@ async fn main() -> ExitCode {
         Command::Audit(args) => switchboard::cli::audit(args).await,
         Command::Approvals(args) => switchboard::cli::approvals(args).await,
         Command::Healthcheck(args) => switchboard::cli::healthcheck(args).await,
+        Command::Memory(args) => switchboard::cli::memory(args).await,
     };
     match result {
         Ok(code) => code,

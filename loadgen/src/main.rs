@@ -52,14 +52,16 @@ struct Args {
     /// Conversations: how many distinct conversations.
     #[arg(long, default_value_t = 10_000)]
     conversations: u64,
-    /// Conversations: first messages per second.
-    #[arg(long, default_value_t = 1_000.0)]
+    /// Conversations: first messages per second (one the gateway keeps up with on 2 cores, so
+    /// the peak is N idle conversations rather than a backlog).
+    #[arg(long, default_value_t = 150.0)]
     conversation_rate: f64,
-    /// Conversations: the gateway's `conversation_idle_secs`.
-    #[arg(long, default_value_t = 20)]
+    /// Conversations: the gateway's `conversation_idle_secs` (longer than sending N takes, so
+    /// all N are live at the peak; the actors retire this long after their answer).
+    #[arg(long, default_value_t = 75)]
     conversation_idle_secs: u64,
     /// Soak: seconds of steady traffic after the conversations went idle.
-    #[arg(long, default_value_t = 120)]
+    #[arg(long, default_value_t = 90)]
     soak_secs: u64,
     /// Soak: messages per second (replies into the conversations' threads).
     #[arg(long, default_value_t = 50.0)]

@@ -398,3 +398,54 @@ async fn a_fact_is_recalled_after_a_restart_on_postgres_too() {
     second.shutdown().await;
     drop_postgres(&url).await;
 }
+
+#[test]
+fn the_operator_lists_searches_and_forgets_memories_from_the_command_line() {
+    let bin = env!("CARGO_BIN_EXE_switchboard");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\ndatabase_url = \"sqlite://{}/m.db\"\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = store::connect(&format!("sqlite://{}/m.db", dir.path().display()))
+            .await
+            .unwrap();
+        let m = Memory {
+            scope: "conv:web:s1".into(),
+            key: "pet".into(),
+            content: FACT.into(),
+            category: "core".into(),
+            updated_at: 1,
+        };
+        store.remember(&m, false).await.unwrap();
+    });
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(bin)
+            .arg("memory")
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(run(&["list"]).contains("called Miso"));
+    assert!(run(&["search", "--scope", "conv:web:s1", "cat"]).contains("pet"));
+    assert_eq!(
+        run(&["forget", "--scope", "conv:web:s1", "--key", "pet"]).trim(),
+        "forgotten"
+    );
+    assert!(run(&["list"]).contains("no memories"));
+}
