@@ -7,6 +7,7 @@ mod config;
 mod helpers;
 mod leak;
 mod memory;
+mod memory_store;
 mod providers;
 mod selfhost;
 mod slack;

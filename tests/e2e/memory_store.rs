@@ -1,0 +1,129 @@
+//! Memory at the store and operator level: recall ranking and scope isolation on both
+//! databases, and the `switchboard memory` command.
+
+use std::sync::Arc;
+
+use switchboard::store::{self, Memory, Store};
+
+use crate::helpers::{drop_postgres, postgres_url, sqlite_store};
+
+const FACT: &str = "My cat is called Miso and she likes turquoise blankets.";
+
+async fn recall_contract(store: Arc<dyn Store>) {
+    let m = |scope: &str, key: &str, content: &str| Memory {
+        scope: scope.into(),
+        key: key.into(),
+        content: content.into(),
+        category: "core".into(),
+        updated_at: 1,
+    };
+    store
+        .remember(&m("conv:a", "pet", "The cat is called Miso"), false)
+        .await
+        .unwrap();
+    store
+        .remember(&m("conv:a", "os", "The server runs Debian"), false)
+        .await
+        .unwrap();
+    store
+        .remember(&m("conv:b", "pet", "The dog is called Rex"), false)
+        .await
+        .unwrap();
+    assert!(
+        !store
+            .remember(&m("conv:a", "pet", "ignored"), true)
+            .await
+            .unwrap(),
+        "only_new keeps the first"
+    );
+    let found = store
+        .recall("conv:a", "what is the cat called?", 5)
+        .await
+        .unwrap();
+    assert_eq!(found[0].content, "The cat is called Miso");
+    assert!(found.iter().all(|f| f.scope == "conv:a"));
+    assert!(
+        store.recall("conv:a", "Rex", 5).await.unwrap().is_empty(),
+        "no crossing scopes"
+    );
+    assert!(
+        store
+            .recall("conv:a", "\"); DROP TABLE memories; --", 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store
+        .remember(&m("conv:a", "pet", "The cat is called Luna now"), false)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.recall("conv:a", "cat", 5).await.unwrap()[0].content,
+        "The cat is called Luna now"
+    );
+    assert!(store.forget("conv:a", "pet").await.unwrap());
+    assert!(store.recall("conv:a", "cat", 5).await.unwrap().is_empty());
+    assert_eq!(store.forget_scope("conv:a").await.unwrap(), 1);
+    assert_eq!(store.memories(None, 10).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn recall_ranks_within_a_scope_on_both_databases() {
+    let dir = tempfile::tempdir().unwrap();
+    recall_contract(sqlite_store(&dir).await).await;
+    if let Some(url) = postgres_url().await {
+        recall_contract(store::connect(&url).await.unwrap()).await;
+        drop_postgres(&url).await;
+    }
+}
+
+#[test]
+fn the_operator_lists_searches_and_forgets_memories_from_the_command_line() {
+    let bin = env!("CARGO_BIN_EXE_switchboard");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\ndatabase_url = \"sqlite://{}/m.db\"\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = store::connect(&format!("sqlite://{}/m.db", dir.path().display()))
+            .await
+            .unwrap();
+        let m = Memory {
+            scope: "conv:web:s1".into(),
+            key: "pet".into(),
+            content: FACT.into(),
+            category: "core".into(),
+            updated_at: 1,
+        };
+        store.remember(&m, false).await.unwrap();
+    });
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(bin)
+            .arg("memory")
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(run(&["list"]).contains("called Miso"));
+    assert!(run(&["search", "--scope", "conv:web:s1", "cat"]).contains("pet"));
+    assert_eq!(
+        run(&["forget", "--scope", "conv:web:s1", "--key", "pet"]).trim(),
+        "forgotten"
+    );
+    assert!(run(&["list"]).contains("no memories"));
+}
