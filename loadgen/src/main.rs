@@ -155,7 +155,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     report.add(vec![
         Measurement::new(
             "binary",
-            format!("size of {}", args.bin.display()),
+            "release binary size (stat of --bin)",
             "MiB",
             binary.len() as f64 / 1_048_576.0,
         )

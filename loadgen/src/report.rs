@@ -28,10 +28,10 @@ impl Target {
             return "met".into();
         }
         let by = median - goal;
-        let pct = if goal.abs() > 0.0 {
-            format!(" ({:+.0}%)", by / goal * 100.0)
-        } else {
-            String::new()
+        let pct = match by / goal * 100.0 {
+            p if !p.is_finite() => String::new(),
+            p if p.abs() < 10.0 => format!(" ({p:+.1}%)"),
+            p => format!(" ({p:+.0}%)"),
         };
         format!("MISSED by {}{pct}", fmt_num(by.abs()))
     }
@@ -163,6 +163,10 @@ mod tests {
             "MISSED by 5000 (-50%)"
         );
         assert_eq!(Target::AtMost(15.0).verdict(12.0), "met");
+        assert_eq!(
+            Target::AtLeast(10_000.0).verdict(9_959.0),
+            "MISSED by 41 (-0.4%)"
+        );
     }
 
     #[test]
