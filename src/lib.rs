@@ -18,6 +18,8 @@
 //! - [`gateway`]: wires all of it together and shuts it down in order.
 //! - [`cli`]: the `switchboard` command's subcommands.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod agent;
 pub mod channels;
 pub mod cli;
