@@ -154,6 +154,71 @@ struct Decoder {
     finished: bool,
 }
 
+impl Decoder {
+    /// A `tool_use` block opens: its arguments arrive as JSON fragments.
+    fn start_tool(&mut self, index: u64, block: &Value) {
+        self.tools.insert(
+            index,
+            PartialTool {
+                id: block["id"].as_str().unwrap_or_default().to_owned(),
+                name: block["name"].as_str().unwrap_or_default().to_owned(),
+                json: String::new(),
+            },
+        );
+    }
+
+    /// Text for the draft, or one more fragment of a tool call's arguments.
+    fn delta(&mut self, index: u64, delta: &Value, out: &mut Vec<StreamEvent>) {
+        match delta["type"].as_str() {
+            Some("text_delta") => {
+                let text = delta["text"].as_str().unwrap_or_default();
+                if !text.is_empty() {
+                    out.push(StreamEvent::TextDelta(text.to_owned()));
+                }
+            }
+            Some("input_json_delta") => {
+                if let Some(tool) = self.tools.get_mut(&index) {
+                    tool.json
+                        .push_str(delta["partial_json"].as_str().unwrap_or_default());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A block closes; a finished tool call is emitted whole (unparseable arguments stay a
+    /// string so the tool's schema check reports them to the model).
+    fn stop_block(&mut self, index: u64, out: &mut Vec<StreamEvent>) {
+        if let Some(tool) = self.tools.remove(&index) {
+            let args = if tool.json.trim().is_empty() {
+                json!({})
+            } else {
+                serde_json::from_str(&tool.json).unwrap_or(Value::String(tool.json))
+            };
+            out.push(StreamEvent::ToolCall(ToolCall {
+                id: tool.id,
+                name: tool.name,
+                args,
+            }));
+        }
+    }
+
+    /// The stop reason and the output token count.
+    fn message_delta(&mut self, v: &Value) {
+        if let Some(reason) = v["delta"]["stop_reason"].as_str() {
+            self.stop = Some(match reason {
+                "end_turn" | "stop_sequence" => StopReason::EndTurn,
+                "tool_use" => StopReason::ToolUse,
+                "max_tokens" => StopReason::MaxTokens,
+                other => StopReason::Other(other.to_owned()),
+            });
+        }
+        if let Some(n) = v["usage"]["output_tokens"].as_u64() {
+            self.usage.output_tokens = n;
+        }
+    }
+}
+
 impl SseDecoder for Decoder {
     fn on_event(
         &mut self,
@@ -178,58 +243,11 @@ impl SseDecoder for Decoder {
                     v["message"]["usage"]["input_tokens"].as_u64().unwrap_or(0);
             }
             "content_block_start" if v["content_block"]["type"] == "tool_use" => {
-                let block = &v["content_block"];
-                self.tools.insert(
-                    index,
-                    PartialTool {
-                        id: block["id"].as_str().unwrap_or_default().to_owned(),
-                        name: block["name"].as_str().unwrap_or_default().to_owned(),
-                        json: String::new(),
-                    },
-                );
+                self.start_tool(index, &v["content_block"]);
             }
-            "content_block_delta" => match v["delta"]["type"].as_str() {
-                Some("text_delta") => {
-                    let text = v["delta"]["text"].as_str().unwrap_or_default();
-                    if !text.is_empty() {
-                        out.push(StreamEvent::TextDelta(text.to_owned()));
-                    }
-                }
-                Some("input_json_delta") => {
-                    if let Some(tool) = self.tools.get_mut(&index) {
-                        tool.json
-                            .push_str(v["delta"]["partial_json"].as_str().unwrap_or_default());
-                    }
-                }
-                _ => {}
-            },
-            "content_block_stop" => {
-                if let Some(tool) = self.tools.remove(&index) {
-                    let args = if tool.json.trim().is_empty() {
-                        json!({})
-                    } else {
-                        serde_json::from_str(&tool.json).unwrap_or(Value::String(tool.json))
-                    };
-                    out.push(StreamEvent::ToolCall(ToolCall {
-                        id: tool.id,
-                        name: tool.name,
-                        args,
-                    }));
-                }
-            }
-            "message_delta" => {
-                if let Some(reason) = v["delta"]["stop_reason"].as_str() {
-                    self.stop = Some(match reason {
-                        "end_turn" | "stop_sequence" => StopReason::EndTurn,
-                        "tool_use" => StopReason::ToolUse,
-                        "max_tokens" => StopReason::MaxTokens,
-                        other => StopReason::Other(other.to_owned()),
-                    });
-                }
-                if let Some(n) = v["usage"]["output_tokens"].as_u64() {
-                    self.usage.output_tokens = n;
-                }
-            }
+            "content_block_delta" => self.delta(index, &v["delta"], out),
+            "content_block_stop" => self.stop_block(index, out),
+            "message_delta" => self.message_delta(&v),
             "message_stop" => {
                 self.finished = true;
                 out.push(StreamEvent::Done {

@@ -1,0 +1,207 @@
+//! The draft renderer: turns a turn's `AgentEvent`s into one live message that grows as the
+//! answer streams (throttled, coalesced), then into the final answer, split to the
+//! platform's limit. Channel-agnostic: it only sees `Channel` and its `Limits`.
+
+mod finish;
+mod flush;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use switchboard_channel::{Button, Channel, ChannelError, ConversationKey, Limits, MessageRef};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::agent::AgentEvent;
+use crate::governor::Governor;
+use crate::scrub::Scrubber;
+
+/// Generic patterns only, for drafts built without the config's secrets.
+static DEFAULT_SCRUBBER: std::sync::LazyLock<Arc<Scrubber>> =
+    std::sync::LazyLock::new(|| Arc::new(Scrubber::default()));
+
+/// Text that clears progress lines when it appears in the stream; never shown to users.
+pub const CLEAR_SENTINEL: &str = "\x00CLEAR\x00";
+
+/// Called with every message posted so far, so a restart edits them instead of reposting.
+pub type PostedHook = Box<dyn Fn(Vec<MessageRef>) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// How eagerly drafts are edited.
+#[derive(Clone, Copy, Debug)]
+pub struct DraftSettings {
+    /// New characters needed before an intermediate edit.
+    pub chunk_min_chars: usize,
+    /// Minimum time between two edits (the channel's own minimum applies too).
+    pub min_interval: Duration,
+}
+
+/// What the renderer did, for logs, metrics and tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DraftOutcome {
+    /// Messages holding the final answer, in order.
+    pub messages: Vec<MessageRef>,
+    /// New messages posted.
+    pub sends: u32,
+    /// Edits made.
+    pub edits: u32,
+    /// Updates folded into a later edit instead of being sent.
+    pub coalesced: u32,
+    /// Platform 429s met.
+    pub rate_limited: u32,
+}
+
+/// One live answer in one conversation.
+pub struct Draft {
+    channel: Arc<dyn Channel>,
+    key: ConversationKey,
+    limits: Limits,
+    settings: DraftSettings,
+    on_posted: Option<PostedHook>,
+    answer: String,
+    /// Progress lines by tool call id.
+    progress: Vec<(String, String)>,
+    shown: String,
+    last_edit: Option<Instant>,
+    paused_until: Option<Instant>,
+    out: DraftOutcome,
+    /// Nothing reaches the chat unscrubbed.
+    scrubber: Arc<Scrubber>,
+    /// Buttons for the last message of the final answer.
+    buttons: Vec<Button>,
+    /// The chat's shared send/edit budget.
+    governor: Option<Arc<Governor>>,
+    /// Id of this answer's ephemeral draft while the channel accepts drafts; `None` once it
+    /// said no (or failed), and the draft is a real message edited in place.
+    draft_id: Option<u64>,
+}
+
+impl Draft {
+    /// A draft for `key`; `resume` holds messages an earlier attempt at this answer posted.
+    pub fn new(
+        channel: Arc<dyn Channel>,
+        key: ConversationKey,
+        settings: DraftSettings,
+        resume: Vec<MessageRef>,
+        on_posted: Option<PostedHook>,
+    ) -> Self {
+        let limits = channel.limits_for(&key);
+        Self {
+            channel,
+            key,
+            limits,
+            settings,
+            on_posted,
+            answer: String::new(),
+            progress: Vec::new(),
+            shown: String::new(),
+            last_edit: None,
+            paused_until: None,
+            out: DraftOutcome {
+                messages: resume,
+                ..DraftOutcome::default()
+            },
+            scrubber: Arc::clone(&DEFAULT_SCRUBBER),
+            buttons: Vec::new(),
+            governor: None,
+            // Small enough for any JSON integer parser on the platform side.
+            draft_id: Some(u64::from(rand::random::<u32>() | 1)),
+        }
+    }
+
+    /// Spend from the chat's shared budget: intermediate edits only when it has room,
+    /// final parts waiting for it.
+    pub fn governed(mut self, governor: Arc<Governor>) -> Self {
+        self.governor = Some(governor);
+        self
+    }
+
+    /// Attach `buttons` to the last message of the final answer.
+    pub fn with_buttons(mut self, buttons: Vec<Button>) -> Self {
+        self.buttons = buttons;
+        self
+    }
+
+    /// Scrub with `scrubber` (which knows the configured secrets) instead of the default.
+    pub fn scrubbed(mut self, scrubber: Arc<Scrubber>) -> Self {
+        self.scrubber = scrubber;
+        self
+    }
+
+    /// Consume events until `Final` (or until the sender is dropped, which finishes with the
+    /// text so far), then deliver the final answer.
+    pub async fn drive(
+        mut self,
+        mut events: mpsc::UnboundedReceiver<AgentEvent>,
+    ) -> Result<DraftOutcome, ChannelError> {
+        loop {
+            let deadline = self.flush_deadline();
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(AgentEvent::Final(answer)) => return self.finish(&answer).await,
+                    Some(event) => {
+                        self.apply(event);
+                        self.flush_if_due().await;
+                    }
+                    None => {
+                        let answer = std::mem::take(&mut self.answer);
+                        return self.finish(&answer).await;
+                    }
+                },
+                () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                    self.flush_if_due().await;
+                }
+            }
+        }
+    }
+
+    fn apply(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::TextChunk(text) => {
+                if text.contains(CLEAR_SENTINEL) {
+                    self.progress.clear();
+                }
+                self.answer.push_str(&text.replace(CLEAR_SENTINEL, ""));
+            }
+            AgentEvent::ToolStarted {
+                id, name, summary, ..
+            } => {
+                self.progress.push((id, format!("⏳ {name}: {summary}")));
+            }
+            AgentEvent::ToolCompleted {
+                id,
+                name,
+                success,
+                duration,
+                error,
+                ..
+            } => {
+                let secs = duration.as_secs_f64();
+                let line = match (success, error) {
+                    (true, _) => format!("✅ {name} ({secs:.1} s)"),
+                    (false, e) => format!("❌ {name} ({secs:.1} s): {}", e.unwrap_or_default()),
+                };
+                match self.progress.iter_mut().find(|(pid, _)| *pid == id) {
+                    Some(slot) => slot.1 = line,
+                    None => self.progress.push((id, line)),
+                }
+            }
+            AgentEvent::ClearProgress => self.progress.clear(),
+            AgentEvent::Final(_) => {}
+        }
+    }
+
+    pub(super) fn progress_text(&self) -> String {
+        let lines: Vec<&str> = self.progress.iter().map(|(_, l)| l.as_str()).collect();
+        lines.join("\n")
+    }
+
+    pub(super) fn visible(&self) -> String {
+        let text = match (self.progress.is_empty(), self.answer.trim().is_empty()) {
+            (true, _) => self.answer.clone(),
+            (false, true) => self.progress_text(),
+            (false, false) => format!("{}\n\n{}", self.progress_text(), self.answer),
+        };
+        self.scrubber.scrub(&text).into_owned()
+    }
+}
