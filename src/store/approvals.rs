@@ -66,7 +66,7 @@ impl ApprovalCounts {
     }
 
     /// Add `n` to one status's count.
-    pub fn add(&mut self, status: ApprovalStatus, n: i64) {
+    fn add(&mut self, status: ApprovalStatus, n: i64) {
         let slot = match status {
             ApprovalStatus::Pending => &mut self.pending,
             ApprovalStatus::Approved => &mut self.approved,

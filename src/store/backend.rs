@@ -55,10 +55,14 @@ pub trait Backend: Database + sealed::Sealed {
 /// for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,  // pool and transactions run queries
 /// for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,             // bound parameters
 /// for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,      // integer columns
+/// for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
 /// for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,   // text columns
-/// for<'r> &'r str: ColumnIndex<DB::Row>,                        // rows read by column name
+/// for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+/// for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>, // text binds, named columns
 /// usize: ColumnIndex<DB::Row>,                                  // scalars and tuples
 /// ```
+///
+/// (`Option<T>` needs its own line: `sqlx` implements `Encode` for it per driver.)
 pub struct SqlStore<DB: Database> {
     pub(super) pool: Pool<DB>,
 }

@@ -1,6 +1,7 @@
 //! The memory half of the store: scoped facts with full-text search (SQLite FTS5 + BM25,
-//! PostgreSQL tsvector + ts_rank). Queries are built from the words of free text only, so
-//! no user input reaches either search syntax.
+//! PostgreSQL tsvector + ts_rank; each recall query is in its database's `Dialect`).
+//! Queries are built from the words of free text only, so no user input reaches either
+//! search syntax.
 
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
