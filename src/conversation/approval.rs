@@ -14,6 +14,7 @@ use switchboard_channel::{Button, ButtonPress, Channel, ChannelEvent, Conversati
 use super::Deps;
 use crate::agent::{Gate, GateOutcome, Resolution, Suspension};
 use crate::draft::Draft;
+use crate::ids::{ApprovalId, ApprovalStatus};
 use crate::policy::{Policy, Verdict, narrowest_rule};
 use crate::provider::{ChatMessage, ToolCall};
 use crate::store::{Approval, AuditEntry, now_ms};
@@ -38,7 +39,7 @@ pub enum Action {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApprovalButton {
     /// Approval id.
-    pub id: String,
+    pub id: ApprovalId,
     /// Requested action.
     pub action: Action,
 }
@@ -72,11 +73,8 @@ impl FromStr for ApprovalButton {
             "x" => Action::Expire,
             _ => return Err(()),
         };
-        if id.is_empty() || id.len() > 32 || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
-            return Err(());
-        }
         Ok(Self {
-            id: id.to_owned(),
+            id: id.parse().map_err(|_| ())?,
             action,
         })
     }
@@ -118,9 +116,9 @@ pub(super) async fn suspend(
     key: &ConversationKey,
     requester: &str,
     state: Suspended,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<ApprovalId> {
     let call = &state.suspension.pending;
-    let id = uuid::Uuid::new_v4().simple().to_string()[..10].to_owned();
+    let id = ApprovalId::random();
     let args = deps.scrubber.scrub(&shown_args(call)).into_owned();
     let now = now_ms();
     let approval = Approval {
@@ -131,7 +129,7 @@ pub(super) async fn suspend(
         rule: narrowest_rule(&call.name, &call.args),
         reason: state.suspension.reason.clone(),
         requester: requester.to_owned(),
-        status: "pending".into(),
+        status: ApprovalStatus::Pending,
         decided_by: None,
         prompt_ref: None,
         state: serde_json::to_string(&state)?,
@@ -243,15 +241,15 @@ pub(super) async fn decide(
     }
     let expired = internal || now_ms() > approval.expires_at;
     let (status, resolution) = match (expired, button.action) {
-        (true, _) => ("expired", Resolution::Expired),
+        (true, _) => (ApprovalStatus::Expired, Resolution::Expired),
         (false, Action::Deny) => (
-            "denied",
+            ApprovalStatus::Denied,
             Resolution::Denied {
                 by: user.id.clone(),
             },
         ),
         (false, _) => (
-            "approved",
+            ApprovalStatus::Approved,
             Resolution::Approved {
                 by: user.id.clone(),
             },
@@ -266,8 +264,7 @@ pub(super) async fn decide(
             .store
             .approval(&approval.id)
             .await?
-            .map(|a| a.status)
-            .unwrap_or_default();
+            .map_or_else(String::new, |a| a.status.to_string());
         if !internal {
             notice(format!("Already {current}.")).await;
         }
@@ -278,19 +275,19 @@ pub(super) async fn decide(
         .approval_seconds
         .with_label_values(&[] as &[&str])
         .observe(waited);
-    if button.action == Action::Always && status == "approved" {
+    if button.action == Action::Always && status == ApprovalStatus::Approved {
         deps.store
             .add_allow_rule(key, &approval.rule, &user.id, now_ms())
             .await?;
     }
     let outcome = match status {
-        "approved" if button.action == Action::Always => format!(
+        ApprovalStatus::Approved if button.action == Action::Always => format!(
             "✅ Always allowed by {} in this conversation: `{}`",
             who(user),
             approval.rule
         ),
-        "approved" => format!("✅ Approved by {}: `{}`", who(user), approval.tool),
-        "denied" => format!("🚫 Denied by {}: `{}`", who(user), approval.tool),
+        ApprovalStatus::Approved => format!("✅ Approved by {}: `{}`", who(user), approval.tool),
+        ApprovalStatus::Denied => format!("🚫 Denied by {}: `{}`", who(user), approval.tool),
         _ => format!("⌛ Expired — nobody approved `{}` in time.", approval.tool),
     };
     if !internal {
@@ -307,7 +304,7 @@ pub(super) async fn decide(
             )
             .await;
     }
-    if status != "approved" {
+    if status != ApprovalStatus::Approved {
         record_refusal(deps, &approval, status, &user.id).await;
     }
     let state: Suspended = serde_json::from_str(&approval.state)?;
@@ -318,16 +315,16 @@ fn who(user: &UserRef) -> String {
     user.name.clone().unwrap_or_else(|| user.id.clone())
 }
 
-async fn record_refusal(deps: &Deps, approval: &Approval, status: &str, by: &str) {
+async fn record_refusal(deps: &Deps, approval: &Approval, status: ApprovalStatus, by: &str) {
     let entry = AuditEntry {
         conversation: approval.conversation.clone(),
         inbox_id: None,
         tool: approval.tool.clone(),
-        call_id: approval.id.clone(),
+        call_id: approval.id.to_string(),
         args: approval.args.clone(),
         decision: format!("ask: {}", approval.reason),
-        decided_by: (status == "denied").then(|| by.to_owned()),
-        status: status.into(),
+        decided_by: (status == ApprovalStatus::Denied).then(|| by.to_owned()),
+        status: status.to_string(),
         duration_ms: 0,
         output: String::new(),
         created_at: now_ms(),
@@ -370,7 +367,7 @@ mod tests {
     fn button_payloads_round_trip_and_fit_telegram() {
         for action in [Action::Once, Action::Always, Action::Deny, Action::Expire] {
             let b = ApprovalButton {
-                id: "a1b2c3d4e5".into(),
+                id: ApprovalId::new("a1b2c3d4e5"),
                 action,
             };
             let text = b.to_string();

@@ -24,6 +24,7 @@ use crate::agent::{AgentLoop, ContextProvider, Tool};
 use crate::config::MemoryConfig;
 use crate::draft::DraftSettings;
 use crate::governor::Governor;
+use crate::ids::InboxKind;
 use crate::memory::{Recall, memory_tools, scope_for};
 use crate::metrics::Metrics;
 use crate::policy::Policy;
@@ -228,6 +229,18 @@ impl Inbox {
     }
 }
 
+/// `Control` for events that may be handled while a conversation waits for an approval
+/// (button presses, `/stop`, `/approve`, `/deny`), `Message` otherwise.
+pub fn inbox_kind(event: &ChannelEvent) -> InboxKind {
+    match event {
+        ChannelEvent::Button(_) => InboxKind::Control,
+        ChannelEvent::Message(m) => match Command::parse(&m.text) {
+            Some(Command::Stop | Command::Approve(_) | Command::Deny(_)) => InboxKind::Control,
+            _ => InboxKind::Message,
+        },
+    }
+}
+
 impl Inbox {
     fn count(&self, event: &ChannelEvent, outcome: &str) {
         let channel = event.key().channel.as_str();
@@ -247,7 +260,7 @@ impl EventSink for Inbox {
             .registry
             .deps
             .store
-            .insert_event(&event, now_ms())
+            .insert_event(&event, inbox_kind(&event), now_ms())
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "inbox insert failed; the platform will redeliver");

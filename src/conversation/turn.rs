@@ -17,6 +17,7 @@ use super::audit::AuditRecorder;
 use super::{Command, Deps};
 use crate::agent::{AgentError, AgentEvent, AgentRun, Resolution, Suspension};
 use crate::draft::{Draft, DraftOutcome, PostedHook};
+use crate::ids::ApprovalId;
 use crate::memory::{autosave, compact_if_needed, scope_for};
 use crate::provider::{ChatMessage, Role};
 use crate::store::{InboxRow, now_ms};
@@ -50,7 +51,7 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
                     turn.decide(
                         &m.user,
                         &ApprovalButton {
-                            id,
+                            id: ApprovalId::new(id),
                             action: Action::Once,
                         },
                         None,
@@ -62,7 +63,7 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
                     turn.decide(
                         &m.user,
                         &ApprovalButton {
-                            id,
+                            id: ApprovalId::new(id),
                             action: Action::Deny,
                         },
                         None,

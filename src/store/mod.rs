@@ -1,13 +1,28 @@
-//! Storage: the durable inbox every event passes through, and conversation history.
-//! One `Store` trait, one implementation per database (SQLite embedded, PostgreSQL for
-//! replicas); both share their SQL through `shared.rs` and pass one contract test suite.
+//! Storage: the durable inbox every event passes through, conversation history, approvals,
+//! the audit log and memories. One `Store` trait (the seam the core sees), one
+//! implementation: [`SqlStore<DB>`], whose queries are written once as ordinary generic
+//! functions over a `sqlx` pool and run on SQLite (embedded default) or PostgreSQL
+//! (replicas). What differs between the two, the row-lock clause of a claim and the
+//! full-text recall query, is a [`Dialect`] value per database; both pass one contract
+//! suite (`tests/e2e/store_contract.rs`).
+//!
+//! Layout:
+//! - `mod.rs`: the `Store` trait, inbox types, [`connect`].
+//! - `backend.rs`: [`Dialect`], the sealed [`Backend`] trait, [`SqlStore`].
+//! - `sqlite.rs`, `postgres.rs`: connecting and each database's dialect.
+//! - `inbox.rs`: `Store` for `SqlStore` (insert, claim under a lease, finish, counts).
+//! - `history.rs`: history reads and the atomic history writes.
+//! - `approvals.rs`, `audit.rs`, `memory.rs`: each half-trait, its types and its SQL.
+//! - `rows.rs`: selected rows as records, converted to the types above.
 
 mod approvals;
 mod audit;
+mod backend;
+mod history;
+mod inbox;
 mod memory;
-mod memory_impl;
 mod postgres;
-mod shared;
+mod rows;
 mod sqlite;
 
 use std::sync::Arc;
@@ -16,12 +31,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
-pub use approvals::{Approval, ApprovalStore};
+pub use approvals::{Approval, ApprovalCounts, ApprovalStore};
 pub use audit::{AuditEntry, AuditLog};
+pub use backend::{Backend, Dialect, SqlStore};
 pub use memory::{Memory, MemoryStore, search_words};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
+use crate::ids::InboxKind;
 use crate::provider::ChatMessage;
 
 /// Why a store call failed.
@@ -76,8 +93,14 @@ pub struct InboxCounts {
 /// Durable state. Time is passed in (Unix ms) so leases behave alike on both databases.
 #[async_trait]
 pub trait Store: AuditLog + ApprovalStore + MemoryStore + Send + Sync {
-    /// Store a new event; a redelivery of a stored event is reported as `Duplicate`.
-    async fn insert_event(&self, event: &ChannelEvent, now_ms: i64) -> Result<Insert, StoreError>;
+    /// Store a new event of the given kind (classified by the caller); a redelivery of a
+    /// stored event is reported as `Duplicate`.
+    async fn insert_event(
+        &self,
+        event: &ChannelEvent,
+        kind: InboxKind,
+        now_ms: i64,
+    ) -> Result<Insert, StoreError>;
 
     /// Claim the oldest unfinished event of `key` for `owner` until `now_ms + lease`.
     /// Rows another live owner holds, and rows queued behind them, are left alone. With
@@ -148,19 +171,6 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Store>, StoreError> {
         Ok(Arc::new(PostgresStore::connect(url).await?))
     } else {
         Ok(Arc::new(SqliteStore::connect(url).await?))
-    }
-}
-
-/// `control` for events that may be handled while a conversation waits for an approval
-/// (button presses, `/stop`, `/approve`, `/deny`), `message` otherwise.
-pub fn event_kind(event: &ChannelEvent) -> &'static str {
-    use crate::conversation::Command;
-    match event {
-        ChannelEvent::Button(_) => "control",
-        ChannelEvent::Message(m) => match Command::parse(&m.text) {
-            Some(Command::Stop | Command::Approve(_) | Command::Deny(_)) => "control",
-            _ => "message",
-        },
     }
 }
 
