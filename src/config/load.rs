@@ -1,5 +1,6 @@
 //! Reading the config file: environment overrides applied to the TOML document, then one
-//! typed parse whose errors name file, line, column and key, then checks serde cannot express.
+//! typed parse whose errors name file, line, column and key, then checks serde cannot express
+//! (the core's own, and every channel's `validate()`), located in the file by their key.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -110,6 +111,9 @@ pub fn parse(
     let config = typed_parse(&text, &overridden).map_err(|p| invalid(vec![p]))?;
     let mut problems = validate(&config);
     for problem in &mut problems {
+        if problem.position.is_none() {
+            problem.position = super::locate::position(&text, &problem.key);
+        }
         if let Some((_, var)) = overridden
             .iter()
             .find(|(path, _)| problem.key.starts_with(path.as_str()))
@@ -175,7 +179,7 @@ fn apply_override(doc: &mut DocumentMut, var: &str, value: &str) -> Result<Strin
     Ok(path.join("."))
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
@@ -255,17 +259,6 @@ fn validate(config: &Config) -> Vec<Problem> {
             }
         }
     }
-    for name in config.channels.keys() {
-        let ok = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-        if !ok {
-            problem(
-                &format!("channels.{name}"),
-                "channel names use a-z, 0-9, - and _ only".into(),
-            );
-        }
-    }
+    problems.extend(super::channels::problems(config));
     problems
 }

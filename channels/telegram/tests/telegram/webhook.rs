@@ -27,7 +27,7 @@ async fn webhook(sink: Arc<RecordingSink>) -> Webhook {
     let mut config = config_for(&fake);
     config.mode = Mode::Webhook;
     config.webhook_url = Some(HOOK_URL.into());
-    config.secret_token = Some(SECRET.into());
+    config.secret_token = SECRET.into();
     let channel = Arc::new(TelegramChannel::new("telegram", config).expect("valid config"));
     let routes = channel
         .routes(Arc::clone(&sink) as Arc<dyn EventSink>)
