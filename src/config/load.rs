@@ -196,6 +196,37 @@ fn validate(config: &Config) -> Vec<Problem> {
             message,
         })
     };
+    server_problems(config, &mut problem);
+    provider_problems(config, &mut problem);
+    if config.agent.max_tool_iterations == 0 {
+        problem("agent.max_tool_iterations", "must be at least 1".into());
+    }
+    for tool in &config.tools.enabled {
+        if !super::TOOL_NAMES.contains(&tool.as_str()) {
+            let known = super::TOOL_NAMES.join(", ");
+            problem(
+                "tools.enabled",
+                format!("unknown tool {tool:?}; known: {known}"),
+            );
+        }
+    }
+    for (list, patterns) in [
+        ("deny", &config.policy.deny),
+        ("ask", &config.policy.ask),
+        ("allow", &config.policy.allow),
+    ] {
+        for pattern in patterns {
+            if let Err(e) = crate::policy::validate_pattern(pattern) {
+                problem(&format!("policy.{list}"), format!("{pattern:?}: {e}"));
+            }
+        }
+    }
+    problems.extend(super::channels::problems(config));
+    problems
+}
+
+/// `[gateway]`: the listen address, the database URL, the instance id.
+fn server_problems(config: &Config, problem: &mut impl FnMut(&str, String)) {
     if config.gateway.listen.parse::<SocketAddr>().is_err() {
         problem(
             "gateway.listen",
@@ -218,6 +249,10 @@ fn validate(config: &Config) -> Vec<Problem> {
     if config.gateway.instance_id.is_empty() {
         problem("gateway.instance_id", "must not be empty".into());
     }
+}
+
+/// `[provider]`: a usable URL and model, and what Anthropic insists on.
+fn provider_problems(config: &Config, problem: &mut impl FnMut(&str, String)) {
     let base = config.provider.base_url();
     if !(base.starts_with("http://") || base.starts_with("https://")) {
         problem(
@@ -234,31 +269,4 @@ fn validate(config: &Config) -> Vec<Problem> {
             "Anthropic requires max_tokens > 0".into(),
         );
     }
-    if config.agent.max_tool_iterations == 0 {
-        problem("agent.max_tool_iterations", "must be at least 1".into());
-    }
-    for tool in &config.tools.enabled {
-        if !super::TOOL_NAMES.contains(&tool.as_str()) {
-            problem(
-                "tools.enabled",
-                format!(
-                    "unknown tool {tool:?}; known: {}",
-                    super::TOOL_NAMES.join(", ")
-                ),
-            );
-        }
-    }
-    for (list, patterns) in [
-        ("deny", &config.policy.deny),
-        ("ask", &config.policy.ask),
-        ("allow", &config.policy.allow),
-    ] {
-        for pattern in patterns {
-            if let Err(e) = crate::policy::validate_pattern(pattern) {
-                problem(&format!("policy.{list}"), format!("{pattern:?}: {e}"));
-            }
-        }
-    }
-    problems.extend(super::channels::problems(config));
-    problems
 }
