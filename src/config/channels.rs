@@ -45,6 +45,14 @@ impl ChannelConfig {
             Self::Discord(_) => "discord",
             #[cfg(feature = "web")]
             Self::Web(_) => "web",
+            // Built without any platform: there is no value to match.
+            #[cfg(not(any(
+                feature = "slack",
+                feature = "telegram",
+                feature = "discord",
+                feature = "web"
+            )))]
+            _ => match *self {},
         }
     }
 
@@ -59,11 +67,27 @@ impl ChannelConfig {
             Self::Discord(s) => s,
             #[cfg(feature = "web")]
             Self::Web(s) => s,
+            #[cfg(not(any(
+                feature = "slack",
+                feature = "telegram",
+                feature = "discord",
+                feature = "web"
+            )))]
+            _ => match *self {},
         }
     }
 }
 
 /// The crate type named by `kind`, deserialised from the rest of the table.
+#[cfg_attr(
+    not(any(
+        feature = "slack",
+        feature = "telegram",
+        feature = "discord",
+        feature = "web"
+    )),
+    allow(unused_variables)
+)]
 fn from_kind<'de, D: Deserializer<'de>>(kind: &str, d: D) -> Result<ChannelConfig, D::Error> {
     match kind {
         #[cfg(feature = "slack")]
