@@ -322,3 +322,26 @@ fn every_channel_secret_reaches_the_scrubber_list() {
         ]
     );
 }
+
+#[test]
+fn a_web_chat_on_a_gateway_route_or_a_telegram_webhook_path_is_refused() {
+    let msg = problems("[channels.web]\nkind = \"web\"\npath = \"/metrics\"\n", &[]);
+    assert!(
+        msg.contains(
+            "my.toml:3:1: key `channels.web.path`: route /metrics is already served by the gateway's own route"
+        ),
+        "{msg}"
+    );
+    let msg = problems(
+        "[channels.tg]\nkind = \"telegram\"\ntoken = \"1:x\"\nmode = \"webhook\"\n\
+         webhook_url = \"https://x.example/telegram/tg\"\nsecret_token = \"s\"\n\
+         [channels.web]\nkind = \"web\"\npath = \"/telegram/tg\"\n",
+        &[],
+    );
+    assert!(
+        msg.contains(
+            "key `channels.web.path`: route /telegram/tg is already served by channel `tg`"
+        ),
+        "{msg}"
+    );
+}

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// How long the harness waits for anything that should happen promptly.
-pub const PROMPTLY: Duration = Duration::from_secs(10);
+pub use switchboard_standins::sink::PROMPTLY;
 
 /// The message in a stored event, or a panic saying what it was instead.
 pub fn as_message(event: &ChannelEvent) -> &Inbound {
