@@ -194,6 +194,17 @@ pub fn check(args: ConfigArgs) -> anyhow::Result<ExitCode> {
                 config.provider.kind,
                 &*config.provider.model
             );
+            let skipped: Vec<String> = config
+                .channels
+                .iter()
+                .filter_map(|(name, c)| {
+                    let key = c.settings().missing_credential()?;
+                    Some(format!("{name} ({key} unset)"))
+                })
+                .collect();
+            if !skipped.is_empty() {
+                println!("skipped at run: {}", skipped.join(", "));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(err) => {

@@ -119,12 +119,19 @@ fn the_check_command_exits_zero_for_the_example_and_one_for_a_bad_file() {
     let bin = env!("CARGO_BIN_EXE_switchboard");
     let ok = Command::new(bin)
         .args(["check", "--config", "config/switchboard.example.toml"])
+        .env_remove("DISCORD_BOT_TOKEN")
+        .env_remove("SLACK_BOT_TOKEN")
         .output()
         .unwrap();
     assert!(
         ok.status.success(),
         "{}",
         String::from_utf8_lossy(&ok.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        stdout.contains("skipped at run: discord (token unset), slack (bot_token unset)"),
+        "{stdout}"
     );
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
