@@ -1,4 +1,10 @@
-//! The command line: `run`, `check` and `migrate`, each a thin layer over library code.
+//! The command line: `run`, `check`, `migrate`, `audit`, `approvals`, `healthcheck` and
+//! `memory`, each a thin layer over library code.
+//!
+//! Every subcommand loads the config through [`config::load`], which parses it and then runs
+//! every check, including each channel crate's own `validate()` and the route collisions
+//! between channels. So whatever `check` reports (with file, line and key), `run` refuses
+//! with the same message and exit code 1 before it binds a port or builds a channel.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -189,6 +195,17 @@ pub fn check(args: ConfigArgs) -> anyhow::Result<ExitCode> {
                 config.provider.kind,
                 &*config.provider.model
             );
+            let skipped: Vec<String> = config
+                .channels
+                .iter()
+                .filter_map(|(name, c)| {
+                    let key = c.settings().missing_credential()?;
+                    Some(format!("{name} ({key} unset)"))
+                })
+                .collect();
+            if !skipped.is_empty() {
+                println!("skipped at run: {}", skipped.join(", "));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(err) => {

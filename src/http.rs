@@ -29,12 +29,15 @@ pub struct HealthState {
     pub registry: Arc<Registry>,
 }
 
-/// The gateway's router: `/healthz`, `/readyz`, plus `extra` (channel webhooks).
+/// The gateway's own paths; a channel claiming one of them is a config error.
+pub const ROUTES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
+/// The gateway's router: [`ROUTES`], plus `extra` (channel webhooks and pages).
 pub fn router(state: HealthState, extra: Vec<Router>, max_body_bytes: usize) -> Router {
     let mut app = Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
+        .route(ROUTES[0], get(healthz))
+        .route(ROUTES[1], get(readyz))
+        .route(ROUTES[2], get(metrics))
         .with_state(state);
     for routes in extra {
         app = app.merge(routes);

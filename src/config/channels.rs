@@ -1,138 +1,217 @@
-//! `[memory]`, and per-platform `[channels.<name>]` settings as the core reads them (secrets as [`Secret`],
-//! `${VAR}` resolved); `channels.rs` turns them into each channel crate's own config.
+//! `[channels.<name>]`: `kind` picks the platform and the rest of the table is that channel
+//! crate's own settings type, deserialised straight from the file (so a bad value is reported
+//! with its file, line and key). The core holds only this enum; each crate owns its keys,
+//! their checks and its secrets (see [`ChannelSettings`]). Also the checks across channels:
+//! valid instance names and no HTTP route claimed twice.
 
-use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
 
-use super::{EnvString, Secret};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, de::value::MapAccessDeserializer};
+use switchboard_channel::{ChannelSettings, Site};
 
-/// `kind = "telegram"`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TelegramSettings {
-    /// Bot token from BotFather.
-    pub token: Secret,
-    /// Bot API base (a self-hosted Bot API server or a test stand-in may replace it).
-    #[serde(default = "default_telegram_api")]
-    pub api_url: EnvString,
-    /// `polling` (default) or `webhook`.
-    #[serde(default = "default_mode")]
-    pub mode: String,
-    /// Public HTTPS URL of `/telegram/<name>` (webhook mode).
-    pub webhook_url: Option<EnvString>,
-    /// Secret Telegram sends with every webhook call (webhook mode).
-    #[serde(default)]
-    pub secret_token: Secret,
-    /// User ids or usernames allowed to talk to the bot; `["*"]` = everyone, empty = nobody.
-    #[serde(default)]
-    pub allowed_users: Vec<String>,
-    /// In groups, answer only when mentioned, replied to, or addressed with /command@bot.
-    #[serde(default = "yes")]
-    pub require_mention_in_groups: bool,
-    /// `edit` (default) or `draft` (see the Telegram channel README).
-    #[serde(default = "default_transport")]
-    pub draft_transport: String,
-    /// Long-poll timeout of getUpdates.
-    #[serde(default = "default_poll_timeout")]
-    pub poll_timeout_secs: u32,
+use super::{Config, Problem};
+
+/// Every platform `kind`, whether or not this binary was built with it.
+pub const KINDS: &[&str] = &["slack", "telegram", "discord", "web"];
+
+/// One `[channels.<name>]` table: the platform's own settings type.
+#[derive(Debug, Clone)]
+pub enum ChannelConfig {
+    /// Slack Events API + Web API.
+    #[cfg(feature = "slack")]
+    Slack(switchboard_slack::SlackConfig),
+    /// Telegram Bot API (polling or webhook).
+    #[cfg(feature = "telegram")]
+    Telegram(switchboard_telegram::TelegramConfig),
+    /// Discord gateway + REST.
+    #[cfg(feature = "discord")]
+    Discord(switchboard_discord::DiscordConfig),
+    /// The built-in web chat page and its WebSocket.
+    #[cfg(feature = "web")]
+    Web(switchboard_web::WebConfig),
 }
 
-/// `kind = "discord"`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DiscordSettings {
-    /// Bot token from the Developer Portal.
-    pub token: Secret,
-    /// API base (a proxy or test stand-in may replace it).
-    #[serde(default = "default_discord_api")]
-    pub api_url: EnvString,
-    /// User ids allowed to talk to the bot; `["*"]` = everyone, empty = nobody.
-    #[serde(default)]
-    pub allowed_users: Vec<String>,
-    /// Guild (server) ids the bot answers in; empty = any.
-    #[serde(default)]
-    pub allowed_guilds: Vec<String>,
-    /// Channel ids the bot answers in; empty = any.
-    #[serde(default)]
-    pub allowed_channels: Vec<String>,
-    /// Channels where every message is answered, mention or not.
-    #[serde(default)]
-    pub always_on_channels: Vec<String>,
-    /// In servers, answer only when mentioned or replied to.
-    #[serde(default = "yes")]
-    pub require_mention_in_guilds: bool,
-}
-
-fn default_discord_api() -> EnvString {
-    EnvString("https://discord.com".into())
-}
-
-fn default_telegram_api() -> EnvString {
-    EnvString("https://api.telegram.org".into())
-}
-
-fn default_mode() -> String {
-    "polling".into()
-}
-
-fn default_transport() -> String {
-    "edit".into()
-}
-
-fn default_poll_timeout() -> u32 {
-    30
-}
-
-fn yes() -> bool {
-    true
-}
-
-/// Whose memories a conversation sees.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum MemoryScopeMode {
-    /// Each conversation has its own memory.
-    #[default]
-    Conversation,
-    /// A user's memories follow them across conversations of one channel.
-    User,
-}
-
-/// `[memory]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct MemoryConfig {
-    /// Recall, autosave and the memory tools.
-    pub enabled: bool,
-    /// Per conversation or per user.
-    pub scope: MemoryScopeMode,
-    /// User messages at least this long are saved automatically.
-    pub autosave_min_chars: usize,
-    /// Memories recalled before each turn.
-    pub recall_limit: usize,
-    /// Size cap of the recalled-memory system message.
-    pub recall_max_chars: usize,
-    /// Non-system messages kept before older ones are summarised.
-    pub max_history_messages: usize,
-    /// Recent messages compaction keeps verbatim.
-    pub compaction_keep_recent: usize,
-    /// Characters of older history sent to the summariser.
-    pub compaction_source_chars: usize,
-    /// Longest summary kept.
-    pub summary_max_chars: usize,
-}
-
-impl Default for MemoryConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            scope: MemoryScopeMode::Conversation,
-            autosave_min_chars: 20,
-            recall_limit: 5,
-            recall_max_chars: 2000,
-            max_history_messages: 50,
-            compaction_keep_recent: 20,
-            compaction_source_chars: 12_000,
-            summary_max_chars: 2_000,
+impl ChannelConfig {
+    /// The platform name, as written in `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            #[cfg(feature = "slack")]
+            Self::Slack(_) => "slack",
+            #[cfg(feature = "telegram")]
+            Self::Telegram(_) => "telegram",
+            #[cfg(feature = "discord")]
+            Self::Discord(_) => "discord",
+            #[cfg(feature = "web")]
+            Self::Web(_) => "web",
+            // Built without any platform: there is no value to match.
+            #[cfg(not(any(
+                feature = "slack",
+                feature = "telegram",
+                feature = "discord",
+                feature = "web"
+            )))]
+            _ => match *self {},
         }
+    }
+
+    /// The settings, as every channel crate offers them to the core.
+    pub fn settings(&self) -> &dyn ChannelSettings {
+        match self {
+            #[cfg(feature = "slack")]
+            Self::Slack(s) => s,
+            #[cfg(feature = "telegram")]
+            Self::Telegram(s) => s,
+            #[cfg(feature = "discord")]
+            Self::Discord(s) => s,
+            #[cfg(feature = "web")]
+            Self::Web(s) => s,
+            #[cfg(not(any(
+                feature = "slack",
+                feature = "telegram",
+                feature = "discord",
+                feature = "web"
+            )))]
+            _ => match *self {},
+        }
+    }
+}
+
+/// The crate type named by `kind`, deserialised from the rest of the table.
+#[cfg_attr(
+    not(any(
+        feature = "slack",
+        feature = "telegram",
+        feature = "discord",
+        feature = "web"
+    )),
+    allow(unused_variables)
+)]
+fn from_kind<'de, D: Deserializer<'de>>(kind: &str, d: D) -> Result<ChannelConfig, D::Error> {
+    match kind {
+        #[cfg(feature = "slack")]
+        "slack" => Deserialize::deserialize(d).map(ChannelConfig::Slack),
+        #[cfg(feature = "telegram")]
+        "telegram" => Deserialize::deserialize(d).map(ChannelConfig::Telegram),
+        #[cfg(feature = "discord")]
+        "discord" => Deserialize::deserialize(d).map(ChannelConfig::Discord),
+        #[cfg(feature = "web")]
+        "web" => Deserialize::deserialize(d).map(ChannelConfig::Web),
+        known if KINDS.contains(&known) => Err(de::Error::custom(format!(
+            "kind {known:?}: this binary was built without the `{known}` feature"
+        ))),
+        other => Err(de::Error::unknown_variant(other, KINDS)),
+    }
+}
+
+impl<'de> Deserialize<'de> for ChannelConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(TableVisitor)
+    }
+}
+
+/// Reads `kind`, then hands the same map on to the crate's type. With `kind` first (as every
+/// example writes it) the crate's fields are read straight from the file, so errors keep their
+/// line and key; otherwise the table is buffered first and errors point at the table.
+struct TableVisitor;
+
+impl<'de> Visitor<'de> for TableVisitor {
+    type Value = ChannelConfig;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a channel table with a `kind`")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ChannelConfig, A::Error> {
+        let Some(first) = map.next_key::<String>()? else {
+            return Err(de::Error::missing_field("kind"));
+        };
+        if first == "kind" {
+            let kind: String = map.next_value()?;
+            return from_kind(&kind, MapAccessDeserializer::new(map));
+        }
+        let mut table = toml::Table::new();
+        table.insert(first, map.next_value()?);
+        while let Some(key) = map.next_key::<String>()? {
+            table.insert(key, map.next_value()?);
+        }
+        let Some(toml::Value::String(kind)) = table.remove("kind") else {
+            return Err(de::Error::missing_field("kind"));
+        };
+        from_kind(&kind, toml::Value::Table(table)).map_err(|e| de::Error::custom(e.message()))
+    }
+}
+
+impl Config {
+    /// What channel `name` is told about the gateway around it.
+    pub fn site<'a>(&'a self, name: &'a str) -> Site<'a> {
+        Site {
+            name,
+            listen: self.gateway.listen.parse().ok(),
+            data_dir: &self.gateway.data_dir,
+        }
+    }
+}
+
+/// Every problem with the channels: names, each channel's own checks, and routes two
+/// channels (or a channel and the gateway) would both mount.
+pub(super) fn problems(config: &Config) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for (name, channel) in &config.channels {
+        if !valid_name(name) {
+            problems.push(problem(
+                format!("channels.{name}"),
+                "channel names use a-z, 0-9, - and _ only",
+            ));
+        }
+        if let Err(errors) = channel.settings().validate(&config.site(name)) {
+            problems.extend(
+                errors
+                    .into_iter()
+                    .map(|e| problem(format!("channels.{name}.{}", e.key), e.message)),
+            );
+        }
+    }
+    problems.extend(route_problems(config));
+    problems
+}
+
+/// A route mounted twice would panic the router at start-up; name the later channel's key.
+fn route_problems(config: &Config) -> Vec<Problem> {
+    let mut owners: BTreeMap<String, String> = crate::http::ROUTES
+        .iter()
+        .map(|path| ((*path).to_owned(), "the gateway's own route".to_owned()))
+        .collect();
+    let mut problems = Vec::new();
+    for (name, channel) in &config.channels {
+        for route in channel.settings().http_routes(name) {
+            if let Some(owner) = owners.get(&route.path) {
+                let key = match route.key {
+                    Some(key) => format!("channels.{name}.{key}"),
+                    None => format!("channels.{name}"),
+                };
+                let message = format!("route {} is already served by {owner}", route.path);
+                problems.push(problem(key, message));
+                break;
+            }
+            owners.insert(route.path, format!("channel `{name}`"));
+        }
+    }
+    problems
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+fn problem(key: String, message: impl Into<String>) -> Problem {
+    Problem {
+        key,
+        position: None,
+        message: message.into(),
     }
 }

@@ -1,5 +1,6 @@
 //! Reading the config file: environment overrides applied to the TOML document, then one
-//! typed parse whose errors name file, line, column and key, then checks serde cannot express.
+//! typed parse whose errors name file, line, column and key, then checks serde cannot express
+//! (the core's own, and every channel's `validate()`), located in the file by their key.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -110,6 +111,9 @@ pub fn parse(
     let config = typed_parse(&text, &overridden).map_err(|p| invalid(vec![p]))?;
     let mut problems = validate(&config);
     for problem in &mut problems {
+        if problem.position.is_none() {
+            problem.position = super::locate::position(&text, &problem.key);
+        }
         if let Some((_, var)) = overridden
             .iter()
             .find(|(path, _)| problem.key.starts_with(path.as_str()))
@@ -175,7 +179,7 @@ fn apply_override(doc: &mut DocumentMut, var: &str, value: &str) -> Result<Strin
     Ok(path.join("."))
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
@@ -192,6 +196,37 @@ fn validate(config: &Config) -> Vec<Problem> {
             message,
         })
     };
+    server_problems(config, &mut problem);
+    provider_problems(config, &mut problem);
+    if config.agent.max_tool_iterations == 0 {
+        problem("agent.max_tool_iterations", "must be at least 1".into());
+    }
+    for tool in &config.tools.enabled {
+        if !super::TOOL_NAMES.contains(&tool.as_str()) {
+            let known = super::TOOL_NAMES.join(", ");
+            problem(
+                "tools.enabled",
+                format!("unknown tool {tool:?}; known: {known}"),
+            );
+        }
+    }
+    for (list, patterns) in [
+        ("deny", &config.policy.deny),
+        ("ask", &config.policy.ask),
+        ("allow", &config.policy.allow),
+    ] {
+        for pattern in patterns {
+            if let Err(e) = crate::policy::validate_pattern(pattern) {
+                problem(&format!("policy.{list}"), format!("{pattern:?}: {e}"));
+            }
+        }
+    }
+    problems.extend(super::channels::problems(config));
+    problems
+}
+
+/// `[gateway]`: the listen address, the database URL, the instance id.
+fn server_problems(config: &Config, problem: &mut impl FnMut(&str, String)) {
     if config.gateway.listen.parse::<SocketAddr>().is_err() {
         problem(
             "gateway.listen",
@@ -214,6 +249,10 @@ fn validate(config: &Config) -> Vec<Problem> {
     if config.gateway.instance_id.is_empty() {
         problem("gateway.instance_id", "must not be empty".into());
     }
+}
+
+/// `[provider]`: a usable URL and model, and what Anthropic insists on.
+fn provider_problems(config: &Config, problem: &mut impl FnMut(&str, String)) {
     let base = config.provider.base_url();
     if !(base.starts_with("http://") || base.starts_with("https://")) {
         problem(
@@ -230,42 +269,4 @@ fn validate(config: &Config) -> Vec<Problem> {
             "Anthropic requires max_tokens > 0".into(),
         );
     }
-    if config.agent.max_tool_iterations == 0 {
-        problem("agent.max_tool_iterations", "must be at least 1".into());
-    }
-    for tool in &config.tools.enabled {
-        if !super::TOOL_NAMES.contains(&tool.as_str()) {
-            problem(
-                "tools.enabled",
-                format!(
-                    "unknown tool {tool:?}; known: {}",
-                    super::TOOL_NAMES.join(", ")
-                ),
-            );
-        }
-    }
-    for (list, patterns) in [
-        ("deny", &config.policy.deny),
-        ("ask", &config.policy.ask),
-        ("allow", &config.policy.allow),
-    ] {
-        for pattern in patterns {
-            if let Err(e) = crate::policy::validate_pattern(pattern) {
-                problem(&format!("policy.{list}"), format!("{pattern:?}: {e}"));
-            }
-        }
-    }
-    for name in config.channels.keys() {
-        let ok = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-        if !ok {
-            problem(
-                &format!("channels.{name}"),
-                "channel names use a-z, 0-9, - and _ only".into(),
-            );
-        }
-    }
-    problems
 }

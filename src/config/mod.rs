@@ -1,18 +1,26 @@
 //! The configuration tree: one TOML file (plus `SWITCHBOARD__SECTION__KEY` overrides) parsed
 //! into these types at start-up. Every key has a default except the provider's model.
+//!
+//! Layout: this file holds the core's own sections; `channels` the `[channels.<name>]` enum
+//! over the channel crates' settings types; `memory` the `[memory]` section; `load` reading,
+//! overrides and the checks serde cannot express; `locate` finding a key's line for a problem
+//! found after parsing. `${VAR}` expansion and the redacting [`Secret`] live in
+//! `switchboard_channel::settings`, so core keys and channel keys resolve the same way.
 
 mod channels;
-mod expand;
 mod load;
+mod locate;
+mod memory;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Deserialize;
 
-pub use channels::{DiscordSettings, MemoryConfig, MemoryScopeMode, TelegramSettings};
-pub use expand::{EnvString, Secret, expand};
+pub use channels::{ChannelConfig, KINDS};
 pub use load::{ConfigError, Problem, load, parse};
+pub use memory::{MemoryConfig, MemoryScopeMode};
+pub use switchboard_channel::settings::{EnvString, Secret, expand};
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -279,117 +287,18 @@ impl Default for HttpFetchConfig {
     }
 }
 
-/// `[channels.<name>]`: `kind` picks the platform, the other keys are that platform's.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum ChannelConfig {
-    /// Slack Events API + Web API.
-    Slack(SlackSettings),
-    /// Telegram Bot API (polling or webhook).
-    Telegram(TelegramSettings),
-    /// Discord gateway + REST.
-    Discord(DiscordSettings),
-    /// The built-in web chat page and its WebSocket.
-    Web(WebSettings),
-}
-
-impl ChannelConfig {
-    /// The platform name, as written in `kind`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Slack(_) => "slack",
-            Self::Telegram(_) => "telegram",
-            Self::Discord(_) => "discord",
-            Self::Web(_) => "web",
-        }
-    }
-
-    /// The credential without which the channel cannot run, and its key name.
-    pub fn required_secret(&self) -> (&'static str, &Secret) {
-        match self {
-            Self::Slack(s) => ("bot_token", &s.bot_token),
-            Self::Telegram(s) => ("token", &s.token),
-            Self::Discord(s) => ("token", &s.token),
-            // Web runs without one (the token is optional on loopback); never skipped.
-            Self::Web(s) => ("access_token", &s.access_token),
-        }
-    }
-}
-
-/// `kind = "slack"`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SlackSettings {
-    /// Bot user OAuth token (`xoxb-…`).
-    pub bot_token: Secret,
-    /// App signing secret, to verify that requests come from Slack.
-    pub signing_secret: Secret,
-    /// Web API base (a test stand-in or proxy may replace it).
-    #[serde(default = "default_slack_api")]
-    pub api_url: EnvString,
-    /// User ids allowed to talk to the bot; `["*"]` = everyone, empty = nobody.
-    #[serde(default)]
-    pub allowed_users: Vec<String>,
-    /// Channel ids the bot answers in; empty = any.
-    #[serde(default)]
-    pub allowed_channels: Vec<String>,
-    /// Answer channel mentions in a thread.
-    #[serde(default = "yes")]
-    pub reply_in_thread: bool,
-}
-
-/// `kind = "web"`. Unset limits take the web channel's defaults.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WebSettings {
-    /// URL path of the page (default `/`); the socket is `<path>/ws`.
-    pub path: Option<EnvString>,
-    /// Required when `[gateway].listen` is not a loopback address.
-    #[serde(default)]
-    pub access_token: Secret,
-    /// Origins besides the page's own allowed to open the socket; empty = same origin only.
-    #[serde(default)]
-    pub allowed_origins: Vec<String>,
-    /// Longest message a person may send, in characters (default 8000).
-    pub max_message_chars: Option<usize>,
-    /// Messages per minute one browser session may send (default 30).
-    pub max_messages_per_minute: Option<u32>,
-    /// Messages each session keeps for reloads, saved under `<data_dir>/web/<name>` (default 100).
-    pub history_messages: Option<usize>,
-}
-
-fn default_slack_api() -> EnvString {
-    EnvString("https://slack.com/api".into())
-}
-
-fn yes() -> bool {
-    true
-}
-
 impl Config {
-    /// Every configured secret value, for the scrubber and for clearing tool environments.
+    /// Every configured secret value, for the scrubber and for clearing tool environments:
+    /// the provider's key and whatever each channel's settings list as secrets.
     pub fn secret_values(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .provider
-            .api_key
-            .expose()
+        let channel_secrets = self
+            .channels
+            .values()
+            .flat_map(|channel| channel.settings().secrets());
+        std::iter::once(&self.provider.api_key)
+            .chain(channel_secrets)
+            .filter_map(Secret::expose)
             .map(str::to_owned)
-            .into_iter()
-            .collect();
-        for channel in self.channels.values() {
-            match channel {
-                ChannelConfig::Slack(s) => {
-                    out.extend(s.bot_token.expose().map(str::to_owned));
-                    out.extend(s.signing_secret.expose().map(str::to_owned));
-                }
-                ChannelConfig::Web(s) => out.extend(s.access_token.expose().map(str::to_owned)),
-                ChannelConfig::Discord(s) => out.extend(s.token.expose().map(str::to_owned)),
-                ChannelConfig::Telegram(s) => {
-                    out.extend(s.token.expose().map(str::to_owned));
-                    out.extend(s.secret_token.expose().map(str::to_owned));
-                }
-            }
-        }
-        out
+            .collect()
     }
 }

@@ -77,6 +77,11 @@ fn environment_overrides_replace_keys_and_are_named_when_wrong() {
         &[
             ("SWITCHBOARD__GATEWAY__LISTEN".into(), "0.0.0.0:9999".into()),
             ("SWITCHBOARD__AGENT__MAX_TOOL_ITERATIONS".into(), "4".into()),
+            // A public address needs the web chat's token (checked when loading, not at run).
+            (
+                "SWITCHBOARD__CHANNELS__WEB__ACCESS_TOKEN".into(),
+                "tok-test".into(),
+            ),
         ],
     )
     .unwrap();
@@ -88,6 +93,11 @@ fn environment_overrides_replace_keys_and_are_named_when_wrong() {
     );
     assert!(
         msg.contains("SWITCHBOARD__STREAMING__CHUNK_MIN_CHARS"),
+        "{msg}"
+    );
+    let msg = problems(EXAMPLE, &[("SWITCHBOARD__GATEWAY__LISTEN", "0.0.0.0:9999")]);
+    assert!(
+        msg.contains("key `channels.web.access_token`: is required"),
         "{msg}"
     );
 }
@@ -109,12 +119,19 @@ fn the_check_command_exits_zero_for_the_example_and_one_for_a_bad_file() {
     let bin = env!("CARGO_BIN_EXE_switchboard");
     let ok = Command::new(bin)
         .args(["check", "--config", "config/switchboard.example.toml"])
+        .env_remove("DISCORD_BOT_TOKEN")
+        .env_remove("SLACK_BOT_TOKEN")
         .output()
         .unwrap();
     assert!(
         ok.status.success(),
         "{}",
         String::from_utf8_lossy(&ok.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        stdout.contains("skipped at run: discord (token unset), slack (bot_token unset)"),
+        "{stdout}"
     );
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
@@ -172,4 +189,166 @@ fn run_serves_health_and_stops_cleanly_on_sigterm() {
     let status = child.wait().unwrap();
     assert!(healthy, "/healthz never answered 200");
     assert!(status.success(), "exit status after SIGTERM: {status:?}");
+}
+
+/// A Telegram webhook without its secret, and two web chats on one path.
+const TWO_PROBLEMS: &str = "[gateway]\nlisten = \"127.0.0.1:0\"\n\n\
+[channels.tg]\nkind = \"telegram\"\ntoken = \"123:test-not-real\"\nmode = \"webhook\"\n\
+webhook_url = \"https://bot.example.com/telegram/tg\"\n\n\
+[channels.web1]\nkind = \"web\"\npath = \"/chat\"\n\n\
+[channels.web2]\nkind = \"web\"\npath = \"/chat\"\n";
+
+fn check(text: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("check")
+        .arg("--config")
+        .arg(&file)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn check_names_file_line_and_key_of_a_misspelt_telegram_mode() {
+    let (code, stderr) = check(
+        "[channels.tg]\nkind = \"telegram\"\ntoken = \"123:test-not-real\"\nmode = \"pollin\"\n",
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("bad.toml:4:8: key `channels.tg.mode`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("pollin") && stderr.contains("webhook"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn check_names_file_line_and_key_of_a_webhook_without_secret_and_a_duplicate_web_path() {
+    let (code, stderr) = check(TWO_PROBLEMS);
+    assert_eq!(code, Some(1), "{stderr}");
+    // The secret is absent, so its table's header (line 4) is where to add it.
+    assert!(
+        stderr.contains("bad.toml:4:1: key `channels.tg.secret_token`: is required"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("bad.toml:16:1: key `channels.web2.path`: route /chat/ is already served by channel `web1`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn run_refuses_two_web_channels_on_one_path_with_the_message_instead_of_panicking() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dup.toml");
+    let text = TWO_PROBLEMS.replace(
+        "mode = \"webhook\"\n",
+        "mode = \"webhook\"\nsecret_token = \"s3cret\"\n",
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("run")
+        .arg("--config")
+        .arg(&file)
+        .env(
+            "SWITCHBOARD__GATEWAY__DATABASE_URL",
+            format!("sqlite://{}/sb.db", dir.path().display()),
+        )
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("key `channels.web2.path`: route /chat/ is already served"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn a_channel_secret_from_a_missing_variable_names_the_key_and_its_line() {
+    let msg = problems(
+        "[channels.tg]\nkind = \"telegram\"\ntoken = \"${SWITCHBOARD_TEST_SURELY_UNSET}\"\n",
+        &[],
+    );
+    assert!(
+        msg.starts_with("my.toml:3:9: key `channels.tg.token`")
+            && msg.contains("SWITCHBOARD_TEST_SURELY_UNSET"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_channel_table_with_kind_last_still_parses_and_unknown_kinds_list_the_known_ones() {
+    let text = "[channels.tg]\ntoken = \"123:test-not-real\"\nmode = \"webhook\"\n\
+                webhook_url = \"https://x.example/telegram/tg\"\nsecret_token = \"s\"\n\
+                kind = \"telegram\"\n";
+    let config = config::parse(text, "t", &[]).unwrap();
+    assert_eq!(config.channels["tg"].kind(), "telegram");
+    let msg = problems("[channels.x]\nkind = \"irc\"\n", &[]);
+    assert!(
+        msg.contains("key `channels.x`") && msg.contains("irc") && msg.contains("telegram"),
+        "{msg}"
+    );
+    let msg = problems("[channels.tg]\nkind = \"telegram\"\ntokn = \"1:x\"\n", &[]);
+    assert!(
+        msg.starts_with("my.toml:3:1: key `channels.tg.tokn`"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn every_channel_secret_reaches_the_scrubber_list() {
+    let text = "[provider]\napi_key = \"sk-test-0\"\n\
+                [channels.tg]\nkind = \"telegram\"\ntoken = \"123:tg-token-test\"\n\
+                secret_token = \"tg-hook-secret\"\n\
+                [channels.slack]\nkind = \"slack\"\nbot_token = \"xoxb-test\"\n\
+                signing_secret = \"slack-signing-test\"\n\
+                [channels.discord]\nkind = \"discord\"\ntoken = \"discord-token-test\"\n\
+                [channels.web]\nkind = \"web\"\naccess_token = \"web-token-test\"\n";
+    let mut secrets = config::parse(text, "t", &[]).unwrap().secret_values();
+    secrets.sort();
+    assert_eq!(
+        secrets,
+        [
+            "123:tg-token-test",
+            "discord-token-test",
+            "sk-test-0",
+            "slack-signing-test",
+            "tg-hook-secret",
+            "web-token-test",
+            "xoxb-test",
+        ]
+    );
+}
+
+#[test]
+fn a_web_chat_on_a_gateway_route_or_a_telegram_webhook_path_is_refused() {
+    let msg = problems("[channels.web]\nkind = \"web\"\npath = \"/metrics\"\n", &[]);
+    assert!(
+        msg.contains(
+            "my.toml:3:1: key `channels.web.path`: route /metrics is already served by the gateway's own route"
+        ),
+        "{msg}"
+    );
+    let msg = problems(
+        "[channels.tg]\nkind = \"telegram\"\ntoken = \"1:x\"\nmode = \"webhook\"\n\
+         webhook_url = \"https://x.example/telegram/tg\"\nsecret_token = \"s\"\n\
+         [channels.web]\nkind = \"web\"\npath = \"/telegram/tg\"\n",
+        &[],
+    );
+    assert!(
+        msg.contains(
+            "key `channels.web.path`: route /telegram/tg is already served by channel `tg`"
+        ),
+        "{msg}"
+    );
 }

@@ -259,7 +259,7 @@ async fn draft_transport_streams_through_send_message_draft_and_sends_the_final_
     if let Some(switchboard::config::ChannelConfig::Telegram(t)) =
         config.channels.get_mut("telegram")
     {
-        t.draft_transport = "draft".into();
+        t.draft_transport = switchboard_telegram::DraftTransport::Draft;
     }
     let gateway = start(&config).await;
     let answer: String = (1..=12).map(|i| format!("Draft line {i}.\n")).collect();

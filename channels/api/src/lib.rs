@@ -7,14 +7,24 @@
 //! - [`render`]: the one markdown → platform renderer (Telegram HTML, Slack mrkdwn, Discord
 //!   markdown, web HTML) every channel's outgoing text goes through.
 //! - [`split`]: the limit-aware splitter every channel's long answers go through.
+//! - [`settings`]: what every channel's settings type offers the core (`ChannelSettings`:
+//!   validate, secrets, routes, build), and the `${VAR}`-expanding `EnvString`/`Secret`
+//!   types the core's own config uses too.
+//! - [`recent`]: a capped map for a channel's memory of recent events.
 
 pub mod channel;
+pub mod recent;
 pub mod render;
+pub mod settings;
 pub mod split;
 pub mod types;
 
 pub use channel::{Channel, ChannelError, Delivery, EventSink, Health, Limits, SinkError};
+pub use recent::Recent;
 pub use render::{Target, render};
+pub use settings::{
+    BuildError, ChannelSettings, EnvString, HttpRoute, Secret, SettingsError, Site,
+};
 pub use split::{LengthUnit, fit_tail, split_message};
 pub use types::{
     BadConversationKey, Button, ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef,

@@ -19,7 +19,7 @@ use crate::config::DiscordConfig;
 use crate::gateway;
 use crate::outbound::{MAX_MESSAGE_CHARS, message_body};
 use crate::presses::{DEFER_AFTER, Presses};
-use crate::recent::Recent;
+use switchboard_channel::Recent;
 
 /// First wait after a failed token check; doubles up to [`MAX_AUTH_BACKOFF`].
 const FIRST_AUTH_BACKOFF: Duration = Duration::from_secs(1);
@@ -58,7 +58,7 @@ impl DiscordChannel {
         let api = Arc::new(RestApi::new(
             name,
             &config.api_url,
-            &config.token,
+            config.token.expose().unwrap_or_default(),
             http.clone(),
         ));
         Self {

@@ -1,10 +1,14 @@
-//! `[channels.<name>]` keys of a Discord instance: read once at start-up, before the channel
-//! is built, and consulted on every inbound event (allowlists, mention rules). The bot token
-//! arrives already resolved from `${VAR}` and never appears in `Debug`.
+//! `[channels.<name>] kind = "discord"`: the settings type the core deserialises straight from
+//! the config file (`${VAR}` resolved; the token a [`Secret`] that never appears in `Debug`),
+//! its checks, and building the channel. Consulted on every inbound event (allowlists,
+//! mention rules).
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::Deserialize;
+use switchboard_channel::settings::{collect, expanded, is_http_url};
+use switchboard_channel::{BuildError, Channel, ChannelSettings, Secret, SettingsError, Site};
 
 /// The public Discord API host; REST lives under `/api/v10`.
 pub const DEFAULT_API_URL: &str = "https://discord.com";
@@ -14,10 +18,11 @@ pub const DEFAULT_API_URL: &str = "https://discord.com";
 #[serde(deny_unknown_fields)]
 pub struct DiscordConfig {
     /// Bot token from the Developer Portal (*Bot → Reset Token*); sent as `Authorization: Bot …`.
-    pub token: String,
+    /// Unset skips the channel.
+    pub token: Secret,
     /// API host; REST calls go to `<api_url>/api/v10/…` and the gateway URL is asked from
     /// `<api_url>/api/v10/gateway`, so a proxy or a test stand-in can replace Discord.
-    #[serde(default = "default_api_url")]
+    #[serde(default = "default_api_url", deserialize_with = "expanded")]
     pub api_url: String,
     /// User ids allowed to talk to the bot; `["*"]` allows everyone, empty allows no one
     /// (refused ids are logged once so the owner can add them).
@@ -49,7 +54,7 @@ impl DiscordConfig {
     /// A configuration with the defaults for everything but the token.
     pub fn new(token: impl Into<String>) -> Self {
         Self {
-            token: token.into(),
+            token: Secret::new(token),
             api_url: default_api_url(),
             allowed_users: Vec::new(),
             allowed_guilds: Vec::new(),
@@ -91,6 +96,31 @@ impl DiscordConfig {
     }
 }
 
+impl ChannelSettings for DiscordConfig {
+    fn validate(&self, _site: &Site<'_>) -> Result<(), Vec<SettingsError>> {
+        let mut errors = Vec::new();
+        if !is_http_url(&self.api_url) {
+            errors.push(SettingsError::new("api_url", "must be an http(s) URL"));
+        }
+        collect(errors)
+    }
+
+    fn secrets(&self) -> Vec<&Secret> {
+        vec![&self.token]
+    }
+
+    fn missing_credential(&self) -> Option<&'static str> {
+        (!self.token.is_set()).then_some("token")
+    }
+
+    fn build(&self, site: &Site<'_>) -> Result<Arc<dyn Channel>, BuildError> {
+        Ok(Arc::new(crate::DiscordChannel::new(
+            site.name,
+            self.clone(),
+        )))
+    }
+}
+
 /// Where a guild message was written: its channel, and the parent channel when it is a thread.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Place<'a> {
@@ -111,7 +141,7 @@ impl Place<'_> {
 impl fmt::Debug for DiscordConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DiscordConfig")
-            .field("token", &"[redacted]")
+            .field("token", &self.token)
             .field("api_url", &self.api_url)
             .field("allowed_users", &self.allowed_users)
             .field("allowed_guilds", &self.allowed_guilds)
@@ -154,7 +184,21 @@ mod tests {
     fn debug_output_never_shows_the_token() {
         let shown = format!("{:?}", DiscordConfig::new("test-token-not-real"));
         assert!(!shown.contains("test-token-not-real"), "{shown}");
-        assert!(shown.contains("[redacted]"));
+        assert!(shown.contains("[REDACTED]"));
+    }
+
+    #[test]
+    fn an_unset_token_skips_the_channel_and_a_bad_api_url_is_named() {
+        let mut config = DiscordConfig::new("");
+        assert_eq!(config.missing_credential(), Some("token"));
+        config.api_url = "discord.com".into();
+        let site = Site {
+            name: "discord",
+            listen: None,
+            data_dir: std::path::Path::new("data"),
+        };
+        let errors = config.validate(&site).unwrap_err();
+        assert_eq!(errors[0].key, "api_url");
     }
 
     #[test]

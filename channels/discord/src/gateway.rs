@@ -92,7 +92,7 @@ async fn build_client(
     inner: &Arc<Inner>,
     sink: &Arc<dyn EventSink>,
 ) -> Result<Client, ChannelError> {
-    let http = HttpBuilder::new(&inner.config.token)
+    let http = HttpBuilder::new(inner.config.token.expose().unwrap_or_default())
         .client(inner.http.clone())
         .proxy(inner.config.api_url.trim_end_matches('/'))
         .ratelimiter_disabled(true)

@@ -20,7 +20,6 @@ mod gateway;
 mod inbound;
 mod outbound;
 mod presses;
-mod recent;
 
 pub use channel::DiscordChannel;
 pub use config::{DEFAULT_API_URL, DiscordConfig};

@@ -18,7 +18,7 @@ use switchboard_channel::{ButtonPress, ChannelError, Target, render};
 
 use crate::api::RestApi;
 use crate::outbound::{MAX_MESSAGE_CHARS, no_mentions, shorten};
-use crate::recent::Recent;
+use switchboard_channel::Recent;
 
 /// An answer text starting with this (any case) is shown only to the presser.
 pub const PRIVATE_NOTICE_PREFIX: &str = "Not yours";

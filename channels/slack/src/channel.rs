@@ -2,7 +2,7 @@
 //! webhook routes (see `webhook`); outbound it renders markdown to mrkdwn and calls the Web
 //! API; `start` learns the bot's own user id with `auth.test` and then idles until shutdown.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use switchboard_channel::{
     ButtonPress, Channel, ChannelError, ConversationKey, EventSink, Health, LengthUnit, Limits,
-    MessageRef, Outbound, Target, render,
+    MessageRef, Outbound, Recent, Target, render,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -45,13 +45,14 @@ pub(crate) struct Inner {
     /// Refused user ids already logged (std Mutex: held for one insert, never across await).
     refused_logged: Mutex<HashSet<String>>,
     /// Blocks of messages whose buttons were pressed, so an answer replaces only the buttons.
-    pressed: Mutex<Recent>,
+    pressed: Mutex<Recent<Vec<Value>>>,
 }
 
 impl SlackChannel {
     /// A channel named `name` (its routes are `/slack/<name>/…`) for `config`.
     pub fn new(name: &str, config: SlackConfig) -> Self {
-        let api = WebApi::new(name, &config.api_url, &config.bot_token);
+        let token = config.bot_token.expose().unwrap_or_default();
+        let api = WebApi::new(name, &config.api_url, token);
         let health = Health {
             ready: false,
             detail: "waiting for auth.test".to_owned(),
@@ -65,7 +66,7 @@ impl SlackChannel {
                 bot_user_id: OnceLock::new(),
                 health: Mutex::new(health),
                 refused_logged: Mutex::new(HashSet::new()),
-                pressed: Mutex::new(Recent::default()),
+                pressed: Mutex::new(Recent::new(PRESSED_CAP)),
             }),
         }
     }
@@ -269,28 +270,4 @@ fn message_body(key: &ConversationKey, msg: &Outbound, is_edit: bool) -> Value {
     }
     body["text"] = json!(text);
     body
-}
-
-/// A small map that forgets its oldest entries past [`PRESSED_CAP`].
-#[derive(Default)]
-struct Recent {
-    map: HashMap<String, Vec<Value>>,
-    order: VecDeque<String>,
-}
-
-impl Recent {
-    fn insert(&mut self, key: String, value: Vec<Value>) {
-        if self.map.insert(key.clone(), value).is_none() {
-            self.order.push_back(key);
-        }
-        while self.order.len() > PRESSED_CAP {
-            if let Some(oldest) = self.order.pop_front() {
-                self.map.remove(&oldest);
-            }
-        }
-    }
-
-    fn get(&self, key: &str) -> Option<Vec<Value>> {
-        self.map.get(key).cloned()
-    }
 }

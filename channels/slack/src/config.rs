@@ -1,9 +1,15 @@
-//! `[channels.<name>]` keys of a Slack instance: read once at start-up, before the channel
-//! is built. Secrets arrive already resolved from `${VAR}` and never appear in `Debug`.
+//! `[channels.<name>] kind = "slack"`: the settings type the core deserialises straight from
+//! the config file (`${VAR}` resolved; secrets as [`Secret`], never in `Debug`), its checks,
+//! and building the channel.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::Deserialize;
+use switchboard_channel::settings::{collect, expanded, is_http_url};
+use switchboard_channel::{
+    BuildError, Channel, ChannelSettings, HttpRoute, Secret, SettingsError, Site,
+};
 
 /// The public Slack Web API.
 pub const DEFAULT_API_URL: &str = "https://slack.com/api";
@@ -12,12 +18,14 @@ pub const DEFAULT_API_URL: &str = "https://slack.com/api";
 #[derive(Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct SlackConfig {
-    /// Bot User OAuth Token (`xoxb-…`), sent as `Authorization: Bearer` to the Web API.
-    pub bot_token: String,
+    /// Bot User OAuth Token (`xoxb-…`), sent as `Authorization: Bearer` to the Web API;
+    /// unset skips the channel.
+    pub bot_token: Secret,
     /// Signing secret from the app's "Basic Information" page; verifies every webhook.
-    pub signing_secret: String,
+    #[serde(default)]
+    pub signing_secret: Secret,
     /// Web API base URL; a test stand-in or proxy can replace the public one.
-    #[serde(default = "default_api_url")]
+    #[serde(default = "default_api_url", deserialize_with = "expanded")]
     pub api_url: String,
     /// Slack user ids (`U…`) allowed to talk to the bot; `["*"]` allows everyone, empty
     /// allows no one (refused ids are logged once so the owner can add them).
@@ -44,8 +52,8 @@ impl SlackConfig {
     /// A configuration with the defaults for everything but the two secrets.
     pub fn new(bot_token: impl Into<String>, signing_secret: impl Into<String>) -> Self {
         Self {
-            bot_token: bot_token.into(),
-            signing_secret: signing_secret.into(),
+            bot_token: Secret::new(bot_token),
+            signing_secret: Secret::new(signing_secret),
             api_url: default_api_url(),
             allowed_users: Vec::new(),
             allowed_channels: Vec::new(),
@@ -64,12 +72,47 @@ impl SlackConfig {
     }
 }
 
+impl ChannelSettings for SlackConfig {
+    fn validate(&self, _site: &Site<'_>) -> Result<(), Vec<SettingsError>> {
+        let mut errors = Vec::new();
+        if self.bot_token.is_set() && !self.signing_secret.is_set() {
+            errors.push(SettingsError::new(
+                "signing_secret",
+                "is required with bot_token, to verify that requests come from Slack",
+            ));
+        }
+        if !is_http_url(&self.api_url) {
+            errors.push(SettingsError::new("api_url", "must be an http(s) URL"));
+        }
+        collect(errors)
+    }
+
+    fn secrets(&self) -> Vec<&Secret> {
+        vec![&self.bot_token, &self.signing_secret]
+    }
+
+    fn missing_credential(&self) -> Option<&'static str> {
+        (!self.bot_token.is_set()).then_some("bot_token")
+    }
+
+    fn http_routes(&self, name: &str) -> Vec<HttpRoute> {
+        crate::webhook::paths(name)
+            .into_iter()
+            .map(|path| HttpRoute { key: None, path })
+            .collect()
+    }
+
+    fn build(&self, site: &Site<'_>) -> Result<Arc<dyn Channel>, BuildError> {
+        Ok(Arc::new(crate::SlackChannel::new(site.name, self.clone())))
+    }
+}
+
 /// Shows everything but the secrets, so a config can be logged.
 impl fmt::Debug for SlackConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SlackConfig")
-            .field("bot_token", &"[redacted]")
-            .field("signing_secret", &"[redacted]")
+            .field("bot_token", &self.bot_token)
+            .field("signing_secret", &self.signing_secret)
             .field("api_url", &self.api_url)
             .field("allowed_users", &self.allowed_users)
             .field("allowed_channels", &self.allowed_channels)
@@ -110,7 +153,21 @@ mod tests {
         let config = SlackConfig::new("xoxb-test-fake", "test-signing-secret");
         let shown = format!("{config:?}");
         assert!(!shown.contains("xoxb-test-fake") && !shown.contains("test-signing-secret"));
-        assert!(shown.contains("[redacted]"));
+        assert!(shown.contains("[REDACTED]"));
+    }
+
+    #[test]
+    fn a_bot_token_without_a_signing_secret_is_named() {
+        let site = Site {
+            name: "slack",
+            listen: None,
+            data_dir: std::path::Path::new("data"),
+        };
+        let config = SlackConfig::new("xoxb-test-fake", "");
+        assert_eq!(config.validate(&site).unwrap_err()[0].key, "signing_secret");
+        let unset = SlackConfig::new("", "");
+        assert_eq!(unset.missing_credential(), Some("bot_token"));
+        assert!(unset.validate(&site).is_ok());
     }
 
     #[test]

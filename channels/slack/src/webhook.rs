@@ -25,10 +25,18 @@ struct WebhookState {
     sink: Arc<dyn EventSink>,
 }
 
+/// The paths of channel `name`'s routes: events, then interactions.
+pub(crate) fn paths(name: &str) -> Vec<String> {
+    vec![
+        format!("/slack/{name}/events"),
+        format!("/slack/{name}/interactions"),
+    ]
+}
+
 /// The channel's routes, with full paths so the gateway can merge them at its root.
 pub(crate) fn router(inner: Arc<Inner>, sink: Arc<dyn EventSink>) -> Router {
-    let events = format!("/slack/{}/events", inner.name);
-    let interactions = format!("/slack/{}/interactions", inner.name);
+    let [events, interactions]: [String; 2] =
+        paths(&inner.name).try_into().expect("two Slack routes");
     Router::new()
         .route(&events, post(events_handler))
         .route(&interactions, post(interactions_handler))
@@ -109,7 +117,12 @@ fn context(inner: &Inner) -> Context<'_> {
 
 /// `Some(401)` unless the request is signed with our secret within the last five minutes.
 fn check_signature(inner: &Inner, headers: &HeaderMap, body: &[u8]) -> Option<Response> {
-    let result = verify(&inner.config.signing_secret, headers, body, unix_now());
+    let result = verify(
+        inner.config.signing_secret.expose().unwrap_or_default(),
+        headers,
+        body,
+        unix_now(),
+    );
     result.err().map(|reason| {
         tracing::debug!(channel = %inner.name, %reason, "refused an unsigned Slack request");
         (StatusCode::UNAUTHORIZED, "invalid signature").into_response()

@@ -26,7 +26,12 @@ pub struct TelegramChannel {
 impl TelegramChannel {
     /// Build channel `name` from its settings; the error names the setting to fix.
     pub fn new(name: &str, config: TelegramConfig) -> Result<Self, String> {
-        config.validate(name)?;
+        if !config.token.is_set() {
+            return Err(format!("channels.{name}.token is not set"));
+        }
+        if let Some(first) = config.problems().first() {
+            return Err(format!("channels.{name}.{first}"));
+        }
         Ok(Self {
             client: Arc::new(Client::new(name, config)?),
         })

@@ -34,7 +34,8 @@ pub(crate) struct Client {
 impl Client {
     /// Build the client for channel `name`; the settings must already be valid.
     pub(crate) fn new(name: &str, config: TelegramConfig) -> Result<Self, String> {
-        let access = Access::parse(name, &config.allowed_users)?;
+        let access = Access::parse(&config.allowed_users)
+            .map_err(|e| format!("channels.{name}.allowed_users {e}"))?;
         // teloxide's default client gives up after 17 s, shorter than a 30 s long poll.
         let http = teloxide::net::default_reqwest_settings()
             .timeout(Duration::from_secs(config.poll_timeout_secs.into()) + HTTP_MARGIN)
@@ -44,7 +45,8 @@ impl Client {
             .api_url
             .parse()
             .map_err(|e| format!("channels.{name}.api_url is not a URL: {e}"))?;
-        let bot = Bot::with_client(config.token.clone(), http).set_api_url(api_url);
+        let token = config.token.expose().unwrap_or_default().to_owned();
+        let bot = Bot::with_client(token, http).set_api_url(api_url);
         Ok(Self {
             name: name.to_owned(),
             bot,
@@ -83,7 +85,7 @@ impl Client {
 
     /// Sort a teloxide error, with the token scrubbed from any text.
     pub(crate) fn failure(&self, err: &RequestError) -> Failure {
-        Failure::classify(err, &self.config.token)
+        Failure::classify(err, self.config.token.expose().unwrap_or_default())
     }
 
     /// The core's error for a failed `method` call (in conversation `key`, when there is

@@ -1,27 +1,38 @@
-//! `[channels.<name>]` settings of a Telegram channel, as the core hands them over (secrets
-//! already resolved), and their validation before anything talks to Telegram.
+//! `[channels.<name>] kind = "telegram"`: the settings type the core deserialises straight
+//! from the config file (`${VAR}` resolved, secrets as [`Secret`]), its validation before
+//! anything talks to Telegram, and building the channel from it.
+
+use std::sync::Arc;
 
 use serde::Deserialize;
+use switchboard_channel::settings::{collect, expanded, expanded_opt, is_http_url};
+use switchboard_channel::{
+    BuildError, Channel, ChannelSettings, HttpRoute, Secret, SettingsError, Site,
+};
+
+use crate::access::Access;
 
 /// The public Bot API endpoint.
 pub const DEFAULT_API_URL: &str = "https://api.telegram.org";
 
 /// Settings of one Telegram channel instance.
-#[derive(Deserialize, Clone)]
+#[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct TelegramConfig {
-    /// Bot token from BotFather (`123456:ABC…`); never logged.
-    pub token: String,
+    /// Bot token from BotFather (`123456:ABC…`); unset skips the channel. Never logged.
+    pub token: Secret,
     /// Bot API base URL; a self-hosted Bot API server or a test stand-in replaces the public one.
-    #[serde(default = "default_api_url")]
+    #[serde(default = "default_api_url", deserialize_with = "expanded")]
     pub api_url: String,
     /// How updates arrive: long polling (default) or a webhook.
     #[serde(default)]
     pub mode: Mode,
     /// Public HTTPS URL Telegram posts updates to (webhook mode), ending in `/telegram/<name>`.
+    #[serde(default, deserialize_with = "expanded_opt")]
     pub webhook_url: Option<String>,
     /// Secret Telegram echoes in `X-Telegram-Bot-Api-Secret-Token` (webhook mode).
-    pub secret_token: Option<String>,
+    #[serde(default)]
+    pub secret_token: Secret,
     /// Who may talk to the bot: numeric user ids or usernames (with or without `@`);
     /// `["*"]` allows everyone, empty allows no one.
     #[serde(default)]
@@ -71,35 +82,15 @@ fn default_poll_timeout() -> u32 {
     30
 }
 
-impl std::fmt::Debug for TelegramConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Hand-written so the token and the webhook secret never reach a log line.
-        f.debug_struct("TelegramConfig")
-            .field("token", &"<redacted>")
-            .field("api_url", &self.api_url)
-            .field("mode", &self.mode)
-            .field("webhook_url", &self.webhook_url)
-            .field(
-                "secret_token",
-                &self.secret_token.as_ref().map(|_| "<redacted>"),
-            )
-            .field("allowed_users", &self.allowed_users)
-            .field("require_mention_in_groups", &self.require_mention_in_groups)
-            .field("draft_transport", &self.draft_transport)
-            .field("poll_timeout_secs", &self.poll_timeout_secs)
-            .finish()
-    }
-}
-
 impl TelegramConfig {
     /// Settings for `token` with every other key at its default.
     pub fn new(token: impl Into<String>) -> Self {
         Self {
-            token: token.into(),
+            token: Secret::new(token),
             api_url: default_api_url(),
             mode: Mode::default(),
             webhook_url: None,
-            secret_token: None,
+            secret_token: Secret::default(),
             allowed_users: Vec::new(),
             require_mention_in_groups: true,
             draft_transport: DraftTransport::default(),
@@ -107,52 +98,80 @@ impl TelegramConfig {
         }
     }
 
-    /// Check the settings of channel `name`; the error names the key to fix.
-    pub fn validate(&self, name: &str) -> Result<(), String> {
-        let key = |k: &str| format!("channels.{name}.{k}");
-        if self.token.trim().is_empty() {
-            return Err(format!(
-                "{} is empty: paste the token BotFather gave you",
-                key("token")
+    /// Every problem with these settings, each naming its key.
+    pub fn problems(&self) -> Vec<SettingsError> {
+        let mut errors = Vec::new();
+        if let Some(token) = self.token.expose()
+            && !token.contains(':')
+        {
+            errors.push(SettingsError::new(
+                "token",
+                "does not look like a bot token (expected <bot id>:<secret> from BotFather)",
             ));
         }
-        if !self.token.contains(':') {
-            return Err(format!(
-                "{} does not look like a bot token (expected <bot id>:<secret> from BotFather)",
-                key("token")
-            ));
+        if !is_http_url(&self.api_url) {
+            errors.push(SettingsError::new("api_url", "must be an http(s) URL"));
         }
-        if !(self.api_url.starts_with("http://") || self.api_url.starts_with("https://")) {
-            return Err(format!("{} must be an http(s) URL", key("api_url")));
+        if let Err(message) = Access::parse(&self.allowed_users) {
+            errors.push(SettingsError::new("allowed_users", message));
         }
         if self.mode == Mode::Webhook {
-            match self.webhook_url.as_deref() {
-                Some(url) if url.starts_with("https://") => {}
-                Some(_) => return Err(format!("{} must be an https URL", key("webhook_url"))),
-                None => {
-                    return Err(format!(
-                        "{} is required when mode = \"webhook\" (the public URL of /telegram/{name})",
-                        key("webhook_url")
-                    ));
-                }
-            }
-            match self.secret_token.as_deref() {
-                Some(secret) if valid_secret(secret) => {}
-                Some(_) => {
-                    return Err(format!(
-                        "{} must be 1-256 characters of A-Z, a-z, 0-9, _ and -",
-                        key("secret_token")
-                    ));
-                }
-                None => {
-                    return Err(format!(
-                        "{} is required when mode = \"webhook\" so forged updates are refused",
-                        key("secret_token")
-                    ));
-                }
-            }
+            errors.extend(self.webhook_problems());
         }
-        Ok(())
+        errors
+    }
+
+    fn webhook_problems(&self) -> Vec<SettingsError> {
+        let mut errors = Vec::new();
+        match self.webhook_url.as_deref() {
+            Some(url) if url.starts_with("https://") && is_http_url(url) => {}
+            Some(_) => errors.push(SettingsError::new("webhook_url", "must be an https URL")),
+            None => errors.push(SettingsError::new(
+                "webhook_url",
+                "is required when mode = \"webhook\" (the public URL of /telegram/<name>)",
+            )),
+        }
+        match self.secret_token.expose() {
+            Some(secret) if valid_secret(secret) => {}
+            Some(_) => errors.push(SettingsError::new(
+                "secret_token",
+                "must be 1-256 characters of A-Z, a-z, 0-9, _ and -",
+            )),
+            None => errors.push(SettingsError::new(
+                "secret_token",
+                "is required when mode = \"webhook\" so forged updates are refused",
+            )),
+        }
+        errors
+    }
+}
+
+impl ChannelSettings for TelegramConfig {
+    fn validate(&self, _site: &Site<'_>) -> Result<(), Vec<SettingsError>> {
+        collect(self.problems())
+    }
+
+    fn secrets(&self) -> Vec<&Secret> {
+        vec![&self.token, &self.secret_token]
+    }
+
+    fn missing_credential(&self) -> Option<&'static str> {
+        (!self.token.is_set()).then_some("token")
+    }
+
+    fn http_routes(&self, name: &str) -> Vec<HttpRoute> {
+        match self.mode {
+            Mode::Polling => Vec::new(),
+            Mode::Webhook => vec![HttpRoute {
+                key: None,
+                path: crate::webhook::path(name),
+            }],
+        }
+    }
+
+    fn build(&self, site: &Site<'_>) -> Result<Arc<dyn Channel>, BuildError> {
+        let channel = crate::TelegramChannel::new(site.name, self.clone())?;
+        Ok(Arc::new(channel))
     }
 }
 
@@ -170,6 +189,10 @@ mod tests {
 
     const TOKEN: &str = "123456:TEST-not-a-real-token";
 
+    fn keys(config: &TelegramConfig) -> Vec<&'static str> {
+        config.problems().iter().map(|e| e.key).collect()
+    }
+
     #[test]
     fn a_token_alone_gives_polling_with_the_documented_defaults() {
         let config: TelegramConfig = serde_json::from_value(serde_json::json!({ "token": TOKEN }))
@@ -180,7 +203,8 @@ mod tests {
         assert!(config.require_mention_in_groups);
         assert_eq!(config.poll_timeout_secs, 30);
         assert!(config.allowed_users.is_empty());
-        assert!(config.validate("telegram").is_ok());
+        assert!(config.problems().is_empty());
+        assert_eq!(config.missing_credential(), None);
     }
 
     #[test]
@@ -192,7 +216,17 @@ mod tests {
         .expect("parses");
         assert_eq!(config.mode, Mode::Webhook);
         assert_eq!(config.draft_transport, DraftTransport::Draft);
-        assert!(config.validate("telegram").is_ok());
+        assert!(config.problems().is_empty());
+        assert_eq!(config.http_routes("tg")[0].path, "/telegram/tg");
+    }
+
+    #[test]
+    fn a_misspelt_mode_is_a_parse_error_naming_the_value() {
+        let err = serde_json::from_value::<TelegramConfig>(
+            serde_json::json!({ "token": TOKEN, "mode": "pollin" }),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("pollin"), "{err}");
     }
 
     #[test]
@@ -204,33 +238,40 @@ mod tests {
     }
 
     #[test]
-    fn webhook_mode_without_url_or_secret_names_the_missing_key() {
+    fn webhook_mode_without_url_or_secret_names_both_missing_keys() {
         let mut config = TelegramConfig::new(TOKEN);
         config.mode = Mode::Webhook;
-        let err = config.validate("tg").unwrap_err();
-        assert!(err.contains("channels.tg.webhook_url"), "{err}");
+        assert_eq!(keys(&config), ["webhook_url", "secret_token"]);
         config.webhook_url = Some("https://bot.example.com/telegram/tg".into());
-        let err = config.validate("tg").unwrap_err();
-        assert!(err.contains("channels.tg.secret_token"), "{err}");
-        config.secret_token = Some("has space".into());
-        assert!(config.validate("tg").unwrap_err().contains("secret_token"));
+        assert_eq!(keys(&config), ["secret_token"]);
+        config.secret_token = Secret::new("has space");
+        assert_eq!(keys(&config), ["secret_token"]);
+        config.webhook_url = Some("http://bot.example.com/telegram/tg".into());
+        assert_eq!(keys(&config), ["webhook_url", "secret_token"]);
     }
 
     #[test]
     fn debug_output_never_shows_the_token_or_secret() {
         let mut config = TelegramConfig::new(TOKEN);
-        config.secret_token = Some("webhook-secret-value".into());
+        config.secret_token = Secret::new("webhook-secret-value");
         let shown = format!("{config:?}");
         assert!(!shown.contains("TEST-not-a-real-token"), "{shown}");
         assert!(!shown.contains("webhook-secret-value"), "{shown}");
+        assert_eq!(config.secrets().len(), 2);
     }
 
     #[test]
-    fn a_token_without_a_colon_is_refused() {
-        assert!(
-            TelegramConfig::new("nonsense")
-                .validate("telegram")
-                .is_err()
-        );
+    fn a_token_without_a_colon_a_bad_url_and_a_bad_user_are_each_named() {
+        let mut config = TelegramConfig::new("nonsense");
+        config.api_url = "ftp://example.com".into();
+        config.allowed_users = vec!["two words".into()];
+        assert_eq!(keys(&config), ["token", "api_url", "allowed_users"]);
+    }
+
+    #[test]
+    fn an_unset_token_skips_the_channel_instead_of_failing_the_check() {
+        let config = TelegramConfig::new("");
+        assert_eq!(config.missing_credential(), Some("token"));
+        assert!(config.problems().is_empty());
     }
 }

@@ -34,9 +34,14 @@ struct Hook {
     sink: Arc<dyn EventSink>,
 }
 
+/// The path of channel `name`'s webhook route.
+pub(crate) fn path(name: &str) -> String {
+    format!("/telegram/{name}")
+}
+
 /// The route Telegram posts updates to.
 pub(crate) fn router(client: Arc<Client>, sink: Arc<dyn EventSink>) -> Router {
-    let path = format!("/telegram/{}", client.name);
+    let path = path(&client.name);
     Router::new()
         .route(&path, post(receive))
         .with_state(Hook { client, sink })
@@ -90,8 +95,8 @@ async fn set_webhook(client: &Client) -> Result<(), Failure> {
         .parse()
         .map_err(|e| Failure::Refused(format!("webhook_url is not a URL: {e}")))?;
     let mut request = client.bot.set_webhook(url).allowed_updates(ALLOWED_UPDATES);
-    if let Some(secret) = &client.config.secret_token {
-        request = request.secret_token(secret.clone());
+    if let Some(secret) = client.config.secret_token.expose() {
+        request = request.secret_token(secret.to_owned());
     }
     request.await.map(|_| ()).map_err(|e| client.failure(&e))
 }
@@ -135,7 +140,7 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
 
 fn secret_matches(client: &Client, headers: &HeaderMap) -> bool {
     let (Some(expected), Some(given)) = (
-        client.config.secret_token.as_deref(),
+        client.config.secret_token.expose(),
         headers.get(SECRET_HEADER),
     ) else {
         return false;

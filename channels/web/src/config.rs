@@ -1,9 +1,16 @@
-//! `[channels.<name>] kind = "web"` as the channel sees it: read once at start-up and checked
-//! against the gateway's listen address before anything is served.
+//! `[channels.<name>] kind = "web"`: the settings type the core deserialises straight from the
+//! config file (`${VAR}` resolved, the token a [`Secret`]), checked against the gateway's
+//! listen address before anything is served, and building the channel from it.
 
-use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use switchboard_channel::settings::{collect, expanded};
+use switchboard_channel::{
+    BuildError, Channel, ChannelSettings, HttpRoute, Secret, SettingsError, Site,
+};
 
 /// Default longest message a person may type, in characters.
 pub const DEFAULT_MAX_MESSAGE_CHARS: usize = 8000;
@@ -12,14 +19,16 @@ pub const DEFAULT_MAX_MESSAGES_PER_MINUTE: u32 = 30;
 /// Default number of messages each session keeps for resync and page reloads.
 pub const DEFAULT_HISTORY_MESSAGES: usize = 100;
 
-/// Configuration of one web chat instance.
-#[derive(Clone)]
+/// Configuration of one web chat instance. Unset keys take the defaults above.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct WebConfig {
     /// Where the page is served (`/` or `/chat`); the socket is `<path>/ws`.
+    #[serde(deserialize_with = "expanded")]
     pub path: String,
-    /// Token a browser must present (`?token=` once, then a cookie); `None` serves anyone,
+    /// Token a browser must present (`?token=` once, then a cookie); unset serves anyone,
     /// which is only allowed on a loopback listen address.
-    pub access_token: Option<String>,
+    pub access_token: Secret,
     /// Origins (`https://chat.example.com`) allowed to open the socket besides the page's
     /// own; empty allows the same origin only.
     pub allowed_origins: Vec<String>,
@@ -30,7 +39,9 @@ pub struct WebConfig {
     /// Messages kept per session for reloads and reconnects (oldest dropped first).
     pub history_messages: usize,
     /// Directory where each session's messages are saved as JSON so they survive a restart;
-    /// `None` keeps them in memory only.
+    /// `None` keeps them in memory only. Not a config key: [`ChannelSettings::build`] sets
+    /// it to `<data_dir>/web/<name>`.
+    #[serde(skip)]
     pub history_dir: Option<PathBuf>,
 }
 
@@ -38,7 +49,7 @@ impl Default for WebConfig {
     fn default() -> Self {
         Self {
             path: "/".to_owned(),
-            access_token: None,
+            access_token: Secret::default(),
             allowed_origins: Vec::new(),
             max_message_chars: DEFAULT_MAX_MESSAGE_CHARS,
             max_messages_per_minute: DEFAULT_MAX_MESSAGES_PER_MINUTE,
@@ -48,76 +59,100 @@ impl Default for WebConfig {
     }
 }
 
-/// Why a web chat configuration cannot be served.
+/// Why a web chat configuration cannot be served: the first problem, with its full key.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum WebConfigError {
-    /// Anyone who can reach a non-loopback address could talk to the agent.
-    #[error(
-        "channels.{name}.access_token is required because gateway.listen = {listen} is not a \
-         loopback address; set it (e.g. access_token = \"${{SWITCHBOARD_WEB_TOKEN}}\") or \
-         listen on 127.0.0.1"
-    )]
-    TokenRequired {
-        /// Channel instance name.
-        name: String,
-        /// The gateway's listen address.
-        listen: SocketAddr,
-    },
-    /// The path is not a plain absolute URL path.
-    #[error(
-        "channels.{name}.path = {path:?} must start with / and use only letters, digits, \
-         -, _ and / (no .., no //)"
-    )]
-    BadPath {
-        /// Channel instance name.
-        name: String,
-        /// The configured path.
-        path: String,
-    },
-    /// A limit is zero.
-    #[error("channels.{name}.{key} must be at least 1")]
-    ZeroLimit {
-        /// Channel instance name.
-        name: String,
-        /// The key that is zero.
-        key: &'static str,
-    },
+#[error("channels.{name}.{problem}")]
+pub struct WebConfigError {
+    /// Channel instance name.
+    pub name: String,
+    /// The key and what is wrong with it.
+    pub problem: SettingsError,
 }
 
 impl WebConfig {
     /// Check the configuration of channel `name` for a gateway listening on `listen`.
     pub fn check(&self, name: &str, listen: SocketAddr) -> Result<(), WebConfigError> {
-        let has_token = self.access_token.as_deref().is_some_and(|t| !t.is_empty());
-        if !has_token && !listen.ip().is_loopback() {
-            return Err(WebConfigError::TokenRequired {
+        match self.problems(Some(listen)).into_iter().next() {
+            Some(problem) => Err(WebConfigError {
                 name: name.to_owned(),
-                listen,
-            });
+                problem,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Every problem, each naming its key; the token rule is checked only when `listen` is known.
+    pub fn problems(&self, listen: Option<SocketAddr>) -> Vec<SettingsError> {
+        let mut errors = Vec::new();
+        if let Some(listen) = listen
+            && !self.access_token.is_set()
+            && !listen.ip().is_loopback()
+        {
+            errors.push(SettingsError::new(
+                "access_token",
+                format!(
+                    "is required because gateway.listen = {listen} is not a loopback address; \
+                     set it (e.g. access_token = \"${{SWITCHBOARD_WEB_TOKEN}}\") or listen on \
+                     127.0.0.1"
+                ),
+            ));
         }
         if !valid_path(&self.path) {
-            return Err(WebConfigError::BadPath {
-                name: name.to_owned(),
-                path: self.path.clone(),
-            });
+            errors.push(SettingsError::new(
+                "path",
+                format!(
+                    "= {:?} must start with / and use only letters, digits, -, _ and / \
+                     (no .., no //)",
+                    self.path
+                ),
+            ));
         }
-        let zero = [
+        let limits = [
             ("max_message_chars", self.max_message_chars == 0),
             ("max_messages_per_minute", self.max_messages_per_minute == 0),
             ("history_messages", self.history_messages == 0),
         ];
-        match zero.into_iter().find(|(_, is_zero)| *is_zero) {
-            Some((key, _)) => Err(WebConfigError::ZeroLimit {
-                name: name.to_owned(),
-                key,
-            }),
-            None => Ok(()),
+        for (key, _) in limits.into_iter().filter(|(_, is_zero)| *is_zero) {
+            errors.push(SettingsError::new(key, "must be at least 1"));
         }
+        errors
     }
 
     /// The page's canonical URL path, always ending in `/` so relative URLs resolve under it.
     pub(crate) fn base(&self) -> String {
         let trimmed = self.path.trim_end_matches('/');
         format!("{trimmed}/")
+    }
+}
+
+impl ChannelSettings for WebConfig {
+    fn validate(&self, site: &Site<'_>) -> Result<(), Vec<SettingsError>> {
+        collect(self.problems(site.listen))
+    }
+
+    fn secrets(&self) -> Vec<&Secret> {
+        vec![&self.access_token]
+    }
+
+    fn http_routes(&self, _name: &str) -> Vec<HttpRoute> {
+        crate::routes::paths(&self.base())
+            .into_iter()
+            .map(|path| HttpRoute {
+                key: Some("path"),
+                path,
+            })
+            .collect()
+    }
+
+    fn build(&self, site: &Site<'_>) -> Result<Arc<dyn Channel>, BuildError> {
+        let listen = site
+            .listen
+            .ok_or("gateway.listen is not an address like 127.0.0.1:8080")?;
+        let config = Self {
+            history_dir: Some(site.data_dir.join("web").join(site.name)),
+            ..self.clone()
+        };
+        Ok(Arc::new(crate::WebChannel::new(site.name, config, listen)?))
     }
 }
 
@@ -130,22 +165,6 @@ fn valid_path(path: &str) -> bool {
         && path
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '/' | '.'))
-}
-
-/// Shows everything but the token, so a config can be logged.
-impl fmt::Debug for WebConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let token = self.access_token.as_ref().map(|_| "[redacted]");
-        f.debug_struct("WebConfig")
-            .field("path", &self.path)
-            .field("access_token", &token)
-            .field("allowed_origins", &self.allowed_origins)
-            .field("max_message_chars", &self.max_message_chars)
-            .field("max_messages_per_minute", &self.max_messages_per_minute)
-            .field("history_messages", &self.history_messages)
-            .field("history_dir", &self.history_dir)
-            .finish()
-    }
 }
 
 #[cfg(test)]
@@ -175,12 +194,12 @@ mod tests {
         assert_eq!(open.check("web", addr("127.0.0.1:8080")), Ok(()));
         assert_eq!(open.check("web", addr("[::1]:8080")), Ok(()));
         let locked = WebConfig {
-            access_token: Some("s3cret".into()),
+            access_token: "s3cret".into(),
             ..WebConfig::default()
         };
         assert_eq!(locked.check("web", addr("0.0.0.0:8080")), Ok(()));
         let empty = WebConfig {
-            access_token: Some(String::new()),
+            access_token: "".into(),
             ..WebConfig::default()
         };
         assert!(empty.check("web", addr("0.0.0.0:8080")).is_err());
@@ -235,10 +254,56 @@ mod tests {
     #[test]
     fn debug_output_never_shows_the_token() {
         let config = WebConfig {
-            access_token: Some("tok-very-secret".into()),
+            access_token: "tok-very-secret".into(),
             ..WebConfig::default()
         };
         let shown = format!("{config:?}");
-        assert!(!shown.contains("tok-very-secret") && shown.contains("[redacted]"));
+        assert!(!shown.contains("tok-very-secret") && shown.contains("[REDACTED]"));
+    }
+
+    #[test]
+    fn every_zero_limit_is_named_and_unset_keys_take_the_defaults() {
+        let config: WebConfig = serde_json::from_value(serde_json::json!({
+            "max_message_chars": 0, "history_messages": 0,
+        }))
+        .expect("parses");
+        let keys: Vec<_> = config.problems(None).iter().map(|e| e.key).collect();
+        assert_eq!(keys, ["max_message_chars", "history_messages"]);
+        assert_eq!(config.path, "/");
+        assert_eq!(
+            config.max_messages_per_minute,
+            DEFAULT_MAX_MESSAGES_PER_MINUTE
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_or_a_history_dir_key_is_refused() {
+        for key in ["history_dir", "acess_token"] {
+            let parsed = serde_json::from_value::<WebConfig>(serde_json::json!({ key: "x" }));
+            assert!(parsed.is_err(), "{key}");
+        }
+    }
+
+    #[test]
+    fn the_routes_are_the_page_its_assets_and_the_socket() {
+        let config = WebConfig {
+            path: "/chat".into(),
+            ..WebConfig::default()
+        };
+        let paths: Vec<_> = config
+            .http_routes("web")
+            .into_iter()
+            .map(|r| r.path)
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "/chat/",
+                "/chat/app.js",
+                "/chat/app.css",
+                "/chat/ws",
+                "/chat"
+            ]
+        );
     }
 }

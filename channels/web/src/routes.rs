@@ -51,20 +51,35 @@ fn query_token(query: Result<Query<TokenQuery>, QueryRejection>) -> Option<Strin
     query.ok().and_then(|Query(q)| q.token)
 }
 
+/// Every path the channel mounts under `base`: the page, its script, its style, the socket,
+/// and (below the root) the path without its slash, which redirects to the page.
+pub(crate) fn paths(base: &str) -> Vec<String> {
+    let mut paths = vec![
+        base.to_owned(),
+        format!("{base}app.js"),
+        format!("{base}app.css"),
+        format!("{base}ws"),
+    ];
+    if base != "/" {
+        paths.push(base.trim_end_matches('/').to_owned());
+    }
+    paths
+}
+
 /// The channel's routes, with full paths so the gateway can merge them at its root.
 pub(crate) fn router(
     hub: Arc<Hub>,
     sink: Arc<dyn EventSink>,
     closing: CancellationToken,
 ) -> Router {
-    let base = hub.config.base();
+    let paths = paths(&hub.config.base());
     let mut router = Router::new()
-        .route(&base, get(page))
-        .route(&format!("{base}app.js"), get(script))
-        .route(&format!("{base}app.css"), get(style))
-        .route(&format!("{base}ws"), get(upgrade));
-    if base != "/" {
-        router = router.route(base.trim_end_matches('/'), get(to_base));
+        .route(&paths[0], get(page))
+        .route(&paths[1], get(script))
+        .route(&paths[2], get(style))
+        .route(&paths[3], get(upgrade));
+    if let Some(bare) = paths.get(4) {
+        router = router.route(bare, get(to_base));
     }
     router.with_state(RouteState { hub, sink, closing })
 }
@@ -77,7 +92,7 @@ async fn page(
     let hub = &state.hub;
     let base = hub.config.base();
     let token = query_token(query);
-    let expected = hub.config.access_token.as_deref();
+    let expected = hub.config.access_token.expose();
     if !auth::has_token(expected, token.as_deref(), &headers, &hub.name) {
         return unauthorized_page();
     }
@@ -182,7 +197,7 @@ async fn upgrade(
     let hub = &state.hub;
     let token = query_token(query);
     if !auth::has_token(
-        hub.config.access_token.as_deref(),
+        hub.config.access_token.expose(),
         token.as_deref(),
         &headers,
         &hub.name,

@@ -8,9 +8,11 @@ pub mod telegram;
 
 pub mod fake_channel;
 pub mod llm;
+pub mod sink;
 
 pub use fake_channel::{Call, FakeChannel, Op};
 pub use llm::{FakeLlm, Protocol, Reply};
+pub use sink::RecordingSink;
 
 /// Serve `app` on 127.0.0.1:0 in the background and return its address.
 pub async fn serve(app: axum::Router) -> std::net::SocketAddr {

@@ -1,83 +1,19 @@
 //! Test harness: a DiscordChannel pointed at FakeDiscord with `start` running (the real
-//! serenity gateway client), and a recording sink that deduplicates by event id like the
-//! core's inbox.
+//! serenity gateway client), delivering into the shared `RecordingSink` from the stand-ins.
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use switchboard_channel::{
-    ButtonPress, Channel, ChannelEvent, Delivery, EventSink, Inbound, SinkError,
-};
+pub use switchboard_standins::RecordingSink;
+
+use switchboard_channel::{ButtonPress, Channel, ChannelEvent, Inbound};
 use switchboard_discord::{DiscordChannel, DiscordConfig};
 use switchboard_standins::discord::{FAKE_TOKEN, FakeDiscord, FakeUser};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// How long the harness waits for anything that should happen promptly.
-pub const PROMPTLY: Duration = Duration::from_secs(10);
-
-/// Stores each event id once, records every delivery attempt, and can be told to fail.
-#[derive(Default)]
-pub struct RecordingSink {
-    seen: Mutex<HashSet<String>>,
-    stored: Mutex<Vec<ChannelEvent>>,
-    attempts: Mutex<Vec<String>>,
-    pub fail: AtomicBool,
-}
-
-impl RecordingSink {
-    pub fn stored(&self) -> Vec<ChannelEvent> {
-        self.stored.lock().unwrap().clone()
-    }
-
-    /// How many times `event_id` was handed over (stored or duplicate).
-    pub fn attempts_for(&self, event_id: &str) -> usize {
-        self.attempts
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|id| *id == event_id)
-            .count()
-    }
-
-    /// Wait until at least `n` events are stored.
-    pub async fn wait_for(&self, n: usize) -> Vec<ChannelEvent> {
-        let deadline = Instant::now() + PROMPTLY;
-        loop {
-            let stored = self.stored();
-            if stored.len() >= n {
-                return stored;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "expected {n} stored events, got {stored:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-#[async_trait]
-impl EventSink for RecordingSink {
-    async fn deliver(&self, event: ChannelEvent) -> Result<Delivery, SinkError> {
-        self.attempts
-            .lock()
-            .unwrap()
-            .push(event.event_id().to_owned());
-        if self.fail.load(Ordering::SeqCst) {
-            return Err(SinkError("database is down".into()));
-        }
-        let id = format!("{}:{}", event.key().channel, event.event_id());
-        if !self.seen.lock().unwrap().insert(id) {
-            return Ok(Delivery::Duplicate);
-        }
-        self.stored.lock().unwrap().push(event);
-        Ok(Delivery::Stored)
-    }
-}
+pub use switchboard_standins::sink::PROMPTLY;
 
 /// The message in a stored event, or a panic saying what it was instead.
 pub fn as_message(event: &ChannelEvent) -> &Inbound {

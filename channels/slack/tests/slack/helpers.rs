@@ -1,53 +1,15 @@
-//! Test harness: a SlackChannel pointed at FakeSlack, its routes served on 127.0.0.1:0, and
-//! a recording sink that deduplicates by event id like the core's inbox.
+//! Test harness: a SlackChannel pointed at FakeSlack, its routes served on 127.0.0.1:0,
+//! delivering into the shared `RecordingSink` from the stand-ins.
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use switchboard_channel::{Channel, ChannelEvent, Delivery, EventSink, SinkError};
+pub use switchboard_standins::RecordingSink;
+
+use switchboard_channel::Channel;
 use switchboard_slack::{SlackChannel, SlackConfig};
 use switchboard_standins::slack::{FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack, SignedRequest};
 use tokio_util::sync::CancellationToken;
-
-/// Stores each event id once, records every outcome, and can be told to fail.
-#[derive(Default)]
-pub struct RecordingSink {
-    seen: Mutex<HashSet<String>>,
-    stored: Mutex<Vec<ChannelEvent>>,
-    outcomes: Mutex<Vec<Delivery>>,
-    pub fail: AtomicBool,
-}
-
-impl RecordingSink {
-    pub fn stored(&self) -> Vec<ChannelEvent> {
-        self.stored.lock().unwrap().clone()
-    }
-
-    pub fn outcomes(&self) -> Vec<Delivery> {
-        self.outcomes.lock().unwrap().clone()
-    }
-}
-
-#[async_trait]
-impl EventSink for RecordingSink {
-    async fn deliver(&self, event: ChannelEvent) -> Result<Delivery, SinkError> {
-        if self.fail.load(Ordering::SeqCst) {
-            return Err(SinkError("database is down".into()));
-        }
-        let id = format!("{}:{}", event.key().channel, event.event_id());
-        let outcome = if self.seen.lock().unwrap().insert(id) {
-            self.stored.lock().unwrap().push(event);
-            Delivery::Stored
-        } else {
-            Delivery::Duplicate
-        };
-        self.outcomes.lock().unwrap().push(outcome);
-        Ok(outcome)
-    }
-}
 
 pub struct TestApp {
     pub slack: FakeSlack,

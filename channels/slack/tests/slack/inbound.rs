@@ -1,7 +1,5 @@
 //! Events API webhooks: signature, normalisation, dedup, acknowledgement.
 
-use std::sync::atomic::Ordering;
-
 use reqwest::StatusCode;
 use serde_json::json;
 use switchboard_channel::{ChannelEvent, ConversationKey, Delivery, Inbound};
@@ -182,11 +180,11 @@ async fn malformed_json_gets_400_and_unknown_event_types_get_200() {
 async fn a_sink_failure_answers_500_so_slack_retries_and_the_retry_is_stored() {
     let app = spawn_app().await;
     let dm = dm_event(&SlackMessage::default());
-    app.sink.fail.store(true, Ordering::SeqCst);
+    app.sink.set_failing(true);
     let first = app.post_event(&SignedRequest::event(&dm)).await;
     assert_eq!(first.status(), StatusCode::INTERNAL_SERVER_ERROR);
 
-    app.sink.fail.store(false, Ordering::SeqCst);
+    app.sink.set_failing(false);
     let retry = app.post_event(&SignedRequest::event(&dm).retry(1)).await;
     assert_eq!(retry.status(), StatusCode::OK);
     assert_eq!(app.sink.outcomes(), [Delivery::Stored]);

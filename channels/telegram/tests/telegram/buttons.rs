@@ -93,7 +93,7 @@ async fn a_press_by_someone_not_allowed_is_not_delivered() {
     ));
     let events = h.sink.wait_for(1).await;
     h.wait_until_confirmed().await;
-    assert_eq!(h.sink.events().len(), 1);
+    assert_eq!(h.sink.stored().len(), 1);
     assert_eq!(events[0].user().id, "1001");
 }
 

@@ -1,111 +1,16 @@
-//! Shared test set-up: a fake Bot API, a channel pointed at it, and a recording sink that
-//! deduplicates by event id like the core's inbox and can be told to fail.
+//! Shared test set-up: a fake Bot API and a channel pointed at it, delivering into the
+//! shared `RecordingSink` from the stand-ins.
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use switchboard_channel::{
-    Channel, ChannelEvent, ConversationKey, Delivery, EventSink, Health, Inbound, SinkError,
-};
+pub use switchboard_standins::RecordingSink;
+
+use switchboard_channel::{Channel, ChannelEvent, ConversationKey, Health, Inbound};
 use switchboard_standins::telegram::{FAKE_BOT_TOKEN, FakeTelegram};
 use switchboard_telegram::{TelegramChannel, TelegramConfig};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
-
-/// A sink that stores each event id once, remembers when, and fails the first `fail` calls.
-#[derive(Default)]
-pub struct RecordingSink {
-    events: Mutex<Vec<(ChannelEvent, Instant)>>,
-    seen: Mutex<HashSet<String>>,
-    attempts: Mutex<Vec<String>>,
-    fail: AtomicUsize,
-    delivered: Notify,
-}
-
-impl RecordingSink {
-    /// A sink that stores everything.
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self::default())
-    }
-
-    /// A sink whose first `n` deliveries fail.
-    pub fn failing(n: usize) -> Arc<Self> {
-        let sink = Self::default();
-        sink.fail.store(n, Ordering::SeqCst);
-        Arc::new(sink)
-    }
-
-    /// Stored events, in order.
-    pub fn events(&self) -> Vec<ChannelEvent> {
-        self.events
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(e, _)| e.clone())
-            .collect()
-    }
-
-    /// When the event with `event_id` was stored.
-    pub fn stored_at(&self, event_id: &str) -> Option<Instant> {
-        let events = self.events.lock().unwrap();
-        events
-            .iter()
-            .find(|(e, _)| e.event_id() == event_id)
-            .map(|(_, at)| *at)
-    }
-
-    /// Event ids of every delivery attempt, failed ones included.
-    pub fn attempts(&self) -> Vec<String> {
-        self.attempts.lock().unwrap().clone()
-    }
-
-    /// Wait (up to 10 s) until `n` events are stored.
-    pub async fn wait_for(&self, n: usize) -> Vec<ChannelEvent> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let notified = self.delivered.notified();
-            let events = self.events();
-            if events.len() >= n {
-                return events;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                panic!("expected {n} events, got {events:?}");
-            }
-        }
-    }
-}
-
-#[async_trait]
-impl EventSink for RecordingSink {
-    async fn deliver(&self, event: ChannelEvent) -> Result<Delivery, SinkError> {
-        self.attempts
-            .lock()
-            .unwrap()
-            .push(event.event_id().to_owned());
-        let fail = self
-            .fail
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok();
-        if fail {
-            return Err(SinkError("database is locked (test)".into()));
-        }
-        if !self
-            .seen
-            .lock()
-            .unwrap()
-            .insert(event.event_id().to_owned())
-        {
-            return Ok(Delivery::Duplicate);
-        }
-        self.events.lock().unwrap().push((event, Instant::now()));
-        self.delivered.notify_waiters();
-        Ok(Delivery::Stored)
-    }
-}
 
 /// Settings for a channel pointed at `fake`: polling with a 1 s long poll, everyone allowed.
 pub fn config_for(fake: &FakeTelegram) -> TelegramConfig {

@@ -86,7 +86,7 @@ async fn a_group_delivers_mentions_and_replies_and_ignores_other_chatter() {
     h.wait_until_confirmed().await;
     let texts: Vec<String> = h
         .sink
-        .events()
+        .stored()
         .iter()
         .map(|e| inbound(e).text.clone())
         .collect();
@@ -96,7 +96,7 @@ async fn a_group_delivers_mentions_and_replies_and_ignores_other_chatter() {
     );
     let keys: Vec<_> = h
         .sink
-        .events()
+        .stored()
         .iter()
         .map(|e| inbound(e).key.clone())
         .collect();
@@ -135,7 +135,7 @@ async fn a_topic_message_gets_the_topic_as_its_thread() {
     );
 
     h.wait_until_confirmed().await;
-    let events = h.sink.events();
+    let events = h.sink.stored();
     assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(inbound(&events[0]).key, key(GROUP, Some(42)));
     assert_eq!(inbound(&events[0]).text, "summarise this topic");
@@ -164,7 +164,7 @@ async fn messages_from_the_bot_itself_and_other_bots_are_ignored() {
     h.wait_until_confirmed().await;
     let texts: Vec<String> = h
         .sink
-        .events()
+        .stored()
         .iter()
         .map(|e| inbound(e).text.clone())
         .collect();
@@ -190,7 +190,7 @@ async fn allowed_users_admits_listed_ids_and_usernames_and_refuses_the_rest() {
     h.wait_until_confirmed().await;
     let senders: Vec<String> = h
         .sink
-        .events()
+        .stored()
         .iter()
         .map(|e| inbound(e).user.id.clone())
         .collect();
@@ -203,7 +203,7 @@ async fn an_empty_allow_list_refuses_everyone() {
     h.fake.inject(&UserMessage::private(alice(), "hello"));
     h.fake.inject(&UserMessage::private(alice(), "hello again"));
     h.wait_until_confirmed().await;
-    assert!(h.sink.events().is_empty());
+    assert!(h.sink.stored().is_empty());
     assert!(h.sink.attempts().is_empty());
 }
 

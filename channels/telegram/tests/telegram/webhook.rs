@@ -27,7 +27,7 @@ async fn webhook(sink: Arc<RecordingSink>) -> Webhook {
     let mut config = config_for(&fake);
     config.mode = Mode::Webhook;
     config.webhook_url = Some(HOOK_URL.into());
-    config.secret_token = Some(SECRET.into());
+    config.secret_token = SECRET.into();
     let channel = Arc::new(TelegramChannel::new("telegram", config).expect("valid config"));
     let routes = channel
         .routes(Arc::clone(&sink) as Arc<dyn EventSink>)
@@ -101,14 +101,14 @@ async fn a_signed_update_is_stored_before_the_200() {
     let (body, update_id) = update(&w.fake, "hello via webhook");
     assert_eq!(post(w.addr, Some(SECRET), body.to_string()).await, 200);
     // No waiting: the event must already be stored when Telegram gets its answer.
-    let events = w.sink.events();
+    let events = w.sink.stored();
     assert_eq!(events.len(), 1);
     assert_eq!(inbound(&events[0]).key, key(1001, None));
     assert_eq!(inbound(&events[0]).event_id, format!("u{update_id}"));
 
     // A redelivery is answered 200 and stays one event.
     assert_eq!(post(w.addr, Some(SECRET), body.to_string()).await, 200);
-    assert_eq!(w.sink.events().len(), 1);
+    assert_eq!(w.sink.stored().len(), 1);
 }
 
 #[tokio::test]
@@ -127,7 +127,7 @@ async fn a_sink_failure_gets_500_so_telegram_redelivers() {
     let w = webhook(RecordingSink::failing(1)).await;
     let (body, _) = update(&w.fake, "try again");
     assert_eq!(post(w.addr, Some(SECRET), body.to_string()).await, 500);
-    assert!(w.sink.events().is_empty());
+    assert!(w.sink.stored().is_empty());
     assert_eq!(post(w.addr, Some(SECRET), body.to_string()).await, 200);
-    assert_eq!(w.sink.events().len(), 1);
+    assert_eq!(w.sink.stored().len(), 1);
 }

@@ -1,5 +1,6 @@
 //! `${VAR}` expansion for config strings, done while deserializing so a missing variable is
-//! reported by the TOML parser with the file, line, column and key it belongs to.
+//! reported by the TOML parser with the file, line, column and key it belongs to. The core's
+//! own keys and every channel crate's keys go through these same types and functions.
 
 use std::fmt;
 
@@ -49,6 +50,17 @@ fn env_lookup(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
+/// Deserialize a string key with `${VAR}` references resolved (`#[serde(deserialize_with)]`),
+/// for settings that keep a plain `String`.
+pub fn expanded<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    EnvString::deserialize(d).map(|s| s.0)
+}
+
+/// [`expanded`] for an optional key (use with `#[serde(default)]`).
+pub fn expanded_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    EnvString::deserialize(d).map(|s| Some(s.0))
+}
+
 /// A config string with `${VAR}` references resolved from the environment.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EnvString(pub String);
@@ -91,6 +103,18 @@ impl Secret {
     /// Whether a non-empty value is set.
     pub fn is_set(&self) -> bool {
         self.0.is_some()
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(value: &str) -> Self {
+        Self::new(value)
+    }
+}
+
+impl From<String> for Secret {
+    fn from(value: String) -> Self {
+        Self::new(value)
     }
 }
 

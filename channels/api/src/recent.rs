@@ -1,10 +1,11 @@
-//! A small map that forgets its oldest entries past a cap: the channel's in-memory state
-//! about recent events (pending button presses, thread parents) stays bounded however long
-//! the gateway runs.
+//! A small map that forgets its oldest entries past a cap: a channel's in-memory state about
+//! recent events (pending button presses, thread parents) stays bounded however long the
+//! gateway runs. Shared by every channel crate that needs one.
 
 use std::collections::{HashMap, VecDeque};
 
 /// Insertion-ordered map of at most `cap` entries.
+#[derive(Debug)]
 pub struct Recent<V> {
     cap: usize,
     map: HashMap<String, V>,
@@ -37,6 +38,16 @@ impl<V: Clone> Recent<V> {
     pub fn get(&self, key: &str) -> Option<V> {
         self.map.get(key).cloned()
     }
+
+    /// How many entries are kept.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
 }
 
 #[cfg(test)]
@@ -52,5 +63,6 @@ mod tests {
         recent.insert("c".into(), 4);
         assert_eq!(recent.get("a"), None);
         assert_eq!((recent.get("b"), recent.get("c")), (Some(2), Some(4)));
+        assert_eq!(recent.len(), 2);
     }
 }

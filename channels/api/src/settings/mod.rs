@@ -1,0 +1,123 @@
+//! What every channel crate's `[channels.<name>]` settings type offers the core: checks that
+//! name the key to fix, the secrets the scrubber must hide, the HTTP routes the channel will
+//! mount (so two channels cannot claim one path), and building the channel itself. The core
+//! holds an enum of the crates' settings types and reaches them only through
+//! [`ChannelSettings`]; it never names a platform's keys.
+
+mod expand;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use expand::{EnvString, Secret, expand, expanded, expanded_opt};
+
+use crate::Channel;
+
+/// One thing wrong with a channel's settings.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key} {message}")]
+pub struct SettingsError {
+    /// The key within `[channels.<name>]`, e.g. `secret_token`.
+    pub key: &'static str,
+    /// What is wrong, written to follow the key (`must be an https URL`).
+    pub message: String,
+}
+
+impl SettingsError {
+    /// A problem with `key`.
+    pub fn new(key: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            key,
+            message: message.into(),
+        }
+    }
+}
+
+/// What the gateway around a channel looks like, for checks and construction.
+#[derive(Debug, Clone, Copy)]
+pub struct Site<'a> {
+    /// The instance name (`[channels.<name>]`), which is also its conversations' `channel`.
+    pub name: &'a str,
+    /// The gateway's HTTP listen address; `None` when `gateway.listen` is itself invalid.
+    pub listen: Option<SocketAddr>,
+    /// The gateway's data directory, for a channel's own files.
+    pub data_dir: &'a Path,
+}
+
+/// An HTTP route a channel will mount on the gateway's shared server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpRoute {
+    /// The key that decides the path (`path`), or `None` when it follows from the name.
+    pub key: Option<&'static str>,
+    /// The full path, e.g. `/chat/ws`.
+    pub path: String,
+}
+
+/// Why a channel could not be built from its settings.
+pub type BuildError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A channel crate's settings type, as the core sees it.
+pub trait ChannelSettings: Send + Sync {
+    /// Every problem serde cannot see (a webhook without its secret, a bad URL). A channel
+    /// whose [`missing_credential`](Self::missing_credential) is `Some` is still checked.
+    fn validate(&self, site: &Site<'_>) -> Result<(), Vec<SettingsError>>;
+
+    /// Every secret in these settings, for the log scrubber and tool environments.
+    fn secrets(&self) -> Vec<&Secret>;
+
+    /// The key of an unset credential without which the channel is skipped (with a warning)
+    /// rather than started, so an example config runs with no platform accounts.
+    fn missing_credential(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The HTTP routes the channel will mount when built (none by default).
+    fn http_routes(&self, _name: &str) -> Vec<HttpRoute> {
+        Vec::new()
+    }
+
+    /// The channel, ready for the gateway to start.
+    fn build(&self, site: &Site<'_>) -> Result<Arc<dyn Channel>, BuildError>;
+}
+
+/// `Err` with every problem in `errors`, or `Ok` when there are none.
+pub fn collect(errors: Vec<SettingsError>) -> Result<(), Vec<SettingsError>> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Whether `url` is an http(s) URL with something after the scheme.
+pub fn is_http_url(url: &str) -> bool {
+    ["http://", "https://"].iter().any(|scheme| {
+        url.strip_prefix(scheme)
+            .is_some_and(|rest| !rest.is_empty())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_reads_as_key_then_what_is_wrong() {
+        let err = SettingsError::new("api_url", "must be an http(s) URL");
+        assert_eq!(err.to_string(), "api_url must be an http(s) URL");
+    }
+
+    #[test]
+    fn only_http_and_https_urls_with_a_host_pass() {
+        assert!(is_http_url("https://api.telegram.org"));
+        assert!(is_http_url("http://127.0.0.1:9"));
+        assert!(!is_http_url("ftp://x") && !is_http_url("https://") && !is_http_url("x"));
+    }
+
+    #[test]
+    fn no_errors_collect_to_ok() {
+        assert_eq!(collect(Vec::new()), Ok(()));
+        assert!(collect(vec![SettingsError::new("k", "bad")]).is_err());
+    }
+}

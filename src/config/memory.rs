@@ -1,0 +1,54 @@
+//! `[memory]`: long-term memory and history compaction.
+
+use serde::Deserialize;
+
+/// Whose memories a conversation sees.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryScopeMode {
+    /// Each conversation has its own memory.
+    #[default]
+    Conversation,
+    /// A user's memories follow them across conversations of one channel.
+    User,
+}
+
+/// `[memory]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// Recall, autosave and the memory tools.
+    pub enabled: bool,
+    /// Per conversation or per user.
+    pub scope: MemoryScopeMode,
+    /// User messages at least this long are saved automatically.
+    pub autosave_min_chars: usize,
+    /// Memories recalled before each turn.
+    pub recall_limit: usize,
+    /// Size cap of the recalled-memory system message.
+    pub recall_max_chars: usize,
+    /// Non-system messages kept before older ones are summarised.
+    pub max_history_messages: usize,
+    /// Recent messages compaction keeps verbatim.
+    pub compaction_keep_recent: usize,
+    /// Characters of older history sent to the summariser.
+    pub compaction_source_chars: usize,
+    /// Longest summary kept.
+    pub summary_max_chars: usize,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            scope: MemoryScopeMode::Conversation,
+            autosave_min_chars: 20,
+            recall_limit: 5,
+            recall_max_chars: 2000,
+            max_history_messages: 50,
+            compaction_keep_recent: 20,
+            compaction_source_chars: 12_000,
+            summary_max_chars: 2_000,
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! `RecordingSink`: the one stand-in for the core's durable inbox that every channel crate's
+//! tests hand to their channel. It deduplicates by channel and event id like the inbox,
+//! records every attempt and outcome, and can be told to fail (the first `n` calls, or all
+//! until told otherwise) so "store before acknowledging" can be tested.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use switchboard_channel::{ChannelEvent, Delivery, EventSink, SinkError};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// How long [`RecordingSink::wait_for`] waits for events that should arrive promptly.
+pub const PROMPTLY: Duration = Duration::from_secs(10);
+
+/// Stores each event once, remembers when, and fails on request.
+#[derive(Default)]
+pub struct RecordingSink {
+    stored: Mutex<Vec<(ChannelEvent, Instant)>>,
+    seen: Mutex<HashSet<String>>,
+    attempts: Mutex<Vec<String>>,
+    outcomes: Mutex<Vec<Delivery>>,
+    fail_next: AtomicUsize,
+    fail_all: AtomicBool,
+    delivered: Notify,
+}
+
+impl RecordingSink {
+    /// A sink that stores everything.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// A sink whose first `n` deliveries fail.
+    pub fn failing(n: usize) -> Arc<Self> {
+        let sink = Self::default();
+        sink.fail_next.store(n, Ordering::SeqCst);
+        Arc::new(sink)
+    }
+
+    /// Make every delivery fail (`true`) or succeed again (`false`).
+    pub fn set_failing(&self, failing: bool) {
+        self.fail_all.store(failing, Ordering::SeqCst);
+    }
+
+    /// Stored events, in order.
+    pub fn stored(&self) -> Vec<ChannelEvent> {
+        let stored = self.stored.lock().unwrap();
+        stored.iter().map(|(e, _)| e.clone()).collect()
+    }
+
+    /// When the event with `event_id` was stored.
+    pub fn stored_at(&self, event_id: &str) -> Option<Instant> {
+        let stored = self.stored.lock().unwrap();
+        stored
+            .iter()
+            .find(|(e, _)| e.event_id() == event_id)
+            .map(|(_, at)| *at)
+    }
+
+    /// Event ids of every delivery attempt, failed ones included.
+    pub fn attempts(&self) -> Vec<String> {
+        self.attempts.lock().unwrap().clone()
+    }
+
+    /// How many times `event_id` was handed over (stored, duplicate or failed).
+    pub fn attempts_for(&self, event_id: &str) -> usize {
+        let attempts = self.attempts.lock().unwrap();
+        attempts.iter().filter(|id| *id == event_id).count()
+    }
+
+    /// The outcome of every delivery that did not fail, in order.
+    pub fn outcomes(&self) -> Vec<Delivery> {
+        self.outcomes.lock().unwrap().clone()
+    }
+
+    /// Wait (up to [`PROMPTLY`]) until at least `n` events are stored.
+    pub async fn wait_for(&self, n: usize) -> Vec<ChannelEvent> {
+        let deadline = Instant::now() + PROMPTLY;
+        loop {
+            let notified = self.delivered.notified();
+            let stored = self.stored();
+            if stored.len() >= n {
+                return stored;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                panic!("expected {n} stored events, got {stored:?}");
+            }
+        }
+    }
+
+    fn fails_now(&self) -> bool {
+        let next = self
+            .fail_next
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        next || self.fail_all.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl EventSink for RecordingSink {
+    async fn deliver(&self, event: ChannelEvent) -> Result<Delivery, SinkError> {
+        self.attempts
+            .lock()
+            .unwrap()
+            .push(event.event_id().to_owned());
+        if self.fails_now() {
+            return Err(SinkError("database is down (test)".into()));
+        }
+        let id = format!("{}:{}", event.key().channel, event.event_id());
+        let outcome = if self.seen.lock().unwrap().insert(id) {
+            self.stored.lock().unwrap().push((event, Instant::now()));
+            self.delivered.notify_waiters();
+            Delivery::Stored
+        } else {
+            Delivery::Duplicate
+        };
+        self.outcomes.lock().unwrap().push(outcome);
+        Ok(outcome)
+    }
+}
