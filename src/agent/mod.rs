@@ -15,8 +15,9 @@ use std::time::Duration;
 pub use guard::DraftGuard;
 pub use parse::{MALFORMED_CALL, Parsed, parse_tool_calls};
 pub use run::{Resolution, Suspension};
-pub use tool::{ContextProvider, Gate, GateOutcome, Tool, ToolResult};
+pub use tool::{ContextProvider, Gate, Tool, ToolResult};
 
+use crate::policy::Decision;
 use crate::provider::{ChatMessage, ProviderError, Usage};
 use crate::scrub::Scrubber;
 
@@ -38,8 +39,8 @@ pub enum AgentEvent {
         summary: String,
         /// The arguments (scrubbed).
         args: serde_json::Value,
-        /// Which policy decision let it run (or refused it).
-        decision: String,
+        /// The gate's decision that let it run (or refused it), with who made it.
+        decision: Decision,
     },
     /// A tool call ended.
     ToolCompleted {

@@ -15,7 +15,6 @@ pub use tools::memory_tools;
 
 use crate::agent::ContextProvider;
 use crate::config::{MemoryConfig, MemoryScope};
-use crate::conversation::Command;
 use crate::provider::{ChatMessage, Role};
 use crate::store::{Memory, Store, StoreError, now_ms};
 
@@ -71,7 +70,8 @@ impl ContextProvider for Recall {
 }
 
 /// Save a user message as a memory when it is long enough and is the user's own words
-/// (not a command, not text the gateway injected). Exact duplicates are saved once.
+/// (not a command — anything starting with `/` — nor text the gateway injected). Exact
+/// duplicates are saved once.
 pub async fn autosave(
     store: &dyn Store,
     config: &MemoryConfig,
@@ -84,7 +84,6 @@ pub async fn autosave(
         || injected
         || text.chars().count() < config.autosave_min_chars
         || text.starts_with('/')
-        || Command::parse(text).is_some()
     {
         return Ok(false);
     }
