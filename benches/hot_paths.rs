@@ -10,6 +10,7 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use switchboard::agent::AgentEvent;
 use switchboard::agent::parse_tool_calls;
 use switchboard::draft::{Draft, DraftSettings};
+use switchboard::ids::InboxKind;
 use switchboard::scrub::Scrubber;
 use switchboard::store::{self, now_ms};
 use switchboard_channel::{
@@ -42,7 +43,12 @@ fn inbox_insert(c: &mut Criterion) {
                 text: "hello there, how are you today?".into(),
             });
             let store = Arc::clone(&store);
-            async move { store.insert_event(&event, now_ms()).await.unwrap() }
+            async move {
+                store
+                    .insert_event(&event, InboxKind::Message, now_ms())
+                    .await
+                    .unwrap()
+            }
         })
     });
 }

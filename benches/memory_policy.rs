@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
+use switchboard::ids::MemoryScope;
 use switchboard::policy::{Policy, PolicyConfig};
 use switchboard::store::{self, Store};
-use switchboard_channel::{Target, render};
+use switchboard_channel::{ConversationKey, Target, render};
 use tokio::runtime::Runtime;
 
 const MEMORIES: i64 = 100_000;
@@ -106,7 +107,7 @@ fn recall(c: &mut Criterion) {
                 async move {
                     store
                         .recall(
-                            "conv:bench:42",
+                            &MemoryScope::Conversation(ConversationKey::new("bench", "42")),
                             "what do you know about my debian server backup?",
                             5,
                         )

@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Config, ConfigError};
+use crate::ids::MemoryScope;
 use crate::{Gateway, channels, store, telemetry};
 
 /// Where `--config` points when it is not given.
@@ -61,7 +62,7 @@ pub enum MemoryAction {
     List {
         /// Only this scope.
         #[arg(long)]
-        scope: Option<String>,
+        scope: Option<MemoryScope>,
         /// How many.
         #[arg(long, default_value_t = 50)]
         limit: usize,
@@ -70,7 +71,7 @@ pub enum MemoryAction {
     Search {
         /// Scope to search.
         #[arg(long)]
-        scope: String,
+        scope: MemoryScope,
         /// Words to look for.
         query: String,
     },
@@ -78,7 +79,7 @@ pub enum MemoryAction {
     Forget {
         /// Scope.
         #[arg(long)]
-        scope: String,
+        scope: MemoryScope,
         /// Key to forget.
         #[arg(long)]
         key: Option<String>,
@@ -307,7 +308,7 @@ pub async fn memory(args: MemoryArgs) -> anyhow::Result<ExitCode> {
     let config = args.config.load()?;
     let store = store::connect(&config.gateway.database_url).await?;
     let shown = match args.action {
-        MemoryAction::List { scope, limit } => store.memories(scope.as_deref(), limit).await?,
+        MemoryAction::List { scope, limit } => store.memories(scope.as_ref(), limit).await?,
         MemoryAction::Search { scope, query } => store.recall(&scope, &query, 20).await?,
         MemoryAction::Forget {
             scope,

@@ -54,8 +54,8 @@ async fn metrics(State(state): State<HealthState>) -> impl IntoResponse {
     if let Ok(counts) = state.store.inbox_counts().await {
         m.inbox_pending.set(counts.pending + counts.processing);
     }
-    if let Ok(pending) = state.store.list_approvals(true, 100_000).await {
-        m.approvals_pending.set(pending.len() as i64);
+    if let Ok(counts) = state.store.approval_counts().await {
+        m.approvals_pending.set(counts.pending);
     }
     m.active_conversations.set(state.registry.active() as i64);
     (

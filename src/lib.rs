@@ -14,6 +14,7 @@
 //! - [`scrub`]: credential redaction for tool output, chat, history and logs.
 //! - [`draft`]: the live draft message an answer streams into, throttled and split.
 //! - [`governor`]: one send/edit budget per chat, shared by every draft in it.
+//! - [`ids`]: typed ids and stored states (approval id and status, memory scope, inbox kind).
 //! - [`store`]: the durable inbox and history, on SQLite or PostgreSQL.
 //! - [`http`]: the shared axum server (health, channel webhooks).
 //! - [`memory`]: recall, autosave, memory tools and history compaction.
@@ -35,6 +36,7 @@ pub mod draft;
 pub mod gateway;
 pub mod governor;
 pub mod http;
+pub mod ids;
 pub mod memory;
 pub mod metrics;
 pub mod policy;

@@ -89,7 +89,7 @@ fn yes() -> bool {
 /// Whose memories a conversation sees.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum MemoryScope {
+pub enum MemoryScopeMode {
     /// Each conversation has its own memory.
     #[default]
     Conversation,
@@ -104,7 +104,7 @@ pub struct MemoryConfig {
     /// Recall, autosave and the memory tools.
     pub enabled: bool,
     /// Per conversation or per user.
-    pub scope: MemoryScope,
+    pub scope: MemoryScopeMode,
     /// User messages at least this long are saved automatically.
     pub autosave_min_chars: usize,
     /// Memories recalled before each turn.
@@ -125,7 +125,7 @@ impl Default for MemoryConfig {
     fn default() -> Self {
         Self {
             enabled: true,
-            scope: MemoryScope::Conversation,
+            scope: MemoryScopeMode::Conversation,
             autosave_min_chars: 20,
             recall_limit: 5,
             recall_max_chars: 2000,

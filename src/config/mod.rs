@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-pub use channels::{DiscordSettings, MemoryConfig, MemoryScope, TelegramSettings};
+pub use channels::{DiscordSettings, MemoryConfig, MemoryScopeMode, TelegramSettings};
 pub use expand::{EnvString, Secret, expand};
 pub use load::{ConfigError, Problem, load, parse};
 

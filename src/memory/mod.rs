@@ -14,7 +14,8 @@ pub use compaction::{Compaction, compact_if_needed};
 pub use tools::memory_tools;
 
 use crate::agent::ContextProvider;
-use crate::config::{MemoryConfig, MemoryScope};
+use crate::config::{MemoryConfig, MemoryScopeMode};
+use crate::ids::MemoryScope;
 use crate::provider::{ChatMessage, Role};
 use crate::store::{Memory, Store, StoreError, now_ms};
 
@@ -24,10 +25,10 @@ pub const RECALL_HEADER: &str = "Relevant memory:";
 pub const SUMMARY_HEADER: &str = "Summary of the earlier conversation:";
 
 /// The memory scope of a message from `user_id` in `key`.
-pub fn scope_for(config: &MemoryConfig, key: &ConversationKey, user_id: &str) -> String {
+pub fn scope_for(config: &MemoryConfig, key: &ConversationKey, user_id: &str) -> MemoryScope {
     match config.scope {
-        MemoryScope::Conversation => format!("conv:{key}"),
-        MemoryScope::User => format!("user:{}:{user_id}", key.channel),
+        MemoryScopeMode::Conversation => MemoryScope::Conversation(key.clone()),
+        MemoryScopeMode::User => MemoryScope::user(&key.channel, user_id),
     }
 }
 
@@ -36,7 +37,7 @@ pub struct Recall {
     /// Where memories live.
     pub store: Arc<dyn Store>,
     /// The turn's scope.
-    pub scope: String,
+    pub scope: MemoryScope,
     /// How many to inject.
     pub limit: usize,
     /// Size cap of the injected message.
@@ -75,7 +76,7 @@ impl ContextProvider for Recall {
 pub async fn autosave(
     store: &dyn Store,
     config: &MemoryConfig,
-    scope: &str,
+    scope: &MemoryScope,
     text: &str,
 ) -> Result<bool, StoreError> {
     let text = text.trim();
@@ -88,7 +89,7 @@ pub async fn autosave(
         return Ok(false);
     }
     let memory = Memory {
-        scope: scope.to_owned(),
+        scope: scope.clone(),
         key: format!("auto:{:016x}", fnv1a(text)),
         content: text.to_owned(),
         category: "conversation".into(),
@@ -112,9 +113,12 @@ mod tests {
     fn scopes_separate_conversations_or_users() {
         let mut config = MemoryConfig::default();
         let key = ConversationKey::new("slack", "C1").in_thread("9");
-        assert_eq!(scope_for(&config, &key, "U1"), "conv:slack:C1:9");
-        config.scope = MemoryScope::User;
-        assert_eq!(scope_for(&config, &key, "U1"), "user:slack:U1");
+        assert_eq!(
+            scope_for(&config, &key, "U1").to_string(),
+            "conv:slack:C1:9"
+        );
+        config.scope = MemoryScopeMode::User;
+        assert_eq!(scope_for(&config, &key, "U1").to_string(), "user:slack:U1");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::agent::{Tool, ToolResult};
+use crate::ids::MemoryScope;
 use crate::store::{Memory, Store, now_ms};
 
 /// Which memory operation.
@@ -22,18 +23,18 @@ enum Op {
 pub struct MemoryTool {
     op: Op,
     store: Arc<dyn Store>,
-    scope: String,
+    scope: MemoryScope,
 }
 
 /// The three memory tools for `scope`.
-pub fn memory_tools(store: &Arc<dyn Store>, scope: &str) -> Vec<Arc<dyn Tool>> {
+pub fn memory_tools(store: &Arc<dyn Store>, scope: &MemoryScope) -> Vec<Arc<dyn Tool>> {
     [Op::Store, Op::Recall, Op::Forget]
         .into_iter()
         .map(|op| {
             Arc::new(MemoryTool {
                 op,
                 store: Arc::clone(store),
-                scope: scope.to_owned(),
+                scope: scope.clone(),
             }) as Arc<dyn Tool>
         })
         .collect()

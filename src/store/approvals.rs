@@ -5,12 +5,13 @@ use async_trait::async_trait;
 use switchboard_channel::ConversationKey;
 
 use super::StoreError;
+use crate::ids::{ApprovalId, ApprovalStatus};
 
 /// One approval request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval {
     /// Short random id, shown in prompts and `/approve <id>`.
-    pub id: String,
+    pub id: ApprovalId,
     /// Conversation it belongs to.
     pub conversation: ConversationKey,
     /// Tool asked for.
@@ -23,8 +24,8 @@ pub struct Approval {
     pub reason: String,
     /// Who started the turn.
     pub requester: String,
-    /// `pending`, `approved`, `denied` or `expired`.
-    pub status: String,
+    /// Where it stands; only `Pending` changes, once.
+    pub status: ApprovalStatus,
     /// Who decided.
     pub decided_by: Option<String>,
     /// The prompt message, once posted.
@@ -37,13 +38,49 @@ pub struct Approval {
     pub expires_at: i64,
 }
 
+/// How many approvals are in each status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ApprovalCounts {
+    /// Waiting for a person.
+    pub pending: i64,
+    /// Allowed.
+    pub approved: i64,
+    /// Refused.
+    pub denied: i64,
+    /// Timed out.
+    pub expired: i64,
+}
+
+impl ApprovalCounts {
+    /// The count of one status.
+    pub fn get(&self, status: ApprovalStatus) -> i64 {
+        match status {
+            ApprovalStatus::Pending => self.pending,
+            ApprovalStatus::Approved => self.approved,
+            ApprovalStatus::Denied => self.denied,
+            ApprovalStatus::Expired => self.expired,
+        }
+    }
+
+    /// Add `n` to one status's count.
+    pub fn add(&mut self, status: ApprovalStatus, n: i64) {
+        let slot = match status {
+            ApprovalStatus::Pending => &mut self.pending,
+            ApprovalStatus::Approved => &mut self.approved,
+            ApprovalStatus::Denied => &mut self.denied,
+            ApprovalStatus::Expired => &mut self.expired,
+        };
+        *slot += n;
+    }
+}
+
 /// Approval persistence.
 #[async_trait]
 pub trait ApprovalStore {
     /// Store a new pending approval.
     async fn create_approval(&self, approval: &Approval) -> Result<(), StoreError>;
     /// One approval by id.
-    async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError>;
+    async fn approval(&self, id: &ApprovalId) -> Result<Option<Approval>, StoreError>;
     /// The pending approval of a conversation, if any.
     async fn pending_approval(&self, key: &ConversationKey)
     -> Result<Option<Approval>, StoreError>;
@@ -55,16 +92,22 @@ pub trait ApprovalStore {
         pending_only: bool,
         limit: usize,
     ) -> Result<Vec<Approval>, StoreError>;
+    /// Approvals per status, counted by the database.
+    async fn approval_counts(&self) -> Result<ApprovalCounts, StoreError>;
     /// Move a pending approval to `status`; `false` if it was no longer pending.
     async fn decide_approval(
         &self,
-        id: &str,
-        status: &str,
+        id: &ApprovalId,
+        status: ApprovalStatus,
         by: &str,
         now_ms: i64,
     ) -> Result<bool, StoreError>;
     /// Remember the prompt message.
-    async fn set_approval_prompt(&self, id: &str, prompt_ref: &str) -> Result<(), StoreError>;
+    async fn set_approval_prompt(
+        &self,
+        id: &ApprovalId,
+        prompt_ref: &str,
+    ) -> Result<(), StoreError>;
     /// Add an "always allow" rule for a conversation.
     async fn add_allow_rule(
         &self,
@@ -80,6 +123,12 @@ pub trait ApprovalStore {
 /// Columns of `approvals`, in [`Approval`] field order.
 pub(super) const COLUMNS: &str = "id, conversation_key, tool, args, rule, reason, requester, status, decided_by, prompt_ref, state, created_at, expires_at";
 
+/// Decode a stored `approvals.status`.
+pub(super) fn status(text: &str) -> Result<ApprovalStatus, StoreError> {
+    text.parse()
+        .map_err(|e: crate::ids::ParseIdError| StoreError::Corrupt(e.to_string()))
+}
+
 /// Implements [`ApprovalStore`] for a store with a `pool` field.
 macro_rules! impl_approvals {
     ($store:ty, $row:ty) => {
@@ -90,14 +139,14 @@ macro_rules! impl_approvals {
                     "INSERT INTO approvals ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
                     $crate::store::approvals::COLUMNS
                 ))
-                .bind(&a.id)
+                .bind(a.id.as_str())
                 .bind(a.conversation.to_string())
                 .bind(&a.tool)
                 .bind(&a.args)
                 .bind(&a.rule)
                 .bind(&a.reason)
                 .bind(&a.requester)
-                .bind(&a.status)
+                .bind(a.status.as_str())
                 .bind(&a.decided_by)
                 .bind(&a.prompt_ref)
                 .bind(&a.state)
@@ -108,9 +157,9 @@ macro_rules! impl_approvals {
                 Ok(())
             }
 
-            async fn approval(&self, id: &str) -> Result<Option<$crate::store::Approval>, $crate::store::StoreError> {
+            async fn approval(&self, id: &$crate::ids::ApprovalId) -> Result<Option<$crate::store::Approval>, $crate::store::StoreError> {
                 let sql = format!("SELECT {} FROM approvals WHERE id = $1", $crate::store::approvals::COLUMNS);
-                let row = sqlx::query(&sql).bind(id).fetch_optional(&self.pool).await?;
+                let row = sqlx::query(&sql).bind(id.as_str()).fetch_optional(&self.pool).await?;
                 row.map(|r| approval_row(&r)).transpose()
             }
 
@@ -147,29 +196,41 @@ macro_rules! impl_approvals {
                 rows.iter().map(approval_row).collect()
             }
 
+            async fn approval_counts(&self) -> Result<$crate::store::ApprovalCounts, $crate::store::StoreError> {
+                let rows: Vec<(String, i64)> =
+                    sqlx::query_as("SELECT status, COUNT(*) FROM approvals GROUP BY status")
+                        .fetch_all(&self.pool)
+                        .await?;
+                let mut counts = $crate::store::ApprovalCounts::default();
+                for (status, n) in rows {
+                    counts.add($crate::store::approvals::status(&status)?, n);
+                }
+                Ok(counts)
+            }
+
             async fn decide_approval(
                 &self,
-                id: &str,
-                status: &str,
+                id: &$crate::ids::ApprovalId,
+                status: $crate::ids::ApprovalStatus,
                 by: &str,
                 now_ms: i64,
             ) -> Result<bool, $crate::store::StoreError> {
                 let done = sqlx::query(
                     "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3 WHERE id = $4 AND status = 'pending'",
                 )
-                .bind(status)
+                .bind(status.as_str())
                 .bind(by)
                 .bind(now_ms)
-                .bind(id)
+                .bind(id.as_str())
                 .execute(&self.pool)
                 .await?;
                 Ok(done.rows_affected() == 1)
             }
 
-            async fn set_approval_prompt(&self, id: &str, prompt_ref: &str) -> Result<(), $crate::store::StoreError> {
+            async fn set_approval_prompt(&self, id: &$crate::ids::ApprovalId, prompt_ref: &str) -> Result<(), $crate::store::StoreError> {
                 sqlx::query("UPDATE approvals SET prompt_ref = $1 WHERE id = $2")
                     .bind(prompt_ref)
-                    .bind(id)
+                    .bind(id.as_str())
                     .execute(&self.pool)
                     .await?;
                 Ok(())
@@ -209,14 +270,14 @@ macro_rules! impl_approvals {
         fn approval_row(r: &$row) -> Result<$crate::store::Approval, $crate::store::StoreError> {
             use sqlx::Row as _;
             Ok($crate::store::Approval {
-                id: r.try_get("id")?,
+                id: $crate::ids::ApprovalId::new(r.try_get::<String, _>("id")?),
                 conversation: $crate::store::shared::conversation_key(&r.try_get::<String, _>("conversation_key")?)?,
                 tool: r.try_get("tool")?,
                 args: r.try_get("args")?,
                 rule: r.try_get("rule")?,
                 reason: r.try_get("reason")?,
                 requester: r.try_get("requester")?,
-                status: r.try_get("status")?,
+                status: $crate::store::approvals::status(&r.try_get::<String, _>("status")?)?,
                 decided_by: r.try_get("decided_by")?,
                 prompt_ref: r.try_get("prompt_ref")?,
                 state: r.try_get("state")?,

@@ -5,12 +5,13 @@
 use async_trait::async_trait;
 
 use super::StoreError;
+use crate::ids::MemoryScope;
 
 /// One remembered fact.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Memory {
-    /// `conv:<key>` or `user:<channel>:<user id>`.
-    pub scope: String,
+    /// Whose memory it is (stored as `conv:<key>` or `user:<channel>:<user id>`).
+    pub scope: MemoryScope,
     /// Name the model gave it, or `auto:<hash>`.
     pub key: String,
     /// The fact.
@@ -30,16 +31,20 @@ pub trait MemoryStore {
     /// The best `limit` matches for `query` within `scope`, best first.
     async fn recall(
         &self,
-        scope: &str,
+        scope: &MemoryScope,
         query: &str,
         limit: usize,
     ) -> Result<Vec<Memory>, StoreError>;
     /// Remove `key` from `scope`; whether it existed.
-    async fn forget(&self, scope: &str, key: &str) -> Result<bool, StoreError>;
+    async fn forget(&self, scope: &MemoryScope, key: &str) -> Result<bool, StoreError>;
     /// Remove everything in `scope`; how many were removed.
-    async fn forget_scope(&self, scope: &str) -> Result<u64, StoreError>;
+    async fn forget_scope(&self, scope: &MemoryScope) -> Result<u64, StoreError>;
     /// The newest `limit` memories, optionally of one scope.
-    async fn memories(&self, scope: Option<&str>, limit: usize) -> Result<Vec<Memory>, StoreError>;
+    async fn memories(
+        &self,
+        scope: Option<&MemoryScope>,
+        limit: usize,
+    ) -> Result<Vec<Memory>, StoreError>;
 }
 
 /// The search words of `text`: letters and digits only, lowercased, at most 16, each at

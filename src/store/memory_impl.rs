@@ -5,6 +5,7 @@ use async_trait::async_trait;
 
 use super::memory::{Memory, MemoryStore, fts5_query, websearch_query};
 use super::{PostgresStore, SqliteStore, StoreError};
+use crate::ids::MemoryScope;
 
 fn memory_row<R: sqlx::Row>(r: &R) -> Result<Memory, StoreError>
 where
@@ -13,7 +14,10 @@ where
     for<'a> i64: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
 {
     Ok(Memory {
-        scope: r.try_get("scope")?,
+        scope: r
+            .try_get::<String, _>("scope")?
+            .parse()
+            .map_err(|e: crate::ids::ParseIdError| StoreError::Corrupt(e.to_string()))?,
         key: r.try_get("key")?,
         content: r.try_get("content")?,
         category: r.try_get("category")?,
@@ -27,37 +31,37 @@ macro_rules! impl_memory {
     ($store:ty, $query:path, $search:literal) => {
         #[async_trait]
         impl MemoryStore for $store {
-            async fn recall(&self, scope: &str, query: &str, limit: usize) -> Result<Vec<Memory>, StoreError> {
+            async fn recall(&self, scope: &MemoryScope, query: &str, limit: usize) -> Result<Vec<Memory>, StoreError> {
                 let Some(words) = $query(query) else { return Ok(Vec::new()) };
                 let rows = sqlx::query($search)
                     .bind(words)
-                    .bind(scope)
+                    .bind(scope.to_string())
                     .bind(limit as i64)
                     .fetch_all(&self.pool)
                     .await?;
                 rows.iter().map(memory_row).collect()
             }
 
-            async fn forget(&self, scope: &str, key: &str) -> Result<bool, StoreError> {
+            async fn forget(&self, scope: &MemoryScope, key: &str) -> Result<bool, StoreError> {
                 let done = sqlx::query("DELETE FROM memories WHERE scope = $1 AND key = $2")
-                    .bind(scope)
+                    .bind(scope.to_string())
                     .bind(key)
                     .execute(&self.pool)
                     .await?;
                 Ok(done.rows_affected() > 0)
                     }
 
-            async fn forget_scope(&self, scope: &str) -> Result<u64, StoreError> {
-                let done = sqlx::query("DELETE FROM memories WHERE scope = $1").bind(scope).execute(&self.pool).await?;
+            async fn forget_scope(&self, scope: &MemoryScope) -> Result<u64, StoreError> {
+                let done = sqlx::query("DELETE FROM memories WHERE scope = $1").bind(scope.to_string()).execute(&self.pool).await?;
                 Ok(done.rows_affected())
                     }
 
-            async fn memories(&self, scope: Option<&str>, limit: usize) -> Result<Vec<Memory>, StoreError> {
+            async fn memories(&self, scope: Option<&MemoryScope>, limit: usize) -> Result<Vec<Memory>, StoreError> {
                 let rows = sqlx::query(
                     "SELECT scope, key, content, category, updated_at FROM memories \
                      WHERE ($1 IS NULL OR scope = $1) ORDER BY updated_at DESC, id DESC LIMIT $2",
                 )
-                .bind(scope)
+                .bind(scope.map(ToString::to_string))
                 .bind(limit as i64)
                 .fetch_all(&self.pool)
                 .await?;
@@ -73,7 +77,7 @@ macro_rules! impl_memory {
                      ON CONFLICT (scope, key) DO UPDATE SET content = excluded.content, category = excluded.category, updated_at = excluded.updated_at"
                 };
                 let done = sqlx::query(sql)
-                    .bind(&m.scope)
+                    .bind(m.scope.to_string())
                     .bind(&m.key)
                     .bind(&m.content)
                     .bind(&m.category)

@@ -16,12 +16,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
-pub use approvals::{Approval, ApprovalStore};
+pub use approvals::{Approval, ApprovalCounts, ApprovalStore};
 pub use audit::{AuditEntry, AuditLog};
 pub use memory::{Memory, MemoryStore, search_words};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
+use crate::ids::InboxKind;
 use crate::provider::ChatMessage;
 
 /// Why a store call failed.
@@ -76,8 +77,14 @@ pub struct InboxCounts {
 /// Durable state. Time is passed in (Unix ms) so leases behave alike on both databases.
 #[async_trait]
 pub trait Store: AuditLog + ApprovalStore + MemoryStore + Send + Sync {
-    /// Store a new event; a redelivery of a stored event is reported as `Duplicate`.
-    async fn insert_event(&self, event: &ChannelEvent, now_ms: i64) -> Result<Insert, StoreError>;
+    /// Store a new event of the given kind (classified by the caller); a redelivery of a
+    /// stored event is reported as `Duplicate`.
+    async fn insert_event(
+        &self,
+        event: &ChannelEvent,
+        kind: InboxKind,
+        now_ms: i64,
+    ) -> Result<Insert, StoreError>;
 
     /// Claim the oldest unfinished event of `key` for `owner` until `now_ms + lease`.
     /// Rows another live owner holds, and rows queued behind them, are left alone. With
@@ -148,19 +155,6 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Store>, StoreError> {
         Ok(Arc::new(PostgresStore::connect(url).await?))
     } else {
         Ok(Arc::new(SqliteStore::connect(url).await?))
-    }
-}
-
-/// `control` for events that may be handled while a conversation waits for an approval
-/// (button presses, `/stop`, `/approve`, `/deny`), `message` otherwise.
-pub fn event_kind(event: &ChannelEvent) -> &'static str {
-    use crate::conversation::Command;
-    match event {
-        ChannelEvent::Button(_) => "control",
-        ChannelEvent::Message(m) => match Command::parse(&m.text) {
-            Some(Command::Stop | Command::Approve(_) | Command::Deny(_)) => "control",
-            _ => "message",
-        },
     }
 }
 

@@ -77,6 +77,7 @@ macro_rules! impl_store {
             async fn insert_event(
                 &self,
                 event: &switchboard_channel::ChannelEvent,
+                kind: $crate::ids::InboxKind,
                 now_ms: i64,
             ) -> Result<$crate::store::Insert, $crate::store::StoreError> {
                 let payload = serde_json::to_string(event)
@@ -90,7 +91,7 @@ macro_rules! impl_store {
                 .bind(event.key().to_string())
                 .bind(payload)
                 .bind(now_ms)
-                .bind($crate::store::event_kind(event))
+                .bind(kind.as_str())
                 .fetch_optional(&self.pool)
                 .await?;
                 Ok(id.map_or($crate::store::Insert::Duplicate, $crate::store::Insert::Stored))

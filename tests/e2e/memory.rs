@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
+use switchboard::ids::{InboxKind, MemoryScope};
 use switchboard::memory::{RECALL_HEADER, SUMMARY_HEADER};
 use switchboard::provider::{ChatMessage, Role, ToolCall};
 use switchboard::store::Store;
@@ -115,7 +116,7 @@ async fn autosave_skips_short_messages_commands_and_recalled_text_so_nothing_sno
     wait_inbox_idle(&app.store()).await;
     let saved = app
         .store()
-        .memories(Some(&format!("conv:{chat}")), 100)
+        .memories(Some(&MemoryScope::Conversation(chat.clone())), 100)
         .await
         .unwrap();
     let mut contents: Vec<&str> = saved.iter().map(|m| m.content.as_str()).collect();
@@ -159,7 +160,7 @@ async fn the_memory_tools_store_recall_and_forget_within_the_conversation() {
     wait_inbox_idle(&app.store()).await;
     assert!(
         app.store()
-            .memories(Some(&format!("conv:{chat}")), 10)
+            .memories(Some(&MemoryScope::Conversation(chat.clone())), 10)
             .await
             .unwrap()
             .is_empty()
@@ -213,6 +214,7 @@ async fn seed_long_history(store: &Arc<dyn Store>, chat: &ConversationKey) {
                 },
                 text: "seed".into(),
             }),
+            InboxKind::Message,
             0,
         )
         .await

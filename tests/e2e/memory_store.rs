@@ -3,67 +3,71 @@
 
 use std::sync::Arc;
 
+use switchboard::ids::MemoryScope;
 use switchboard::store::{self, Memory, Store};
+use switchboard_channel::ConversationKey;
 
 use crate::helpers::{drop_postgres, postgres_url, sqlite_store};
 
 const FACT: &str = "My cat is called Miso and she likes turquoise blankets.";
 
 async fn recall_contract(store: Arc<dyn Store>) {
-    let m = |scope: &str, key: &str, content: &str| Memory {
-        scope: scope.into(),
+    let a = MemoryScope::Conversation(ConversationKey::new("tg", "a"));
+    let b = MemoryScope::Conversation(ConversationKey::new("tg", "b"));
+    let m = |scope: &MemoryScope, key: &str, content: &str| Memory {
+        scope: scope.clone(),
         key: key.into(),
         content: content.into(),
         category: "core".into(),
         updated_at: 1,
     };
     store
-        .remember(&m("conv:a", "pet", "The cat is called Miso"), false)
+        .remember(&m(&a, "pet", "The cat is called Miso"), false)
         .await
         .unwrap();
     store
-        .remember(&m("conv:a", "os", "The server runs Debian"), false)
+        .remember(&m(&a, "os", "The server runs Debian"), false)
         .await
         .unwrap();
     store
-        .remember(&m("conv:b", "pet", "The dog is called Rex"), false)
+        .remember(&m(&b, "pet", "The dog is called Rex"), false)
         .await
         .unwrap();
     assert!(
         !store
-            .remember(&m("conv:a", "pet", "ignored"), true)
+            .remember(&m(&a, "pet", "ignored"), true)
             .await
             .unwrap(),
         "only_new keeps the first"
     );
     let found = store
-        .recall("conv:a", "what is the cat called?", 5)
+        .recall(&a, "what is the cat called?", 5)
         .await
         .unwrap();
     assert_eq!(found[0].content, "The cat is called Miso");
-    assert!(found.iter().all(|f| f.scope == "conv:a"));
+    assert!(found.iter().all(|f| f.scope == a));
     assert!(
-        store.recall("conv:a", "Rex", 5).await.unwrap().is_empty(),
+        store.recall(&a, "Rex", 5).await.unwrap().is_empty(),
         "no crossing scopes"
     );
     assert!(
         store
-            .recall("conv:a", "\"); DROP TABLE memories; --", 5)
+            .recall(&a, "\"); DROP TABLE memories; --", 5)
             .await
             .unwrap()
             .is_empty()
     );
     store
-        .remember(&m("conv:a", "pet", "The cat is called Luna now"), false)
+        .remember(&m(&a, "pet", "The cat is called Luna now"), false)
         .await
         .unwrap();
     assert_eq!(
-        store.recall("conv:a", "cat", 5).await.unwrap()[0].content,
+        store.recall(&a, "cat", 5).await.unwrap()[0].content,
         "The cat is called Luna now"
     );
-    assert!(store.forget("conv:a", "pet").await.unwrap());
-    assert!(store.recall("conv:a", "cat", 5).await.unwrap().is_empty());
-    assert_eq!(store.forget_scope("conv:a").await.unwrap(), 1);
+    assert!(store.forget(&a, "pet").await.unwrap());
+    assert!(store.recall(&a, "cat", 5).await.unwrap().is_empty());
+    assert_eq!(store.forget_scope(&a).await.unwrap(), 1);
     assert_eq!(store.memories(None, 10).await.unwrap().len(), 1);
 }
 
@@ -96,7 +100,7 @@ fn the_operator_lists_searches_and_forgets_memories_from_the_command_line() {
             .await
             .unwrap();
         let m = Memory {
-            scope: "conv:web:s1".into(),
+            scope: "conv:web:s1".parse().unwrap(),
             key: "pet".into(),
             content: FACT.into(),
             category: "core".into(),

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use switchboard::ids::{ApprovalId, ApprovalStatus, InboxKind};
 use switchboard::provider::{ChatMessage, Role, ToolCall};
 use switchboard::store::{self, Approval, Insert, Store};
 use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, MessageRef, UserRef};
@@ -49,18 +50,24 @@ contract!(inbox_drops_a_redelivered_event, redelivery_is_a_duplicate);
 async fn redelivery_is_a_duplicate(store: Arc<dyn Store>) {
     let k = ConversationKey::new("tg", "1");
     assert!(matches!(
-        store.insert_event(&event(&k, "e1", "a"), 1).await.unwrap(),
+        store
+            .insert_event(&event(&k, "e1", "a"), InboxKind::Message, 1)
+            .await
+            .unwrap(),
         Insert::Stored(_)
     ));
     assert_eq!(
-        store.insert_event(&event(&k, "e1", "a"), 2).await.unwrap(),
+        store
+            .insert_event(&event(&k, "e1", "a"), InboxKind::Message, 2)
+            .await
+            .unwrap(),
         Insert::Duplicate
     );
     // The same platform id on another channel instance is a different event.
     let other = ConversationKey::new("tg2", "1");
     assert!(matches!(
         store
-            .insert_event(&event(&other, "e1", "a"), 3)
+            .insert_event(&event(&other, "e1", "a"), InboxKind::Message, 3)
             .await
             .unwrap(),
         Insert::Stored(_)
@@ -76,7 +83,7 @@ async fn claims_in_order(store: Arc<dyn Store>) {
     let k = ConversationKey::new("tg", "1").in_thread("7");
     for (i, text) in ["first", "second", "third"].iter().enumerate() {
         store
-            .insert_event(&event(&k, &format!("e{i}"), text), 10)
+            .insert_event(&event(&k, &format!("e{i}"), text), InboxKind::Message, 10)
             .await
             .unwrap();
     }
@@ -106,8 +113,14 @@ contract!(
 );
 async fn leases(store: Arc<dyn Store>) {
     let k = ConversationKey::new("slack", "C1");
-    store.insert_event(&event(&k, "a", "one"), 0).await.unwrap();
-    store.insert_event(&event(&k, "b", "two"), 0).await.unwrap();
+    store
+        .insert_event(&event(&k, "a", "one"), InboxKind::Message, 0)
+        .await
+        .unwrap();
+    store
+        .insert_event(&event(&k, "b", "two"), InboxKind::Message, 0)
+        .await
+        .unwrap();
     let held = store
         .claim_next(&k, "replica-1", 1_000, LEASE, false)
         .await
@@ -141,7 +154,10 @@ async fn leases(store: Arc<dyn Store>) {
 contract!(a_restarted_owner_reclaims_its_own_rows_at_once, own_rows);
 async fn own_rows(store: Arc<dyn Store>) {
     let k = ConversationKey::new("tg", "9");
-    store.insert_event(&event(&k, "x", "hi"), 0).await.unwrap();
+    store
+        .insert_event(&event(&k, "x", "hi"), InboxKind::Message, 0)
+        .await
+        .unwrap();
     let first = store
         .claim_next(&k, "default", 10, LEASE, false)
         .await
@@ -171,8 +187,14 @@ contract!(
 );
 async fn release_and_fail(store: Arc<dyn Store>) {
     let k = ConversationKey::new("tg", "r");
-    store.insert_event(&event(&k, "1", "a"), 0).await.unwrap();
-    store.insert_event(&event(&k, "2", "b"), 0).await.unwrap();
+    store
+        .insert_event(&event(&k, "1", "a"), InboxKind::Message, 0)
+        .await
+        .unwrap();
+    store
+        .insert_event(&event(&k, "2", "b"), InboxKind::Message, 0)
+        .await
+        .unwrap();
     let row = store
         .claim_next(&k, "me", 1, LEASE, false)
         .await
@@ -208,7 +230,10 @@ contract!(
 );
 async fn history(store: Arc<dyn Store>) {
     let k = ConversationKey::new("web", "s");
-    store.insert_event(&event(&k, "1", "hi"), 0).await.unwrap();
+    store
+        .insert_event(&event(&k, "1", "hi"), InboxKind::Message, 0)
+        .await
+        .unwrap();
     let row = store
         .claim_next(&k, "me", 1, LEASE, false)
         .await
@@ -243,11 +268,11 @@ contract!(
 async fn control_only(store: Arc<dyn Store>) {
     let k = ConversationKey::new("tg", "c");
     store
-        .insert_event(&event(&k, "1", "a normal message"), 0)
+        .insert_event(&event(&k, "1", "a normal message"), InboxKind::Message, 0)
         .await
         .unwrap();
     store
-        .insert_event(&event(&k, "2", "/approve abc123"), 0)
+        .insert_event(&event(&k, "2", "/approve abc123"), InboxKind::Control, 0)
         .await
         .unwrap();
     let control = store
@@ -279,14 +304,14 @@ contract!(
 async fn approvals(store: Arc<dyn Store>) {
     let k = ConversationKey::new("slack", "C9").in_thread("1.2");
     let approval = Approval {
-        id: "abc123def0".into(),
+        id: ApprovalId::new("abc123def0"),
         conversation: k.clone(),
         tool: "shell".into(),
         args: "rm -rf build".into(),
         rule: "shell(rm -rf build)".into(),
         reason: "not read-only".into(),
         requester: "U1".into(),
-        status: "pending".into(),
+        status: ApprovalStatus::Pending,
         decided_by: None,
         prompt_ref: None,
         state: "{}".into(),
@@ -301,25 +326,28 @@ async fn approvals(store: Arc<dyn Store>) {
     let pending = store.pending_approval(&k).await.unwrap().unwrap();
     assert_eq!(pending.prompt_ref.as_deref(), Some("msg-7"));
     assert_eq!(store.pending_approvals().await.unwrap().len(), 1);
+    assert_eq!(store.approval_counts().await.unwrap().pending, 1);
     assert!(
         store
-            .decide_approval(&approval.id, "approved", "U1", 20)
+            .decide_approval(&approval.id, ApprovalStatus::Approved, "U1", 20)
             .await
             .unwrap()
     );
     assert!(
         !store
-            .decide_approval(&approval.id, "denied", "U2", 21)
+            .decide_approval(&approval.id, ApprovalStatus::Denied, "U2", 21)
             .await
             .unwrap(),
         "second decision refused"
     );
     let decided = store.approval(&approval.id).await.unwrap().unwrap();
     assert_eq!(
-        (decided.status.as_str(), decided.decided_by.as_deref()),
-        ("approved", Some("U1"))
+        (decided.status, decided.decided_by.as_deref()),
+        (ApprovalStatus::Approved, Some("U1"))
     );
     assert!(store.pending_approval(&k).await.unwrap().is_none());
+    let counts = store.approval_counts().await.unwrap();
+    assert_eq!((counts.pending, counts.approved, counts.denied), (0, 1, 0));
     store
         .add_allow_rule(&k, "shell(rm -rf build)", "U1", 22)
         .await
