@@ -175,6 +175,7 @@ impl Gateway {
             Arc::new(policy),
             Arc::clone(&scrubber),
             settings,
+            self.clock.clone(),
         )
         .with_tools(self.tools.clone())
         .with_context(self.context.clone());

@@ -9,6 +9,7 @@ use switchboard_channel::ConversationKey;
 
 use super::approval::PolicyGate;
 use crate::agent::{AgentLoop, ContextProvider, Tool};
+use crate::clock::Clock;
 use crate::config::MemoryConfig;
 use crate::memory::{Recall, memory_tools, scope_for};
 use crate::policy::Policy;
@@ -48,6 +49,8 @@ pub struct Agents {
     scrubber: Arc<Scrubber>,
     /// How turns are assembled.
     settings: TurnSettings,
+    /// Stamps what the memory tools write.
+    clock: Clock,
 }
 
 impl Agents {
@@ -58,6 +61,7 @@ impl Agents {
         policy: Arc<Policy>,
         scrubber: Arc<Scrubber>,
         settings: TurnSettings,
+        clock: Clock,
     ) -> Self {
         Self {
             provider,
@@ -67,6 +71,7 @@ impl Agents {
             policy,
             scrubber,
             settings,
+            clock,
         }
     }
 
@@ -134,7 +139,7 @@ impl Agents {
                     limit: memory.recall_limit,
                     max_chars: memory.recall_max_chars,
                 }))
-                .tools(memory_tools(store, &scope));
+                .tools(memory_tools(store, &scope, &self.clock));
         }
         Ok(builder
             .tools(self.toolbox.for_conversation(key))

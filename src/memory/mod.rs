@@ -14,10 +14,11 @@ pub use compaction::{Compaction, compact_if_needed};
 pub use tools::memory_tools;
 
 use crate::agent::ContextProvider;
+use crate::clock::Clock;
 use crate::config::{MemoryConfig, MemoryScopeMode};
 use crate::ids::MemoryScope;
 use crate::provider::{ChatMessage, Role};
-use crate::store::{Memory, Store, StoreError, now_ms};
+use crate::store::{Memory, Store, StoreError};
 
 /// Starts the system message recall injects; text containing it is never saved again.
 pub const RECALL_HEADER: &str = "Relevant memory:";
@@ -78,6 +79,7 @@ pub async fn autosave(
     config: &MemoryConfig,
     scope: &MemoryScope,
     text: &str,
+    clock: &Clock,
 ) -> Result<bool, StoreError> {
     let text = text.trim();
     let injected = text.contains(RECALL_HEADER) || text.contains(SUMMARY_HEADER);
@@ -93,7 +95,7 @@ pub async fn autosave(
         key: format!("auto:{:016x}", fnv1a(text)),
         content: text.to_owned(),
         category: "conversation".into(),
-        updated_at: now_ms(),
+        updated_at: clock.now_ms(),
     };
     store.remember(&memory, true).await
 }

@@ -168,8 +168,9 @@ impl Turn<'_> {
         let memory = &deps.agents.settings().memory;
         if memory.enabled {
             // Between turns only: a running tool never sees its history rewritten.
-            let compacted =
-                compact_if_needed(deps.store.as_ref(), deps.agents.provider(), key, memory).await;
+            let (store, provider) = (deps.store.as_ref(), deps.agents.provider());
+            let clock = deps.lifecycle.clock();
+            let compacted = compact_if_needed(store, provider, key, memory, clock).await;
             if let Err(err) = compacted {
                 tracing::warn!(error = %err, "history compaction failed; the turn goes on");
             }
@@ -182,7 +183,9 @@ impl Turn<'_> {
         self.run(user, &inbound.user.id, Start::Fresh(messages), cancel)
             .await?;
         let scope = scope_for(memory, key, &inbound.user.id);
-        if let Err(err) = autosave(deps.store.as_ref(), memory, &scope, &inbound.text).await {
+        let clock = deps.lifecycle.clock();
+        let saved = autosave(deps.store.as_ref(), memory, &scope, &inbound.text, clock).await;
+        if let Err(err) = saved {
             tracing::warn!(error = %err, "autosave failed");
         }
         Ok(())
