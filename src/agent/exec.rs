@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use serde_json::Value;
 
-use super::{AgentEvent, AgentLoop, Tool, ToolResult};
+use super::{AgentEvent, AgentLoop, Resolution, Tool, ToolResult};
 use crate::policy::{Decision, Verdict};
 use crate::provider::ToolCall;
 
@@ -54,6 +54,11 @@ impl AgentLoop {
         for (index, (call, decision)) in calls.iter().zip(decisions).enumerate() {
             match decision.verdict {
                 Verdict::Ask => {
+                    on_event(AgentEvent::ApprovalRequested {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        decision: decision.clone(),
+                    });
                     return Batch {
                         results,
                         suspended: Some((index, decision)),
@@ -106,6 +111,23 @@ impl AgentLoop {
             summary: self.scrubber.scrub(&summarize(&call.args)).into_owned(),
             args: scrub_value(&self.scrubber, &call.args),
             decision,
+        });
+    }
+
+    /// Report how a suspended call was decided.
+    pub(super) fn resolved(
+        &self,
+        call: &ToolCall,
+        resolution: &Resolution,
+        decision: &Decision,
+        on_event: &mut impl FnMut(AgentEvent),
+    ) {
+        on_event(AgentEvent::ApprovalResolved {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            args: scrub_value(&self.scrubber, &call.args),
+            resolution: resolution.clone(),
+            decision: decision.clone(),
         });
     }
 

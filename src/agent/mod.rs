@@ -57,6 +57,29 @@ pub enum AgentEvent {
         /// The start of its output (scrubbed).
         output: String,
     },
+    /// A call needs a person's decision: the turn suspends after this event.
+    ApprovalRequested {
+        /// The call's id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// The gate's `Ask` decision (rule and reason the approver sees).
+        decision: Decision,
+    },
+    /// A suspended call was decided; the resumed turn continues after this event (with the
+    /// call's `ToolStarted`/`ToolCompleted` when it was approved).
+    ApprovalResolved {
+        /// The call's id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// The arguments (scrubbed).
+        args: serde_json::Value,
+        /// Approved, denied or expired.
+        resolution: Resolution,
+        /// The final decision: the ask, decided by the person who answered or the system.
+        decision: Decision,
+    },
     /// Progress lines should be removed before the final answer.
     ClearProgress,
     /// The complete final answer.

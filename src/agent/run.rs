@@ -57,6 +57,18 @@ struct LoopState {
     failures: HashMap<(String, String), usize>,
 }
 
+impl Resolution {
+    /// The decision this resolution makes of the gate's `asked` one: who decided, and
+    /// whether the call runs.
+    pub fn decide(&self, asked: Decision) -> Decision {
+        match self {
+            Self::Approved { by } => asked.decided(Verdict::Allow, Decider::User(by.clone())),
+            Self::Denied { by } => asked.decided(Verdict::Deny, Decider::User(by.clone())),
+            Self::Expired => asked.decided(Verdict::Deny, Decider::System),
+        }
+    }
+}
+
 impl AgentLoop {
     /// Run one turn over `messages` (system prompt and history first, the new user message
     /// last), reporting progress through `on_event`.
@@ -110,12 +122,10 @@ impl AgentLoop {
             },
             failures: HashMap::new(),
         };
+        let decision = resolution.decide(s.decision);
+        self.resolved(&s.pending, &resolution, &decision, &mut on_event);
         let result = match &resolution {
-            Resolution::Approved { by } => {
-                let decision = s
-                    .decision
-                    .clone()
-                    .decided(Verdict::Allow, Decider::User(by.clone()));
+            Resolution::Approved { .. } => {
                 self.run_unchecked(&s.pending, decision, &mut on_event)
                     .await
             }

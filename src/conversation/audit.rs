@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use switchboard_channel::ConversationKey;
 
-use crate::agent::AgentEvent;
+use crate::agent::{AgentEvent, Resolution};
 use crate::clock::Clock;
 use crate::ids::ApprovalStatus;
 use crate::policy::{Decision, Verdict};
-use crate::store::{Approval, AuditEntry, Store};
+use crate::store::{AuditEntry, Store};
 
 /// Output kept per audit row.
 const AUDIT_OUTPUT_CHARS: usize = 2000;
@@ -43,7 +43,9 @@ impl AuditRecorder {
         }
     }
 
-    /// Record a completed call (arguments and output already scrubbed by the agent loop).
+    /// Record what `event` says about a call (arguments and output already scrubbed by the
+    /// agent loop): a completed run, or a call that never ran because its approval was
+    /// denied or expired.
     pub(super) fn observe(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::ToolStarted {
@@ -51,6 +53,21 @@ impl AuditRecorder {
             } => {
                 self.started
                     .insert(id.clone(), (args.to_string(), decision.clone()));
+            }
+            AgentEvent::ApprovalResolved {
+                id,
+                name,
+                args,
+                resolution,
+                decision,
+            } => {
+                let status = match resolution {
+                    Resolution::Approved { .. } => return, // its run is audited when it ends
+                    Resolution::Denied { .. } => ApprovalStatus::Denied,
+                    Resolution::Expired => ApprovalStatus::Expired,
+                };
+                let row = Row::refused(id, name, args.to_string(), decision.clone());
+                self.write(row, &status.to_string());
             }
             AgentEvent::ToolCompleted {
                 id,
@@ -64,62 +81,73 @@ impl AuditRecorder {
                     tracing::error!(call = %id, "a tool completed that never started; not audited");
                     return;
                 };
-                let mut text: String = output.chars().take(AUDIT_OUTPUT_CHARS).collect();
-                if let Some(error) = error {
-                    text = format!("error: {error}\n{text}");
-                }
                 let status = match (decision.verdict, *success) {
                     (Verdict::Deny, _) => "denied",
                     (_, true) => "ok",
                     (_, false) => "error",
                 };
-                let entry = AuditEntry {
-                    conversation: self.key.clone(),
-                    inbox_id: Some(self.inbox_id),
-                    tool: name.clone(),
-                    call_id: id.clone(),
+                let mut text: String = output.chars().take(AUDIT_OUTPUT_CHARS).collect();
+                if let Some(error) = error {
+                    text = format!("error: {error}\n{text}");
+                }
+                let row = Row {
+                    call_id: id,
+                    tool: name,
                     args,
-                    decision: decision.to_string(),
-                    decided_by: decision.decided_by.user().map(str::to_owned),
-                    status: status.into(),
+                    decision,
                     duration_ms: duration.as_millis() as i64,
                     output: text,
-                    created_at: self.clock.now_ms(),
                 };
-                write(Arc::clone(&self.store), entry);
+                self.write(row, status);
             }
             _ => {}
         }
     }
-}
 
-/// The row for a call that never ran because its approval was denied or expired.
-pub(super) fn refusal_entry(
-    approval: &Approval,
-    decision: &Decision,
-    status: ApprovalStatus,
-    now_ms: i64,
-) -> AuditEntry {
-    AuditEntry {
-        conversation: approval.conversation.clone(),
-        inbox_id: None,
-        tool: approval.tool.clone(),
-        call_id: approval.id.to_string(),
-        args: approval.args.clone(),
-        decision: decision.to_string(),
-        decided_by: decision.decided_by.user().map(str::to_owned),
-        status: status.to_string(),
-        duration_ms: 0,
-        output: String::new(),
-        created_at: now_ms,
+    /// Write one row in the background: the turn never waits for its audit.
+    fn write(&self, row: Row<'_>, status: &str) {
+        let entry = AuditEntry {
+            conversation: self.key.clone(),
+            inbox_id: Some(self.inbox_id),
+            tool: row.tool.clone(),
+            call_id: row.call_id.clone(),
+            args: row.args,
+            decided_by: row.decision.decided_by.user().map(str::to_owned),
+            decision: row.decision.to_string(),
+            status: status.to_owned(),
+            duration_ms: row.duration_ms,
+            output: row.output,
+            created_at: self.clock.now_ms(),
+        };
+        let store = Arc::clone(&self.store);
+        tokio::spawn(async move {
+            if let Err(err) = store.record_audit(&entry).await {
+                tracing::error!(error = %err, tool = %entry.tool, "audit write failed");
+            }
+        });
     }
 }
 
-/// Write in the background: the turn never waits for its audit row.
-fn write(store: Arc<dyn Store>, entry: AuditEntry) {
-    tokio::spawn(async move {
-        if let Err(err) = store.record_audit(&entry).await {
-            tracing::error!(error = %err, tool = %entry.tool, "audit write failed");
+/// What one audit row says about one call.
+struct Row<'a> {
+    call_id: &'a String,
+    tool: &'a String,
+    args: String,
+    decision: Decision,
+    duration_ms: i64,
+    output: String,
+}
+
+impl<'a> Row<'a> {
+    /// A call that never ran.
+    fn refused(call_id: &'a String, tool: &'a String, args: String, decision: Decision) -> Self {
+        Self {
+            call_id,
+            tool,
+            args,
+            decision,
+            duration_ms: 0,
+            output: String::new(),
         }
-    });
+    }
 }

@@ -128,6 +128,16 @@ async fn a_denied_call_does_not_run_and_the_model_is_told() {
     assert!(!workspace_file(&app, "deny", "nope.txt").exists());
     let tool_result = app.llm.requests()[1]["messages"].to_string();
     assert!(tool_result.contains("denied this action"), "{tool_result}");
+    let audit = wait_audit(&app, &chat, 1).await;
+    assert_eq!(
+        (audit[0].status.as_str(), audit[0].decided_by.as_deref()),
+        ("denied", Some("alice")),
+        "{audit:#?}"
+    );
+    assert!(
+        audit[0].decision.starts_with("deny (user alice)"),
+        "{audit:#?}"
+    );
 }
 
 #[tokio::test]
@@ -181,6 +191,13 @@ async fn an_unanswered_approval_expires_and_the_model_hears_nobody_answered() {
             .await
     );
     assert!(!workspace_file(&app, "expire", "late.txt").exists());
+    let audit = wait_audit(&app, &chat, 1).await;
+    assert_eq!(
+        (audit[0].status.as_str(), audit[0].decided_by.as_deref()),
+        ("expired", None),
+        "nobody decided: {audit:#?}"
+    );
+    assert!(audit[0].decision.starts_with("deny (system)"), "{audit:#?}");
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! Deciding an approval, one step per job: find the request, check who may answer, judge the
-//! outcome on the clock, record it atomically (a second press loses), then tell people,
-//! remember an "always allow", audit a refusal, and hand the suspended turn back to resume.
+//! outcome on the clock, record it atomically (a second press loses, an "always allow" is
+//! remembered), tell people, and hand the suspended turn back to resume. The resumed agent
+//! reports the outcome as `AgentEvent::ApprovalResolved`, which the audit records.
 //! Every outcome is answered on the button (or in chat) and never runs a tool twice.
 
 use std::sync::Arc;
@@ -11,9 +12,7 @@ use super::{Approvals, SYSTEM_USER, Suspended};
 use crate::agent::Resolution;
 use crate::command::{Action, ApprovalButton};
 use crate::conversation::Outbound;
-use crate::conversation::audit::refusal_entry;
 use crate::ids::ApprovalStatus;
-use crate::policy::{Decider, Decision, Verdict};
 use crate::store::Approval;
 
 /// One answer to an approval: who gave it, what they asked for, and where it came from.
@@ -51,7 +50,6 @@ pub struct Decided {
 struct Outcome {
     status: ApprovalStatus,
     resolution: Resolution,
-    decider: Decider,
 }
 
 impl Approvals {
@@ -85,15 +83,6 @@ impl Approvals {
             .observe(waited);
         self.announce(out, &request, &approval, outcome.status)
             .await;
-        if outcome.status != ApprovalStatus::Approved {
-            let refused = state
-                .suspension
-                .decision
-                .clone()
-                .decided(Verdict::Deny, outcome.decider.clone());
-            self.audit_refusal(&approval, &refused, outcome.status)
-                .await;
-        }
         Ok(Some(Decided {
             state,
             resolution: outcome.resolution,
@@ -130,17 +119,14 @@ impl Approvals {
             (true, _) => Outcome {
                 status: ApprovalStatus::Expired,
                 resolution: Resolution::Expired,
-                decider: Decider::System,
             },
             (false, Action::Deny) => Outcome {
                 status: ApprovalStatus::Denied,
-                resolution: Resolution::Denied { by: by.clone() },
-                decider: Decider::User(by),
+                resolution: Resolution::Denied { by },
             },
             (false, _) => Outcome {
                 status: ApprovalStatus::Approved,
-                resolution: Resolution::Approved { by: by.clone() },
-                decider: Decider::User(by),
+                resolution: Resolution::Approved { by },
             },
         }
     }
@@ -188,19 +174,6 @@ impl Approvals {
             {
                 tracing::warn!(error = %err, "could not update the approval prompt");
             }
-        }
-    }
-
-    /// A call that will not run still leaves an audit row, with its real decider.
-    async fn audit_refusal(
-        &self,
-        approval: &Approval,
-        decision: &Decision,
-        status: ApprovalStatus,
-    ) {
-        let entry = refusal_entry(approval, decision, status, self.clock.now_ms());
-        if let Err(err) = self.store.record_audit(&entry).await {
-            tracing::error!(error = %err, "audit write failed");
         }
     }
 }
