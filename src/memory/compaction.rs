@@ -17,9 +17,19 @@ pub enum Compaction {
     /// The history was short enough.
     NotNeeded,
     /// Older messages were summarised by the model.
-    Summarised { replaced: usize, kept: usize },
+    Summarised {
+        /// Messages folded into the summary.
+        replaced: usize,
+        /// Recent messages kept verbatim.
+        kept: usize,
+    },
     /// The summariser failed; a digest of first lines replaced them.
-    Digested { replaced: usize, kept: usize },
+    Digested {
+        /// Messages folded into the digest.
+        replaced: usize,
+        /// Recent messages kept verbatim.
+        kept: usize,
+    },
 }
 
 const PROMPT: &str = "Summarise the conversation below for your own future reference. Keep: decisions made, \
