@@ -2,9 +2,12 @@
 //! once (the pending → decided update is atomic), and per-conversation "always allow" rules.
 
 use async_trait::async_trait;
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
 use switchboard_channel::ConversationKey;
 
 use super::StoreError;
+use super::backend::{Backend, SqlStore};
+use super::rows::{ApprovalRecord, convert, parse};
 use crate::ids::{ApprovalId, ApprovalStatus};
 
 /// One approval request.
@@ -63,7 +66,7 @@ impl ApprovalCounts {
     }
 
     /// Add `n` to one status's count.
-    pub fn add(&mut self, status: ApprovalStatus, n: i64) {
+    fn add(&mut self, status: ApprovalStatus, n: i64) {
         let slot = match status {
             ApprovalStatus::Pending => &mut self.pending,
             ApprovalStatus::Approved => &mut self.approved,
@@ -121,171 +124,156 @@ pub trait ApprovalStore {
 }
 
 /// Columns of `approvals`, in [`Approval`] field order.
-pub(super) const COLUMNS: &str = "id, conversation_key, tool, args, rule, reason, requester, status, decided_by, prompt_ref, state, created_at, expires_at";
+const COLUMNS: &str = "id, conversation_key, tool, args, rule, reason, requester, status, decided_by, prompt_ref, state, created_at, expires_at";
 
-/// Decode a stored `approvals.status`.
-pub(super) fn status(text: &str) -> Result<ApprovalStatus, StoreError> {
-    text.parse()
-        .map_err(|e: crate::ids::ParseIdError| StoreError::Corrupt(e.to_string()))
-}
+#[async_trait]
+impl<DB> ApprovalStore for SqlStore<DB>
+where
+    DB: Backend,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+{
+    async fn create_approval(&self, a: &Approval) -> Result<(), StoreError> {
+        sqlx::query(&format!(
+            "INSERT INTO approvals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+        ))
+        .bind(a.id.as_str())
+        .bind(a.conversation.to_string())
+        .bind(a.tool.as_str())
+        .bind(a.args.as_str())
+        .bind(a.rule.as_str())
+        .bind(a.reason.as_str())
+        .bind(a.requester.as_str())
+        .bind(a.status.as_str())
+        .bind(a.decided_by.clone())
+        .bind(a.prompt_ref.clone())
+        .bind(a.state.as_str())
+        .bind(a.created_at)
+        .bind(a.expires_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
 
-/// Implements [`ApprovalStore`] for a store with a `pool` field.
-macro_rules! impl_approvals {
-    ($store:ty, $row:ty) => {
-        #[async_trait::async_trait]
-        impl $crate::store::ApprovalStore for $store {
-            async fn create_approval(&self, a: &$crate::store::Approval) -> Result<(), $crate::store::StoreError> {
-                sqlx::query(&format!(
-                    "INSERT INTO approvals ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                    $crate::store::approvals::COLUMNS
-                ))
-                .bind(a.id.as_str())
-                .bind(a.conversation.to_string())
-                .bind(&a.tool)
-                .bind(&a.args)
-                .bind(&a.rule)
-                .bind(&a.reason)
-                .bind(&a.requester)
-                .bind(a.status.as_str())
-                .bind(&a.decided_by)
-                .bind(&a.prompt_ref)
-                .bind(&a.state)
-                .bind(a.created_at)
-                .bind(a.expires_at)
-                .execute(&self.pool)
+    async fn approval(&self, id: &ApprovalId) -> Result<Option<Approval>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM approvals WHERE id = $1");
+        let row: Option<ApprovalRecord> = sqlx::query_as(&sql)
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(Approval::try_from).transpose()
+    }
+
+    async fn pending_approval(
+        &self,
+        key: &ConversationKey,
+    ) -> Result<Option<Approval>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM approvals WHERE conversation_key = $1 AND status = 'pending' ORDER BY created_at LIMIT 1"
+        );
+        let row: Option<ApprovalRecord> = sqlx::query_as(&sql)
+            .bind(key.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(Approval::try_from).transpose()
+    }
+
+    async fn pending_approvals(&self) -> Result<Vec<Approval>, StoreError> {
+        self.list_approvals(true, 100_000).await
+    }
+
+    async fn list_approvals(
+        &self,
+        pending_only: bool,
+        limit: usize,
+    ) -> Result<Vec<Approval>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM approvals WHERE ($1 = 0 OR status = 'pending') ORDER BY created_at DESC LIMIT $2"
+        );
+        let rows: Vec<ApprovalRecord> = sqlx::query_as(&sql)
+            .bind(i64::from(pending_only))
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await?;
+        convert(rows)
+    }
+
+    async fn approval_counts(&self) -> Result<ApprovalCounts, StoreError> {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, COUNT(*) FROM approvals GROUP BY status")
+                .fetch_all(&self.pool)
                 .await?;
-                Ok(())
-            }
-
-            async fn approval(&self, id: &$crate::ids::ApprovalId) -> Result<Option<$crate::store::Approval>, $crate::store::StoreError> {
-                let sql = format!("SELECT {} FROM approvals WHERE id = $1", $crate::store::approvals::COLUMNS);
-                let row = sqlx::query(&sql).bind(id.as_str()).fetch_optional(&self.pool).await?;
-                row.map(|r| approval_row(&r)).transpose()
-            }
-
-            async fn pending_approval(
-                &self,
-                key: &switchboard_channel::ConversationKey,
-            ) -> Result<Option<$crate::store::Approval>, $crate::store::StoreError> {
-                let sql = format!(
-                    "SELECT {} FROM approvals WHERE conversation_key = $1 AND status = 'pending' ORDER BY created_at LIMIT 1",
-                    $crate::store::approvals::COLUMNS
-                );
-                let row = sqlx::query(&sql).bind(key.to_string()).fetch_optional(&self.pool).await?;
-                row.map(|r| approval_row(&r)).transpose()
-            }
-
-            async fn pending_approvals(&self) -> Result<Vec<$crate::store::Approval>, $crate::store::StoreError> {
-                self.list_approvals(true, 100_000).await
-            }
-
-            async fn list_approvals(
-                &self,
-                pending_only: bool,
-                limit: usize,
-            ) -> Result<Vec<$crate::store::Approval>, $crate::store::StoreError> {
-                let sql = format!(
-                    "SELECT {} FROM approvals WHERE ($1 = 0 OR status = 'pending') ORDER BY created_at DESC LIMIT $2",
-                    $crate::store::approvals::COLUMNS
-                );
-                let rows = sqlx::query(&sql)
-                    .bind(i64::from(pending_only))
-                    .bind(limit as i64)
-                    .fetch_all(&self.pool)
-                    .await?;
-                rows.iter().map(approval_row).collect()
-            }
-
-            async fn approval_counts(&self) -> Result<$crate::store::ApprovalCounts, $crate::store::StoreError> {
-                let rows: Vec<(String, i64)> =
-                    sqlx::query_as("SELECT status, COUNT(*) FROM approvals GROUP BY status")
-                        .fetch_all(&self.pool)
-                        .await?;
-                let mut counts = $crate::store::ApprovalCounts::default();
-                for (status, n) in rows {
-                    counts.add($crate::store::approvals::status(&status)?, n);
-                }
-                Ok(counts)
-            }
-
-            async fn decide_approval(
-                &self,
-                id: &$crate::ids::ApprovalId,
-                status: $crate::ids::ApprovalStatus,
-                by: &str,
-                now_ms: i64,
-            ) -> Result<bool, $crate::store::StoreError> {
-                let done = sqlx::query(
-                    "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3 WHERE id = $4 AND status = 'pending'",
-                )
-                .bind(status.as_str())
-                .bind(by)
-                .bind(now_ms)
-                .bind(id.as_str())
-                .execute(&self.pool)
-                .await?;
-                Ok(done.rows_affected() == 1)
-            }
-
-            async fn set_approval_prompt(&self, id: &$crate::ids::ApprovalId, prompt_ref: &str) -> Result<(), $crate::store::StoreError> {
-                sqlx::query("UPDATE approvals SET prompt_ref = $1 WHERE id = $2")
-                    .bind(prompt_ref)
-                    .bind(id.as_str())
-                    .execute(&self.pool)
-                    .await?;
-                Ok(())
-            }
-
-            async fn add_allow_rule(
-                &self,
-                key: &switchboard_channel::ConversationKey,
-                rule: &str,
-                by: &str,
-                now_ms: i64,
-            ) -> Result<(), $crate::store::StoreError> {
-                sqlx::query(
-                    "INSERT INTO allow_rules (conversation_key, rule, created_by, created_at) VALUES ($1, $2, $3, $4) \
-                     ON CONFLICT (conversation_key, rule) DO NOTHING",
-                )
-                .bind(key.to_string())
-                .bind(rule)
-                .bind(by)
-                .bind(now_ms)
-                .execute(&self.pool)
-                .await?;
-                Ok(())
-            }
-
-            async fn allow_rules(
-                &self,
-                key: &switchboard_channel::ConversationKey,
-            ) -> Result<Vec<String>, $crate::store::StoreError> {
-                Ok(sqlx::query_scalar("SELECT rule FROM allow_rules WHERE conversation_key = $1 ORDER BY created_at")
-                    .bind(key.to_string())
-                    .fetch_all(&self.pool)
-                    .await?)
-            }
+        let mut counts = ApprovalCounts::default();
+        for (status, n) in rows {
+            counts.add(parse("approvals.status", &status)?, n);
         }
+        Ok(counts)
+    }
 
-        fn approval_row(r: &$row) -> Result<$crate::store::Approval, $crate::store::StoreError> {
-            use sqlx::Row as _;
-            Ok($crate::store::Approval {
-                id: $crate::ids::ApprovalId::new(r.try_get::<String, _>("id")?),
-                conversation: $crate::store::shared::conversation_key(&r.try_get::<String, _>("conversation_key")?)?,
-                tool: r.try_get("tool")?,
-                args: r.try_get("args")?,
-                rule: r.try_get("rule")?,
-                reason: r.try_get("reason")?,
-                requester: r.try_get("requester")?,
-                status: $crate::store::approvals::status(&r.try_get::<String, _>("status")?)?,
-                decided_by: r.try_get("decided_by")?,
-                prompt_ref: r.try_get("prompt_ref")?,
-                state: r.try_get("state")?,
-                created_at: r.try_get("created_at")?,
-                expires_at: r.try_get("expires_at")?,
-            })
-        }
-    };
+    async fn decide_approval(
+        &self,
+        id: &ApprovalId,
+        status: ApprovalStatus,
+        by: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3 WHERE id = $4 AND status = 'pending'",
+        )
+        .bind(status.as_str())
+        .bind(by)
+        .bind(now_ms)
+        .bind(id.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(DB::rows_affected(&done) == 1)
+    }
+
+    async fn set_approval_prompt(
+        &self,
+        id: &ApprovalId,
+        prompt_ref: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE approvals SET prompt_ref = $1 WHERE id = $2")
+            .bind(prompt_ref)
+            .bind(id.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn add_allow_rule(
+        &self,
+        key: &ConversationKey,
+        rule: &str,
+        by: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO allow_rules (conversation_key, rule, created_by, created_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (conversation_key, rule) DO NOTHING",
+        )
+        .bind(key.to_string())
+        .bind(rule)
+        .bind(by)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn allow_rules(&self, key: &ConversationKey) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT rule FROM allow_rules WHERE conversation_key = $1 ORDER BY created_at",
+        )
+        .bind(key.to_string())
+        .fetch_all(&self.pool)
+        .await?)
+    }
 }
-
-pub(super) use impl_approvals;

@@ -2,9 +2,12 @@
 //! written as it happens and listed by `switchboard audit`.
 
 use async_trait::async_trait;
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
 use switchboard_channel::ConversationKey;
 
 use super::StoreError;
+use super::backend::{Backend, SqlStore};
+use super::rows::{AuditRecord, convert};
 
 /// One audited tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,66 +50,53 @@ pub trait AuditLog {
     ) -> Result<Vec<AuditEntry>, StoreError>;
 }
 
-/// Implements [`AuditLog`] for a store with a `pool` field (same SQL on both backends).
-macro_rules! impl_audit {
-    ($store:ty) => {
-        #[async_trait::async_trait]
-        impl $crate::store::AuditLog for $store {
-            async fn record_audit(&self, e: &$crate::store::AuditEntry) -> Result<(), $crate::store::StoreError> {
-                sqlx::query(
-                    "INSERT INTO audit (conversation_key, inbox_id, tool, call_id, args, decision, decided_by, status, duration_ms, output, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-                )
-                .bind(e.conversation.to_string())
-                .bind(e.inbox_id)
-                .bind(&e.tool)
-                .bind(&e.call_id)
-                .bind(&e.args)
-                .bind(&e.decision)
-                .bind(&e.decided_by)
-                .bind(&e.status)
-                .bind(e.duration_ms)
-                .bind(&e.output)
-                .bind(e.created_at)
-                .execute(&self.pool)
-                .await?;
-                Ok(())
-            }
+#[async_trait]
+impl<DB> AuditLog for SqlStore<DB>
+where
+    DB: Backend,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+{
+    async fn record_audit(&self, e: &AuditEntry) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO audit (conversation_key, inbox_id, tool, call_id, args, decision, decided_by, status, duration_ms, output, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        )
+        .bind(e.conversation.to_string())
+        .bind(e.inbox_id)
+        .bind(e.tool.as_str())
+        .bind(e.call_id.as_str())
+        .bind(e.args.as_str())
+        .bind(e.decision.as_str())
+        .bind(e.decided_by.clone())
+        .bind(e.status.as_str())
+        .bind(e.duration_ms)
+        .bind(e.output.as_str())
+        .bind(e.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
 
-            async fn audit(
-                &self,
-                conversation: Option<&switchboard_channel::ConversationKey>,
-                limit: usize,
-            ) -> Result<Vec<$crate::store::AuditEntry>, $crate::store::StoreError> {
-                use sqlx::Row as _;
-                let rows = sqlx::query(
-                    "SELECT conversation_key, inbox_id, tool, call_id, args, decision, decided_by, status, duration_ms, output, created_at \
-                     FROM audit WHERE ($1 IS NULL OR conversation_key = $1) ORDER BY id DESC LIMIT $2",
-                )
-                .bind(conversation.map(|k| k.to_string()))
-                .bind(limit as i64)
-                .fetch_all(&self.pool)
-                .await?;
-                rows.iter()
-                    .map(|r| {
-                        Ok($crate::store::AuditEntry {
-                            conversation: $crate::store::shared::conversation_key(&r.try_get::<String, _>("conversation_key")?)?,
-                            inbox_id: r.try_get("inbox_id")?,
-                            tool: r.try_get("tool")?,
-                            call_id: r.try_get("call_id")?,
-                            args: r.try_get("args")?,
-                            decision: r.try_get("decision")?,
-                            decided_by: r.try_get("decided_by")?,
-                            status: r.try_get("status")?,
-                            duration_ms: r.try_get("duration_ms")?,
-                            output: r.try_get("output")?,
-                            created_at: r.try_get("created_at")?,
-                        })
-                    })
-                    .collect()
-            }
-        }
-    };
+    async fn audit(
+        &self,
+        conversation: Option<&ConversationKey>,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        let rows: Vec<AuditRecord> = sqlx::query_as(
+            "SELECT conversation_key, inbox_id, tool, call_id, args, decision, decided_by, status, duration_ms, output, created_at \
+             FROM audit WHERE ($1 IS NULL OR conversation_key = $1) ORDER BY id DESC LIMIT $2",
+        )
+        .bind(conversation.map(ToString::to_string))
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        convert(rows)
+    }
 }
-
-pub(super) use impl_audit;

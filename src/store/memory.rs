@@ -1,10 +1,14 @@
 //! The memory half of the store: scoped facts with full-text search (SQLite FTS5 + BM25,
-//! PostgreSQL tsvector + ts_rank). Queries are built from the words of free text only, so
-//! no user input reaches either search syntax.
+//! PostgreSQL tsvector + ts_rank; each recall query is in its database's `Dialect`).
+//! Queries are built from the words of free text only, so no user input reaches either
+//! search syntax.
 
 use async_trait::async_trait;
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
 
 use super::StoreError;
+use super::backend::{Backend, SqlStore};
+use super::rows::{MemoryRecord, convert};
 use crate::ids::MemoryScope;
 
 /// One remembered fact.
@@ -76,6 +80,91 @@ pub fn fts5_query(text: &str) -> Option<String> {
 pub fn websearch_query(text: &str) -> Option<String> {
     let words = search_words(text);
     (!words.is_empty()).then(|| words.join(" or "))
+}
+
+#[async_trait]
+impl<DB> MemoryStore for SqlStore<DB>
+where
+    DB: Backend,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+{
+    async fn remember(&self, m: &Memory, only_new: bool) -> Result<bool, StoreError> {
+        let sql = if only_new {
+            "INSERT INTO memories (scope, key, content, category, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) \
+             ON CONFLICT (scope, key) DO NOTHING"
+        } else {
+            "INSERT INTO memories (scope, key, content, category, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) \
+             ON CONFLICT (scope, key) DO UPDATE SET content = excluded.content, category = excluded.category, updated_at = excluded.updated_at"
+        };
+        let done = sqlx::query(sql)
+            .bind(m.scope.to_string())
+            .bind(m.key.as_str())
+            .bind(m.content.as_str())
+            .bind(m.category.as_str())
+            .bind(m.updated_at)
+            .execute(&self.pool)
+            .await?;
+        Ok(DB::rows_affected(&done) > 0)
+    }
+
+    async fn recall(
+        &self,
+        scope: &MemoryScope,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<Memory>, StoreError> {
+        let dialect = DB::DIALECT;
+        let Some(words) = (dialect.search_query)(query) else {
+            return Ok(Vec::new());
+        };
+        let rows: Vec<MemoryRecord> = sqlx::query_as(dialect.recall_sql)
+            .bind(words)
+            .bind(scope.to_string())
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await?;
+        convert(rows)
+    }
+
+    async fn forget(&self, scope: &MemoryScope, key: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM memories WHERE scope = $1 AND key = $2")
+            .bind(scope.to_string())
+            .bind(key)
+            .execute(&self.pool)
+            .await?;
+        Ok(DB::rows_affected(&done) > 0)
+    }
+
+    async fn forget_scope(&self, scope: &MemoryScope) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM memories WHERE scope = $1")
+            .bind(scope.to_string())
+            .execute(&self.pool)
+            .await?;
+        Ok(DB::rows_affected(&done))
+    }
+
+    async fn memories(
+        &self,
+        scope: Option<&MemoryScope>,
+        limit: usize,
+    ) -> Result<Vec<Memory>, StoreError> {
+        let rows: Vec<MemoryRecord> = sqlx::query_as(
+            "SELECT scope, key, content, category, updated_at FROM memories \
+             WHERE ($1 IS NULL OR scope = $1) ORDER BY updated_at DESC, id DESC LIMIT $2",
+        )
+        .bind(scope.map(ToString::to_string))
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        convert(rows)
+    }
 }
 
 #[cfg(test)]

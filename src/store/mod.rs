@@ -1,13 +1,28 @@
-//! Storage: the durable inbox every event passes through, and conversation history.
-//! One `Store` trait, one implementation per database (SQLite embedded, PostgreSQL for
-//! replicas); both share their SQL through `shared.rs` and pass one contract test suite.
+//! Storage: the durable inbox every event passes through, conversation history, approvals,
+//! the audit log and memories. One `Store` trait (the seam the core sees), one
+//! implementation: [`SqlStore<DB>`], whose queries are written once as ordinary generic
+//! functions over a `sqlx` pool and run on SQLite (embedded default) or PostgreSQL
+//! (replicas). What differs between the two, the row-lock clause of a claim and the
+//! full-text recall query, is a [`Dialect`] value per database; both pass one contract
+//! suite (`tests/e2e/store_contract.rs`).
+//!
+//! Layout:
+//! - `mod.rs`: the `Store` trait, inbox types, [`connect`].
+//! - `backend.rs`: [`Dialect`], the sealed [`Backend`] trait, [`SqlStore`].
+//! - `sqlite.rs`, `postgres.rs`: connecting and each database's dialect.
+//! - `inbox.rs`: `Store` for `SqlStore` (insert, claim under a lease, finish, counts).
+//! - `history.rs`: history reads and the atomic history writes.
+//! - `approvals.rs`, `audit.rs`, `memory.rs`: each half-trait, its types and its SQL.
+//! - `rows.rs`: selected rows as records, converted to the types above.
 
 mod approvals;
 mod audit;
+mod backend;
+mod history;
+mod inbox;
 mod memory;
-mod memory_impl;
 mod postgres;
-mod shared;
+mod rows;
 mod sqlite;
 
 use std::sync::Arc;
@@ -18,6 +33,7 @@ use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
 pub use approvals::{Approval, ApprovalCounts, ApprovalStore};
 pub use audit::{AuditEntry, AuditLog};
+pub use backend::{Backend, Dialect, SqlStore};
 pub use memory::{Memory, MemoryStore, search_words};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;

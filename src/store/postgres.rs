@@ -1,19 +1,32 @@
-//! The scale-out backend: several gateway replicas share one PostgreSQL database; claims
-//! lock rows with `FOR UPDATE SKIP LOCKED` so two replicas never take the same event.
+//! The scale-out backend: several gateway replicas share one PostgreSQL database. This file
+//! holds everything PostgreSQL-specific: connecting and its [`Dialect`] (claims lock rows
+//! with `FOR UPDATE SKIP LOCKED` so two replicas never take the same event; recall uses
+//! tsvector + ts_rank).
 
-use sqlx::postgres::PgPoolOptions;
+use sqlx::Postgres;
+use sqlx::postgres::{PgPoolOptions, PgQueryResult};
 
 use super::StoreError;
-use super::approvals::impl_approvals;
-use super::audit::impl_audit;
-use super::shared::impl_store;
+use super::backend::{Backend, Dialect, SqlStore};
+use super::memory::websearch_query;
 
 /// `Store` over PostgreSQL.
-pub struct PostgresStore {
-    pub(super) pool: sqlx::PgPool,
+pub type PostgresStore = SqlStore<Postgres>;
+
+impl Backend for Postgres {
+    const DIALECT: Dialect = Dialect {
+        claim_lock: "FOR UPDATE SKIP LOCKED",
+        recall_sql: "SELECT scope, key, content, category, updated_at FROM memories, websearch_to_tsquery('english', $1) q \
+             WHERE scope = $2 AND search @@ q ORDER BY ts_rank(search, q) DESC, id DESC LIMIT $3",
+        search_query: websearch_query,
+    };
+
+    fn rows_affected(result: &PgQueryResult) -> u64 {
+        result.rows_affected()
+    }
 }
 
-impl PostgresStore {
+impl SqlStore<Postgres> {
     /// Connect and migrate.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let pool = PgPoolOptions::new()
@@ -21,10 +34,6 @@ impl PostgresStore {
             .connect(url)
             .await?;
         sqlx::migrate!("migrations/postgres").run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self::new(pool))
     }
 }
-
-impl_store!(PostgresStore, sqlx::Postgres, "FOR UPDATE SKIP LOCKED");
-impl_audit!(PostgresStore);
-impl_approvals!(PostgresStore, sqlx::postgres::PgRow);

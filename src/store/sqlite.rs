@@ -1,21 +1,39 @@
-//! The embedded default: one SQLite file in WAL mode, nothing to install.
+//! The embedded default: one SQLite file in WAL mode, nothing to install. This file holds
+//! everything SQLite-specific: connection options and its [`Dialect`] (FTS5 + BM25 recall,
+//! no row locks).
 
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::Sqlite;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteQueryResult,
+    SqliteSynchronous,
+};
 
 use super::StoreError;
-use super::approvals::impl_approvals;
-use super::audit::impl_audit;
-use super::shared::impl_store;
+use super::backend::{Backend, Dialect, SqlStore};
+use super::memory::fts5_query;
 
 /// `Store` over a SQLite database file.
-pub struct SqliteStore {
-    pub(super) pool: sqlx::SqlitePool,
+pub type SqliteStore = SqlStore<Sqlite>;
+
+impl Backend for Sqlite {
+    const DIALECT: Dialect = Dialect {
+        // SQLite serialises writers, so the claim's UPDATE … WHERE id = (SELECT …) is atomic.
+        claim_lock: "",
+        recall_sql: "SELECT m.scope, m.key, m.content, m.category, m.updated_at FROM memories_fts f \
+             JOIN memories m ON m.id = f.rowid \
+             WHERE memories_fts MATCH $1 AND m.scope = $2 ORDER BY bm25(memories_fts) LIMIT $3",
+        search_query: fts5_query,
+    };
+
+    fn rows_affected(result: &SqliteQueryResult) -> u64 {
+        result.rows_affected()
+    }
 }
 
-impl SqliteStore {
+impl SqlStore<Sqlite> {
     /// Open (creating the file and its directory if needed) and migrate.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::from_str(url)?
@@ -36,10 +54,6 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self::new(pool))
     }
 }
-
-impl_store!(SqliteStore, sqlx::Sqlite, "");
-impl_audit!(SqliteStore);
-impl_approvals!(SqliteStore, sqlx::sqlite::SqliteRow);

@@ -7,7 +7,7 @@ use switchboard::ids::MemoryScope;
 use switchboard::store::{self, Memory, Store};
 use switchboard_channel::ConversationKey;
 
-use crate::helpers::{drop_postgres, postgres_url, sqlite_store};
+use crate::store_contract::on_both_databases;
 
 const FACT: &str = "My cat is called Miso and she likes turquoise blankets.";
 
@@ -73,12 +73,35 @@ async fn recall_contract(store: Arc<dyn Store>) {
 
 #[tokio::test]
 async fn recall_ranks_within_a_scope_on_both_databases() {
-    let dir = tempfile::tempdir().unwrap();
-    recall_contract(sqlite_store(&dir).await).await;
-    if let Some(url) = postgres_url().await {
-        recall_contract(store::connect(&url).await.unwrap()).await;
-        drop_postgres(&url).await;
-    }
+    on_both_databases(recall_contract).await;
+}
+
+#[tokio::test]
+async fn user_scopes_round_trip_through_the_database() {
+    on_both_databases(user_scopes).await;
+}
+
+async fn user_scopes(store: Arc<dyn Store>) {
+    // A user id may itself contain ':'; the scope must still decode to the same user.
+    let scope = MemoryScope::user("tg", "switchboard:system");
+    let memory = Memory {
+        scope: scope.clone(),
+        key: "tz".into(),
+        content: "The user lives in Lisbon".into(),
+        category: "core".into(),
+        updated_at: 5,
+    };
+    assert!(store.remember(&memory, false).await.unwrap());
+    assert_eq!(
+        store.memories(Some(&scope), 10).await.unwrap(),
+        vec![memory.clone()]
+    );
+    assert_eq!(
+        store.recall(&scope, "Lisbon", 5).await.unwrap(),
+        vec![memory]
+    );
+    let other = MemoryScope::user("tg", "switchboard");
+    assert!(store.memories(Some(&other), 10).await.unwrap().is_empty());
 }
 
 #[test]

@@ -1,11 +1,12 @@
-//! One contract for every `Store`: the same test bodies run against SQLite and PostgreSQL.
+//! One contract for every `Store`: each test is a plain async body run by
+//! [`on_both_databases`] against SQLite and PostgreSQL.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard::ids::{ApprovalId, ApprovalStatus, InboxKind};
+use switchboard::ids::InboxKind;
 use switchboard::provider::{ChatMessage, Role, ToolCall};
-use switchboard::store::{self, Approval, Insert, Store};
+use switchboard::store::{self, Insert, Store};
 use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, MessageRef, UserRef};
 
 use crate::helpers::{drop_postgres, postgres_url, sqlite_store};
@@ -31,22 +32,27 @@ fn text_of(event: &ChannelEvent) -> &str {
     }
 }
 
-/// Run `body` against a fresh SQLite store and, when reachable, a fresh PostgreSQL one.
-macro_rules! contract {
-    ($name:ident, $body:ident) => {
-        #[tokio::test]
-        async fn $name() {
-            let dir = tempfile::tempdir().unwrap();
-            $body(sqlite_store(&dir).await).await;
-            if let Some(url) = postgres_url().await {
-                $body(store::connect(&url).await.expect("postgres store")).await;
-                drop_postgres(&url).await;
-            }
-        }
-    };
+/// Run one contract case against a fresh SQLite store and, when reachable, a fresh
+/// PostgreSQL database of its own (dropped afterwards). Without PostgreSQL the half is
+/// skipped with a notice, unless `SWITCHBOARD_REQUIRE_POSTGRES=1` makes that a failure.
+pub async fn on_both_databases<F, Fut>(case: F)
+where
+    F: Fn(Arc<dyn Store>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let dir = tempfile::tempdir().unwrap();
+    case(sqlite_store(&dir).await).await;
+    if let Some(url) = postgres_url().await {
+        case(store::connect(&url).await.expect("postgres store")).await;
+        drop_postgres(&url).await;
+    }
 }
 
-contract!(inbox_drops_a_redelivered_event, redelivery_is_a_duplicate);
+#[tokio::test]
+async fn inbox_drops_a_redelivered_event() {
+    on_both_databases(redelivery_is_a_duplicate).await;
+}
+
 async fn redelivery_is_a_duplicate(store: Arc<dyn Store>) {
     let k = ConversationKey::new("tg", "1");
     assert!(matches!(
@@ -75,10 +81,11 @@ async fn redelivery_is_a_duplicate(store: Arc<dyn Store>) {
     assert_eq!(store.inbox_counts().await.unwrap().pending, 2);
 }
 
-contract!(
-    claims_follow_arrival_order_within_a_conversation,
-    claims_in_order
-);
+#[tokio::test]
+async fn claims_follow_arrival_order_within_a_conversation() {
+    on_both_databases(claims_in_order).await;
+}
+
 async fn claims_in_order(store: Arc<dyn Store>) {
     let k = ConversationKey::new("tg", "1").in_thread("7");
     for (i, text) in ["first", "second", "third"].iter().enumerate() {
@@ -107,10 +114,11 @@ async fn claims_in_order(store: Arc<dyn Store>) {
     assert_eq!(store.inbox_counts().await.unwrap().done, 3);
 }
 
-contract!(
-    another_owners_live_lease_blocks_the_conversation_until_it_expires,
-    leases
-);
+#[tokio::test]
+async fn another_owners_live_lease_blocks_the_conversation_until_it_expires() {
+    on_both_databases(leases).await;
+}
+
 async fn leases(store: Arc<dyn Store>) {
     let k = ConversationKey::new("slack", "C1");
     store
@@ -151,7 +159,11 @@ async fn leases(store: Arc<dyn Store>) {
     assert_eq!((taken.id, taken.attempts), (held.id, 2));
 }
 
-contract!(a_restarted_owner_reclaims_its_own_rows_at_once, own_rows);
+#[tokio::test]
+async fn a_restarted_owner_reclaims_its_own_rows_at_once() {
+    on_both_databases(own_rows).await;
+}
+
 async fn own_rows(store: Arc<dyn Store>) {
     let k = ConversationKey::new("tg", "9");
     store
@@ -181,10 +193,11 @@ async fn own_rows(store: Arc<dyn Store>) {
     assert_eq!(again.draft_refs, vec![MessageRef::new("m-1")]);
 }
 
-contract!(
-    released_and_failed_rows_move_to_the_right_state,
-    release_and_fail
-);
+#[tokio::test]
+async fn released_and_failed_rows_move_to_the_right_state() {
+    on_both_databases(release_and_fail).await;
+}
+
 async fn release_and_fail(store: Arc<dyn Store>) {
     let k = ConversationKey::new("tg", "r");
     store
@@ -224,10 +237,11 @@ async fn release_and_fail(store: Arc<dyn Store>) {
     assert_eq!((counts.failed, counts.processing), (1, 1));
 }
 
-contract!(
-    completing_a_turn_stores_history_with_tool_calls_atomically,
-    history
-);
+#[tokio::test]
+async fn completing_a_turn_stores_history_with_tool_calls_atomically() {
+    on_both_databases(history).await;
+}
+
 async fn history(store: Arc<dyn Store>) {
     let k = ConversationKey::new("web", "s");
     store
@@ -261,10 +275,11 @@ async fn history(store: Arc<dyn Store>) {
     store.ping().await.unwrap();
 }
 
-contract!(
-    while_an_approval_waits_only_control_events_are_claimed,
-    control_only
-);
+#[tokio::test]
+async fn while_an_approval_waits_only_control_events_are_claimed() {
+    on_both_databases(control_only).await;
+}
+
 async fn control_only(store: Arc<dyn Store>) {
     let k = ConversationKey::new("tg", "c");
     store
@@ -295,76 +310,4 @@ async fn control_only(store: Arc<dyn Store>) {
         .unwrap()
         .unwrap();
     assert_eq!(text_of(&normal.event), "a normal message");
-}
-
-contract!(
-    an_approval_is_decided_exactly_once_and_rules_stay_per_conversation,
-    approvals
-);
-async fn approvals(store: Arc<dyn Store>) {
-    let k = ConversationKey::new("slack", "C9").in_thread("1.2");
-    let approval = Approval {
-        id: ApprovalId::new("abc123def0"),
-        conversation: k.clone(),
-        tool: "shell".into(),
-        args: "rm -rf build".into(),
-        rule: "shell(rm -rf build)".into(),
-        reason: "not read-only".into(),
-        requester: "U1".into(),
-        status: ApprovalStatus::Pending,
-        decided_by: None,
-        prompt_ref: None,
-        state: "{}".into(),
-        created_at: 10,
-        expires_at: 1_000,
-    };
-    store.create_approval(&approval).await.unwrap();
-    store
-        .set_approval_prompt(&approval.id, "msg-7")
-        .await
-        .unwrap();
-    let pending = store.pending_approval(&k).await.unwrap().unwrap();
-    assert_eq!(pending.prompt_ref.as_deref(), Some("msg-7"));
-    assert_eq!(store.pending_approvals().await.unwrap().len(), 1);
-    assert_eq!(store.approval_counts().await.unwrap().pending, 1);
-    assert!(
-        store
-            .decide_approval(&approval.id, ApprovalStatus::Approved, "U1", 20)
-            .await
-            .unwrap()
-    );
-    assert!(
-        !store
-            .decide_approval(&approval.id, ApprovalStatus::Denied, "U2", 21)
-            .await
-            .unwrap(),
-        "second decision refused"
-    );
-    let decided = store.approval(&approval.id).await.unwrap().unwrap();
-    assert_eq!(
-        (decided.status, decided.decided_by.as_deref()),
-        (ApprovalStatus::Approved, Some("U1"))
-    );
-    assert!(store.pending_approval(&k).await.unwrap().is_none());
-    let counts = store.approval_counts().await.unwrap();
-    assert_eq!((counts.pending, counts.approved, counts.denied), (0, 1, 0));
-    store
-        .add_allow_rule(&k, "shell(rm -rf build)", "U1", 22)
-        .await
-        .unwrap();
-    store
-        .add_allow_rule(&k, "shell(rm -rf build)", "U1", 23)
-        .await
-        .unwrap();
-    assert_eq!(
-        store.allow_rules(&k).await.unwrap(),
-        vec!["shell(rm -rf build)".to_owned()]
-    );
-    assert!(
-        store
-            .allow_rules(&ConversationKey::new("slack", "C9"))
-            .await
-            .unwrap()
-            .is_empty()
-    );
 }

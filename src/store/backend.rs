@@ -1,0 +1,75 @@
+//! What differs between the two databases, in one place: the [`Dialect`] (SQL text that is
+//! not the same on both) and the sealed [`Backend`] trait that ties a `sqlx` driver to its
+//! dialect. [`SqlStore`] is the one store type; its queries are written once, generic over
+//! the backend, in `inbox.rs`, `history.rs`, `approvals.rs`, `audit.rs` and `memory.rs`.
+//!
+//! Why generic code over `sqlx::Pool<DB>` rather than `sqlx::Any` or a macro: the compiler
+//! checks every query body once for both drivers, errors point at ordinary functions, and
+//! both backends keep their native types (`Any` cannot carry PostgreSQL's `tsvector`
+//! queries and narrows the value types).
+//!
+//! Every generic `impl` in this module tree repeats one `where` clause (see [`SqlStore`]):
+//! Rust does not yet imply bounds written on a trait's `where`, so they cannot live on
+//! `Backend` alone. Both drivers satisfy them; the list only names what the queries use.
+
+use sqlx::{Database, Pool};
+
+/// SQL text that differs between the databases. Everything else is shared, written with
+/// `$n` placeholders, which both SQLite and PostgreSQL accept.
+#[derive(Debug)]
+pub struct Dialect {
+    /// Appended to the claim's row selection so concurrent claimers skip each other's rows
+    /// (`FOR UPDATE SKIP LOCKED`); empty on SQLite, whose writers are serialised anyway.
+    pub claim_lock: &'static str,
+    /// Memory recall: binds the rendered search query, the scope and the limit, in that
+    /// order, and selects `scope, key, content, category, updated_at`, best match first.
+    pub recall_sql: &'static str,
+    /// Renders free text as this dialect's search query (`None` when no words are left).
+    pub search_query: fn(&str) -> Option<String>,
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for sqlx::Sqlite {}
+    impl Sealed for sqlx::Postgres {}
+}
+
+/// A database `SqlStore` runs on: SQLite or PostgreSQL (sealed).
+pub trait Backend: Database + sealed::Sealed {
+    /// This database's SQL differences.
+    const DIALECT: Dialect;
+
+    /// Rows changed by an `INSERT`, `UPDATE` or `DELETE` (an inherent method on each
+    /// driver's result type, so it is reached through the backend).
+    fn rows_affected(result: &Self::QueryResult) -> u64;
+}
+
+/// The `Store` over one database pool; see [`SqliteStore`](super::SqliteStore) and
+/// [`PostgresStore`](super::PostgresStore).
+///
+/// Its trait implementations are generic over `DB` under this `where` clause, repeated on
+/// each `impl` because Rust does not imply it from [`Backend`]:
+///
+/// ```text
+/// DB: Backend,
+/// for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,  // pool and transactions run queries
+/// for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,             // bound parameters
+/// for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,      // integer columns
+/// for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+/// for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,   // text columns
+/// for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+/// for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>, // text binds, named columns
+/// usize: ColumnIndex<DB::Row>,                                  // scalars and tuples
+/// ```
+///
+/// (`Option<T>` needs its own line: `sqlx` implements `Encode` for it per driver.)
+pub struct SqlStore<DB: Database> {
+    pub(super) pool: Pool<DB>,
+}
+
+impl<DB: Database> SqlStore<DB> {
+    /// A store over an open, migrated pool.
+    pub(super) fn new(pool: Pool<DB>) -> Self {
+        Self { pool }
+    }
+}

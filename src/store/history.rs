@@ -1,0 +1,122 @@
+//! Conversation history on [`SqlStore`]: the windowed read and the two atomic writes (a
+//! finished turn, a compaction). Called from the `Store` implementation in `inbox.rs`.
+
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Transaction, Type};
+use switchboard_channel::ConversationKey;
+
+use super::StoreError;
+use super::backend::{Backend, SqlStore};
+use super::rows::{MessageRecord, convert};
+use crate::provider::{ChatMessage, Role};
+
+impl<DB> SqlStore<DB>
+where
+    DB: Backend,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+{
+    /// The last `limit` messages, oldest first, never opening on orphaned tool results.
+    pub(super) async fn load_history(
+        &self,
+        key: &ConversationKey,
+        limit: usize,
+    ) -> Result<Vec<ChatMessage>, StoreError> {
+        let mut rows: Vec<MessageRecord> = sqlx::query_as(
+            "SELECT role, content, tool_calls, tool_call_id FROM messages \
+             WHERE conversation_key = $1 ORDER BY id DESC LIMIT $2",
+        )
+        .bind(key.to_string())
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.reverse();
+        let mut messages: Vec<ChatMessage> = convert(rows)?;
+        // A window must not open on tool results whose calls fell outside it.
+        let orphans = messages.iter().take_while(|m| m.role == Role::Tool).count();
+        messages.drain(..orphans);
+        Ok(messages)
+    }
+
+    /// Append a turn's messages and mark its inbox row done, in one transaction.
+    pub(super) async fn complete_turn(
+        &self,
+        inbox_id: i64,
+        key: &ConversationKey,
+        messages: &[ChatMessage],
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let key_text = key.to_string();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO conversations (key, channel, created_at, updated_at) VALUES ($1, $2, $3, $3) \
+             ON CONFLICT (key) DO UPDATE SET updated_at = $3",
+        )
+        .bind(key_text.as_str())
+        .bind(key.channel.as_str())
+        .bind(now_ms)
+        .execute(&mut *tx)
+        .await?;
+        Self::insert_messages(&mut tx, &key_text, messages, Some(inbox_id), now_ms).await?;
+        sqlx::query(
+            "UPDATE inbox SET status = 'done', owner = NULL, lease_until = NULL, updated_at = $1 WHERE id = $2",
+        )
+        .bind(now_ms)
+        .bind(inbox_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Replace the whole history (compaction), in one transaction.
+    pub(super) async fn rewrite_history(
+        &self,
+        key: &ConversationKey,
+        messages: &[ChatMessage],
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let key_text = key.to_string();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM messages WHERE conversation_key = $1")
+            .bind(key_text.as_str())
+            .execute(&mut *tx)
+            .await?;
+        Self::insert_messages(&mut tx, &key_text, messages, None, now_ms).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Append `messages` to a conversation inside `tx`.
+    async fn insert_messages(
+        tx: &mut Transaction<'_, DB>,
+        key_text: &str,
+        messages: &[ChatMessage],
+        inbox_id: Option<i64>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        for m in messages {
+            let calls = (!m.tool_calls.is_empty())
+                .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default());
+            sqlx::query(
+                "INSERT INTO messages (conversation_key, role, content, tool_calls, tool_call_id, inbox_id, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(key_text)
+            .bind(m.role.as_str())
+            .bind(m.content.as_str())
+            .bind(calls)
+            .bind(m.tool_call_id.clone())
+            .bind(inbox_id)
+            .bind(now_ms)
+            .execute(&mut **tx)
+            .await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,198 @@
+//! `Store` for [`SqlStore`] on either database: the durable inbox (insert, claim under a
+//! lease, complete, fail, release, counts). History reads and writes live in `history.rs`.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
+use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
+
+use super::backend::{Backend, SqlStore};
+use super::rows::{InboxRecord, conversation_key};
+use super::{InboxCounts, InboxRow, Insert, Store, StoreError};
+use crate::ids::InboxKind;
+use crate::provider::ChatMessage;
+
+/// Selects the oldest unfinished row of a conversation that `$1` (owner) may take at `$3`
+/// (now), skipping the conversation while another live owner holds one of its rows.
+const CLAIMABLE_ROW: &str = "SELECT id FROM inbox \
+     WHERE conversation_key = $4 \
+       AND (status = 'pending' OR (status = 'processing' AND (owner = $1 OR lease_until < $3))) \
+       AND ($5 = 0 OR kind = 'control') \
+       AND NOT EXISTS (SELECT 1 FROM inbox busy WHERE busy.conversation_key = $4 \
+           AND busy.status = 'processing' AND busy.owner <> $1 AND busy.lease_until >= $3) \
+     ORDER BY id LIMIT 1";
+
+/// The claim: take the row [`CLAIMABLE_ROW`] selects, locked with `lock` where the
+/// database needs it.
+fn claim_sql(lock: &str) -> String {
+    format!(
+        "UPDATE inbox SET status = 'processing', owner = $1, lease_until = $2, \
+         attempts = attempts + 1, updated_at = $3 WHERE id = ({CLAIMABLE_ROW} {lock}) \
+         RETURNING id, payload, attempts, draft_refs"
+    )
+}
+
+#[async_trait]
+impl<DB> Store for SqlStore<DB>
+where
+    DB: Backend,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+{
+    async fn insert_event(
+        &self,
+        event: &ChannelEvent,
+        kind: InboxKind,
+        now_ms: i64,
+    ) -> Result<Insert, StoreError> {
+        let payload =
+            serde_json::to_string(event).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let id: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at, kind) \
+             VALUES ($1, $2, $3, $4, $5, $5, $6) ON CONFLICT (channel, event_id) DO NOTHING RETURNING id",
+        )
+        .bind(event.key().channel.as_str())
+        .bind(event.event_id())
+        .bind(event.key().to_string())
+        .bind(payload)
+        .bind(now_ms)
+        .bind(kind.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(id.map_or(Insert::Duplicate, Insert::Stored))
+    }
+
+    async fn claim_next(
+        &self,
+        key: &ConversationKey,
+        owner: &str,
+        now_ms: i64,
+        lease: Duration,
+        control_only: bool,
+    ) -> Result<Option<InboxRow>, StoreError> {
+        let sql = claim_sql(DB::DIALECT.claim_lock);
+        let row: Option<InboxRecord> = sqlx::query_as(&sql)
+            .bind(owner)
+            .bind(now_ms + lease.as_millis() as i64)
+            .bind(now_ms)
+            .bind(key.to_string())
+            .bind(i64::from(control_only))
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(InboxRow::try_from).transpose()
+    }
+
+    async fn claimable_conversations(
+        &self,
+        owner: &str,
+        now_ms: i64,
+    ) -> Result<Vec<ConversationKey>, StoreError> {
+        let keys: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT conversation_key FROM inbox WHERE status = 'pending' \
+             OR (status = 'processing' AND (owner = $1 OR lease_until < $2))",
+        )
+        .bind(owner)
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        keys.iter().map(|k| conversation_key(k)).collect()
+    }
+
+    async fn set_draft_refs(&self, inbox_id: i64, refs: &[MessageRef]) -> Result<(), StoreError> {
+        let ids: Vec<&str> = refs.iter().map(|r| r.id.as_str()).collect();
+        sqlx::query("UPDATE inbox SET draft_refs = $1 WHERE id = $2")
+            .bind(serde_json::to_string(&ids).unwrap_or_default())
+            .bind(inbox_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        inbox_id: i64,
+        key: &ConversationKey,
+        messages: &[ChatMessage],
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.complete_turn(inbox_id, key, messages, now_ms).await
+    }
+
+    async fn fail(&self, inbox_id: i64, error: &str, now_ms: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE inbox SET status = 'failed', error = $1, owner = NULL, lease_until = NULL, updated_at = $2 WHERE id = $3",
+        )
+        .bind(error)
+        .bind(now_ms)
+        .bind(inbox_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn release(&self, inbox_id: i64, now_ms: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE inbox SET status = 'pending', owner = NULL, lease_until = NULL, updated_at = $1 \
+             WHERE id = $2 AND status = 'processing'",
+        )
+        .bind(now_ms)
+        .bind(inbox_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn history(
+        &self,
+        key: &ConversationKey,
+        limit: usize,
+    ) -> Result<Vec<ChatMessage>, StoreError> {
+        self.load_history(key, limit).await
+    }
+
+    async fn replace_history(
+        &self,
+        key: &ConversationKey,
+        messages: &[ChatMessage],
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.rewrite_history(key, messages, now_ms).await
+    }
+
+    async fn clear_history(&self, key: &ConversationKey) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM messages WHERE conversation_key = $1")
+            .bind(key.to_string())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn inbox_counts(&self) -> Result<InboxCounts, StoreError> {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, COUNT(*) FROM inbox GROUP BY status")
+                .fetch_all(&self.pool)
+                .await?;
+        let mut counts = InboxCounts::default();
+        for (status, n) in rows {
+            match status.as_str() {
+                "pending" => counts.pending = n,
+                "processing" => counts.processing = n,
+                "done" => counts.done = n,
+                _ => counts.failed += n,
+            }
+        }
+        Ok(counts)
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+}
