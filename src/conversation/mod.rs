@@ -25,7 +25,7 @@ mod turn;
 use std::sync::Arc;
 
 pub use agents::{Agents, TurnSettings};
-pub use approval::{Approvals, Expiries, SYSTEM_USER, expiry_event};
+pub use approval::{Approvals, Expiries, SYSTEM_USER};
 pub use inbox::Inbox;
 pub use lifecycle::Lifecycle;
 pub use outbound::Outbound;

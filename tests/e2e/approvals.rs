@@ -362,7 +362,11 @@ async fn a_pending_approval_survives_a_crash_and_completes_exactly_once() {
     let chat = key("crash");
     channel.say(&chat, "alice", "log something").await.unwrap();
     let (once, _, _) = prompt(&channel, &chat).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Killed once the suspended turn is stored (its inbox row done), not at an arbitrary time.
+    let db = switchboard::store::connect(&app.config.gateway.database_url)
+        .await
+        .unwrap();
+    wait_inbox_idle(&db).await;
     first.kill();
     let second = start(&app.config, &channel).await;
     channel.press(&chat, "alice", &once).await.unwrap();

@@ -22,7 +22,7 @@ use switchboard_channel::{Button, Channel, ConversationKey};
 use tokio::sync::mpsc;
 
 pub(super) use decide::Request;
-pub use expiry::{Expiries, expiry_event};
+pub use expiry::Expiries;
 pub(super) use gate::PolicyGate;
 
 use super::Outbound;
