@@ -3,8 +3,11 @@
 //!
 //! Order: deny rules → ask rules → allow rules (and the conversation's "always allow" rules),
 //! first match wins; then the mode's default. A shell command line is split into its simple
-//! commands ([`analyze`]), each judged on its own; the most severe verdict wins. Circuit
-//! breakers ([`breakers`]) turn any verdict but deny into ask, in every mode.
+//! commands (`analyze`), each judged on its own; the most severe verdict wins. Circuit
+//! breakers (`breakers`) turn any verdict but deny into ask, in every mode.
+//!
+//! The outcome is a typed [`Decision`] (verdict, matching rule or breaker, reason, decider)
+//! that travels unchanged to the agent's events, the audit log and the metrics.
 
 mod analyze;
 mod breakers;
