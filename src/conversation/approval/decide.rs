@@ -30,8 +30,13 @@ pub struct Request<'a> {
 }
 
 impl Request<'_> {
-    /// Expiry events come from the gateway itself, never from a person.
-    fn internal(&self) -> bool {
+    /// Whether the gateway itself sent it (an expiry event), not a person.
+    fn sent_by_gateway(&self) -> bool {
+        self.user.id == SYSTEM_USER
+    }
+
+    /// Whether it asks to expire the request (only the gateway may).
+    fn expiring(&self) -> bool {
         self.button.action == Action::Expire
     }
 }
@@ -98,14 +103,14 @@ impl Approvals {
             return Ok(Err("Unknown or expired approval."));
         };
         let user = &request.user.id;
-        if request.internal() != (user == SYSTEM_USER) {
+        if request.expiring() != request.sent_by_gateway() {
             return Ok(Err("Not yours to approve."));
         }
         let approver = self
             .approvers
             .get(&request.key.channel)
             .is_some_and(|a| a.contains(user));
-        if !(request.internal() || *user == approval.requester || approver) {
+        if !(request.sent_by_gateway() || *user == approval.requester || approver) {
             return Ok(Err("Not yours to approve."));
         }
         Ok(Ok(approval))
@@ -113,7 +118,7 @@ impl Approvals {
 
     /// What the answer amounts to now: past its deadline every answer is an expiry.
     fn judge(&self, approval: &Approval, request: &Request<'_>) -> Outcome {
-        let expired = request.internal() || self.clock.now_ms() > approval.expires_at;
+        let expired = request.expiring() || self.clock.now_ms() > approval.expires_at;
         let by = request.user.id.clone();
         match (expired, request.button.action) {
             (true, _) => Outcome {
@@ -180,7 +185,7 @@ impl Approvals {
 
 /// Tell whoever answered (nobody, for the gateway's own expiry events).
 async fn tell(out: &Outbound, request: &Request<'_>, text: &str) {
-    if !request.internal() {
+    if !request.sent_by_gateway() {
         out.notice(request.channel, request.key, request.press, text)
             .await;
     }

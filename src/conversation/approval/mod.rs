@@ -187,6 +187,9 @@ fn prompt_buttons(id: &ApprovalId) -> Vec<Button> {
     .collect()
 }
 
+#[cfg(test)]
+mod tests;
+
 /// What a shell call will run, or the arguments as JSON.
 fn shown_args(call: &ToolCall) -> String {
     match call.args.get("command").and_then(|c| c.as_str()) {
