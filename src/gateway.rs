@@ -2,7 +2,6 @@
 //! shutdown. `Gateway::start` takes its listener, so tests bind 127.0.0.1:0 and read the
 //! real port back; `RunningGateway::shutdown` is what SIGTERM triggers.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,9 +13,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent::{ContextProvider, Tool};
+use crate::clock::Clock;
 use crate::config::Config;
-use crate::conversation::{Deps, Inbox, Registry, expiry_event, time_left};
+use crate::conversation::{
+    Agents, Approvals, Deps, Expiries, Inbox, Lifecycle, Outbound, Registry, TurnSettings,
+};
 use crate::draft::DraftSettings;
+use crate::governor::Governor;
 use crate::http::{self, HealthState};
 use crate::metrics::Metrics;
 use crate::policy::Policy;
@@ -38,6 +41,8 @@ pub struct Gateway {
     store: Option<Arc<dyn Store>>,
     tools: Vec<Arc<dyn Tool>>,
     context: Vec<Arc<dyn ContextProvider>>,
+    /// Where "now" comes from (the system clock unless a test says otherwise).
+    clock: Clock,
 }
 
 impl Gateway {
@@ -50,6 +55,7 @@ impl Gateway {
             store: None,
             tools: Vec::new(),
             context: Vec::new(),
+            clock: Clock::wall(),
         }
     }
 
@@ -83,89 +89,32 @@ impl Gateway {
         self
     }
 
+    /// Read time from `clock` instead of the system clock (tests move a manual clock to
+    /// expire approvals and leases without waiting).
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
     /// Open the database, start channels, recover unfinished events and serve HTTP on
     /// `listener`.
     pub async fn start(self, listener: TcpListener) -> anyhow::Result<RunningGateway> {
-        let config = self.config;
-        let store = match self.store {
-            Some(store) => store,
-            None => store::connect(&config.gateway.database_url)
-                .await
-                .with_context(|| {
-                    format!(
-                        "opening the database {}",
-                        redact_url(&config.gateway.database_url)
-                    )
-                })?,
-        };
-        let provider = match self.provider {
-            Some(p) => p,
-            None => provider::from_config(&config.provider)?,
+        let config = &self.config;
+        let store = match &self.store {
+            Some(store) => Arc::clone(store),
+            None => open_store(&config.gateway.database_url).await?,
         };
         let shutdown = CancellationToken::new();
-        let (expiry_tx, expiry_rx) = tokio::sync::mpsc::unbounded_channel();
-        let deps = Arc::new(Deps {
-            store: Arc::clone(&store),
-            provider,
-            toolbox: Toolbox::new(&config.tools, &config.gateway.data_dir),
-            extra_tools: self.tools,
-            context: self.context,
-            max_iterations: config.agent.max_tool_iterations,
-            native_tools: config.provider.native_tools,
-            scrubber: Arc::new(Scrubber::new(config.secret_values())),
-            policy: Arc::new(
-                Policy::new(&config.policy).map_err(|e| anyhow::anyhow!("[policy]: {e}"))?,
-            ),
-            approvers: config.policy.approvers.clone(),
-            approval_timeout: Duration::from_secs(config.policy.approval_timeout_secs.max(1)),
-            expiry: expiry_tx,
-            metrics: Arc::new(Metrics::new()),
-            memory: config.memory.clone(),
-            governor: Arc::new(crate::governor::Governor::new()),
-            channels: self
-                .channels
-                .iter()
-                .map(|c| (c.name().to_owned(), Arc::clone(c)))
-                .collect::<HashMap<_, _>>(),
-            system_prompt: config.agent.system_prompt.clone(),
-            history_limit: config.agent.history_limit,
-            draft: DraftSettings {
-                chunk_min_chars: config.streaming.chunk_min_chars,
-                min_interval: Duration::from_millis(config.streaming.progress_min_interval_ms),
-            },
-            owner: config.gateway.instance_id.clone(),
-            lease: Duration::from_secs(config.gateway.inbox_lease_secs),
-            idle: Duration::from_secs(config.gateway.conversation_idle_secs.max(1)),
-            draining: shutdown.child_token(),
-            abort: CancellationToken::new(),
-        });
+        let (deps, expiries) = self.parts(Arc::clone(&store), &shutdown)?;
+        let deps = Arc::new(deps);
         let turns = TaskTracker::new();
         let registry = Registry::new(Arc::clone(&deps), turns.clone());
         let sink: Arc<dyn EventSink> = Inbox::new(Arc::clone(&registry));
 
         let background = TaskTracker::new();
-        let mut routes = Vec::new();
-        for channel in &self.channels {
-            routes.extend(channel.routes(Arc::clone(&sink)));
-            let (channel, sink, stop) = (
-                Arc::clone(channel),
-                Arc::clone(&sink),
-                shutdown.child_token(),
-            );
-            background.spawn(async move {
-                if let Err(err) = channel.start(sink, stop).await {
-                    tracing::error!(channel = channel.name(), error = %err, "channel stopped");
-                }
-            });
-        }
-        for approval in store.pending_approvals().await? {
-            let _ = deps.expiry.send(approval);
-        }
-        background.spawn(expire_approvals(
-            expiry_rx,
-            Arc::clone(&sink),
-            shutdown.child_token(),
-        ));
+        let routes = self.start_channels(&sink, &background, &shutdown);
+        deps.approvals.rearm().await?;
+        background.spawn(expiries.run(Arc::clone(&sink), shutdown.child_token()));
         let recovered = registry.sweep().await?;
         if recovered > 0 {
             tracing::info!(
@@ -186,33 +135,134 @@ impl Gateway {
             routes,
             config.gateway.max_body_bytes,
         );
-        let stop = shutdown.child_token();
-        background.spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await;
-            if let Err(err) = served {
-                tracing::error!(error = %err, "HTTP server failed");
-            }
-        });
+        serve(listener, app, &background, &shutdown);
         tracing::info!(%addr, channels = self.channels.len(), "gateway ready");
         Ok(RunningGateway {
             addr,
             shutdown,
-            deps,
             registry,
             turns,
             background,
             grace: Duration::from_secs(config.gateway.shutdown_grace_secs),
         })
     }
+
+    /// The parts conversations share, from the config and what the builder was given.
+    fn parts(
+        &self,
+        store: Arc<dyn Store>,
+        shutdown: &CancellationToken,
+    ) -> anyhow::Result<(Deps, Expiries)> {
+        let config = &self.config;
+        let provider = match &self.provider {
+            Some(p) => Arc::clone(p),
+            None => provider::from_config(&config.provider)?,
+        };
+        let policy = Policy::new(&config.policy).map_err(|e| anyhow::anyhow!("[policy]: {e}"))?;
+        let scrubber = Arc::new(Scrubber::new(config.secret_values()));
+        let metrics = Arc::new(Metrics::new());
+        let settings = TurnSettings {
+            system_prompt: config.agent.system_prompt.clone(),
+            history_limit: config.agent.history_limit,
+            max_iterations: config.agent.max_tool_iterations,
+            native_tools: config.provider.native_tools,
+            memory: config.memory.clone(),
+        };
+        let toolbox = Toolbox::new(&config.tools, &config.gateway.data_dir);
+        let agents = Agents::new(
+            provider,
+            toolbox,
+            Arc::new(policy),
+            Arc::clone(&scrubber),
+            settings,
+            self.clock.clone(),
+        )
+        .with_tools(self.tools.clone())
+        .with_context(self.context.clone());
+        let (approvals, expiries) = Approvals::new(
+            Arc::clone(&store),
+            Duration::from_secs(config.policy.approval_timeout_secs.max(1)),
+            config.policy.approvers.clone(),
+            self.clock.clone(),
+            Arc::clone(&metrics),
+        );
+        let draft = DraftSettings {
+            chunk_min_chars: config.streaming.chunk_min_chars,
+            min_interval: Duration::from_millis(config.streaming.progress_min_interval_ms),
+        };
+        let outbound = Outbound::new(&self.channels, Arc::new(Governor::new()), scrubber, draft);
+        let lifecycle = Lifecycle::new(
+            config.gateway.instance_id.clone(),
+            Duration::from_secs(config.gateway.inbox_lease_secs),
+            Duration::from_secs(config.gateway.conversation_idle_secs.max(1)),
+            self.clock.clone(),
+            shutdown,
+        );
+        let deps = Deps {
+            store,
+            agents,
+            approvals,
+            outbound,
+            lifecycle,
+            metrics,
+        };
+        Ok((deps, expiries))
+    }
+
+    /// Start every channel's receive loop; returns their webhook routes.
+    fn start_channels(
+        &self,
+        sink: &Arc<dyn EventSink>,
+        background: &TaskTracker,
+        shutdown: &CancellationToken,
+    ) -> Vec<axum::Router> {
+        let mut routes = Vec::new();
+        for channel in &self.channels {
+            routes.extend(channel.routes(Arc::clone(sink)));
+            let (channel, sink, stop) = (
+                Arc::clone(channel),
+                Arc::clone(sink),
+                shutdown.child_token(),
+            );
+            background.spawn(async move {
+                if let Err(err) = channel.start(sink, stop).await {
+                    tracing::error!(channel = channel.name(), error = %err, "channel stopped");
+                }
+            });
+        }
+        routes
+    }
+}
+
+/// Open the database `url` names.
+async fn open_store(url: &str) -> anyhow::Result<Arc<dyn Store>> {
+    store::connect(url)
+        .await
+        .with_context(|| format!("opening the database {}", redact_url(url)))
+}
+
+/// Serve HTTP on `listener` until `shutdown`.
+fn serve(
+    listener: TcpListener,
+    app: axum::Router,
+    background: &TaskTracker,
+    shutdown: &CancellationToken,
+) {
+    let stop = shutdown.child_token();
+    background.spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(stop.cancelled_owned())
+            .await;
+        if let Err(err) = served {
+            tracing::error!(error = %err, "HTTP server failed");
+        }
+    });
 }
 
 /// A started gateway.
 pub struct RunningGateway {
     addr: SocketAddr,
     shutdown: CancellationToken,
-    deps: Arc<Deps>,
     registry: Arc<Registry>,
     turns: TaskTracker,
     background: TaskTracker,
@@ -227,7 +277,7 @@ impl RunningGateway {
 
     /// The store it uses.
     pub fn store(&self) -> Arc<dyn Store> {
-        Arc::clone(&self.deps.store)
+        Arc::clone(&self.registry.deps().store)
     }
 
     /// The live conversation registry.
@@ -245,7 +295,7 @@ impl RunningGateway {
             .is_err()
         {
             tracing::warn!("grace period over; unfinished turns will resume at the next start");
-            self.deps.abort.cancel();
+            self.registry.deps().lifecycle.abort();
             let _ = tokio::time::timeout(ABORT_GRACE, self.turns.wait()).await;
         }
         self.background.close();
@@ -263,34 +313,6 @@ async fn sweep_loop(registry: Arc<Registry>, stop: CancellationToken) {
         if let Err(err) = registry.sweep().await {
             tracing::warn!(error = %err, "inbox sweep failed");
         }
-    }
-}
-
-/// Deliver an expiry event into the inbox when each approval's time is up. Approvals arrive
-/// as they are created, and all pending ones at start-up; an approval decided meanwhile
-/// just ignores its expiry event.
-async fn expire_approvals(
-    mut approvals: tokio::sync::mpsc::UnboundedReceiver<crate::store::Approval>,
-    sink: Arc<dyn EventSink>,
-    stop: CancellationToken,
-) {
-    let timers = TaskTracker::new();
-    loop {
-        let approval = tokio::select! {
-            () = stop.cancelled() => return,
-            a = approvals.recv() => match a { Some(a) => a, None => return },
-        };
-        let (sink, stop) = (Arc::clone(&sink), stop.clone());
-        timers.spawn(async move {
-            tokio::select! {
-                () = stop.cancelled() => {}
-                () = tokio::time::sleep(time_left(&approval)) => {
-                    if let Err(err) = sink.deliver(expiry_event(&approval)).await {
-                        tracing::error!(error = %err, approval = %approval.id, "could not expire an approval");
-                    }
-                }
-            }
-        });
     }
 }
 

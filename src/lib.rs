@@ -3,8 +3,11 @@
 //! Layout, in the order an event flows through it:
 //! - [`config`]: the TOML file (plus `${VAR}` and `SWITCHBOARD__…` overrides) as types.
 //! - [`channels`]: builds the configured `Channel`s (crates under `channels/`).
+//! - [`command`]: what an inbound event asks for (message, chat command, approval button),
+//!   classified once where it enters the inbox.
 //! - [`conversation`]: the `Inbox` sink channels deliver into, the registry of per-conversation
-//!   actors, and the turn each stored event becomes.
+//!   actors, the turn each stored event becomes, and the parts turns share (agents,
+//!   approvals, outbound path, lifecycle).
 //! - [`agent`]: the platform-free agent loop (`AgentLoop`, `Tool`, `ContextProvider`).
 //! - [`provider`]: streaming LLM clients (OpenAI-compatible, Anthropic).
 //! - [`tools`]: built-in tools (shell, files, http_fetch), confined to a workspace.
@@ -16,6 +19,7 @@
 //! - [`http`]: the shared axum server (health, channel webhooks).
 //! - [`memory`]: recall, autosave, memory tools and history compaction.
 //! - [`metrics`]: Prometheus metrics served at `/metrics`.
+//! - [`clock`]: time as an input (wall clock in production, paused or manual in tests).
 //! - [`gateway`]: wires all of it together and shuts it down in order.
 //! - [`cli`]: the `switchboard` command's subcommands.
 
@@ -24,6 +28,8 @@
 pub mod agent;
 pub mod channels;
 pub mod cli;
+pub mod clock;
+pub mod command;
 pub mod config;
 pub mod conversation;
 pub mod draft;

@@ -40,75 +40,59 @@ impl Default for Metrics {
 impl Metrics {
     /// A fresh registry with every metric registered.
     pub fn new() -> Self {
-        let registry = Registry::new();
-        let counter = |name: &str, help: &str, labels: &[&str]| {
-            let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
-            registry
-                .register(Box::new(c.clone()))
-                .expect("unique metric");
-            c
-        };
-        let histogram = |name: &str, help: &str, buckets: Vec<f64>| {
-            let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets), &[])
-                .expect("valid metric");
-            registry
-                .register(Box::new(h.clone()))
-                .expect("unique metric");
-            h
-        };
-        let gauge = |name: &str, help: &str| {
-            let g = IntGauge::new(name, help).expect("valid metric");
-            registry
-                .register(Box::new(g.clone()))
-                .expect("unique metric");
-            g
-        };
-        let secs = vec![0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0];
+        let r = Registry::new();
         Self {
             inbound: counter(
+                &r,
                 "switchboard_inbound_events_total",
                 "Inbound events by channel and outcome.",
                 &["channel", "outcome"],
             ),
             inbox_pending: gauge(
+                &r,
                 "switchboard_inbox_pending",
                 "Inbox events not yet processed.",
             ),
-            turns: counter("switchboard_turns_total", "Turns by outcome.", &["outcome"]),
-            turn_seconds: histogram(
-                "switchboard_turn_duration_seconds",
-                "Turn wall time.",
-                secs.clone(),
+            turns: counter(
+                &r,
+                "switchboard_turns_total",
+                "Turns by outcome.",
+                &["outcome"],
             ),
+            turn_seconds: histogram(&r, "switchboard_turn_duration_seconds", "Turn wall time."),
             first_token_seconds: histogram(
+                &r,
                 "switchboard_llm_first_token_seconds",
                 "Turn start to first visible text.",
-                secs.clone(),
             ),
             tool_calls: counter(
+                &r,
                 "switchboard_tool_calls_total",
                 "Tool calls by tool and policy decision.",
                 &["tool", "decision"],
             ),
             draft_edits: counter(
+                &r,
                 "switchboard_draft_operations_total",
                 "Draft sends and edits by result.",
                 &["result"],
             ),
             approvals_pending: gauge(
+                &r,
                 "switchboard_approvals_pending",
                 "Approvals waiting for a decision.",
             ),
             approval_seconds: histogram(
+                &r,
                 "switchboard_approval_decision_seconds",
                 "Approval request to decision.",
-                secs,
             ),
             active_conversations: gauge(
+                &r,
                 "switchboard_active_conversations",
                 "Conversations with a live actor.",
             ),
-            registry,
+            registry: r,
         }
     }
 
@@ -118,4 +102,35 @@ impl Metrics {
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         String::from_utf8(out).unwrap_or_default()
     }
+}
+
+/// A counter family registered in `registry`.
+fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
+    registry
+        .register(Box::new(c.clone()))
+        .expect("unique metric");
+    c
+}
+
+/// Buckets of every duration histogram, in seconds: 50 ms up to the 5-minute approval timeout.
+const SECONDS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0];
+
+/// A duration histogram (no labels) registered in `registry`.
+fn histogram(registry: &Registry, name: &str, help: &str) -> HistogramVec {
+    let opts = HistogramOpts::new(name, help).buckets(SECONDS.to_vec());
+    let h = HistogramVec::new(opts, &[]).expect("valid metric");
+    registry
+        .register(Box::new(h.clone()))
+        .expect("unique metric");
+    h
+}
+
+/// A gauge registered in `registry`.
+fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
+    let g = IntGauge::new(name, help).expect("valid metric");
+    registry
+        .register(Box::new(g.clone()))
+        .expect("unique metric");
+    g
 }

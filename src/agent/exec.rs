@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use serde_json::Value;
 
-use super::{AgentEvent, AgentLoop, GateOutcome, Tool, ToolResult};
+use super::{AgentEvent, AgentLoop, Resolution, Tool, ToolResult};
+use crate::policy::{Decision, Verdict};
 use crate::provider::ToolCall;
 
 /// Tool output carried in `ToolCompleted` events (the full output goes to the model).
@@ -17,8 +18,8 @@ const EVENT_OUTPUT_CHARS: usize = 4000;
 /// What a batch produced: results for the calls before any suspension, in order.
 pub(super) struct Batch {
     pub results: Vec<ToolResult>,
-    /// Index of the call waiting for approval, and why.
-    pub suspended: Option<(usize, String)>,
+    /// Index of the call waiting for approval, and the gate's `Ask` decision about it.
+    pub suspended: Option<(usize, Decision)>,
 }
 
 impl AgentLoop {
@@ -28,22 +29,15 @@ impl AgentLoop {
         calls: &[ToolCall],
         on_event: &mut impl FnMut(AgentEvent),
     ) -> Batch {
-        let mut outcomes = Vec::with_capacity(calls.len());
-        for call in calls {
-            let read_only = self.find(&call.name).is_some_and(|t| t.read_only());
-            outcomes.push(match &self.gate {
-                Some(gate) => gate.check(call, read_only).await,
-                None => GateOutcome::Run("allow: no policy".into()),
-            });
-        }
+        let decisions = self.gate_all(calls).await;
         let concurrent = calls.len() > 1
             && calls
                 .iter()
                 .all(|c| self.find(&c.name).is_some_and(|t| t.read_only()))
-            && outcomes.iter().all(|o| matches!(o, GateOutcome::Run(_)));
+            && decisions.iter().all(|d| d.verdict == Verdict::Allow);
         if concurrent {
-            for (call, outcome) in calls.iter().zip(&outcomes) {
-                self.started(call, decision_text(outcome), on_event);
+            for (call, decision) in calls.iter().zip(decisions) {
+                self.started(call, decision, on_event);
             }
             let results = join_all(calls.iter().map(|c| self.execute_one(c))).await;
             let results = calls
@@ -57,25 +51,26 @@ impl AgentLoop {
             };
         }
         let mut results = Vec::new();
-        for (index, (call, outcome)) in calls.iter().zip(outcomes).enumerate() {
-            match outcome {
-                GateOutcome::Suspend(reason) => {
+        for (index, (call, decision)) in calls.iter().zip(decisions).enumerate() {
+            match decision.verdict {
+                Verdict::Ask => {
+                    on_event(AgentEvent::ApprovalRequested {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        decision: decision.clone(),
+                    });
                     return Batch {
                         results,
-                        suspended: Some((index, reason)),
+                        suspended: Some((index, decision)),
                     };
                 }
-                GateOutcome::Refuse(why) => {
-                    self.started(call, format!("deny: {why}"), on_event);
-                    let refused = (
-                        ToolResult::err(format!("refused by policy: {why}")),
-                        Duration::ZERO,
-                    );
-                    results.push(self.completed(call, refused, on_event));
+                Verdict::Deny => {
+                    let refused =
+                        ToolResult::err(format!("refused by policy: {}", decision.reason));
+                    self.started(call, decision, on_event);
+                    results.push(self.completed(call, (refused, Duration::ZERO), on_event));
                 }
-                GateOutcome::Run(decision) => {
-                    results.push(self.run_unchecked(call, &decision, on_event).await)
-                }
+                Verdict::Allow => results.push(self.run_unchecked(call, decision, on_event).await),
             }
         }
         Batch {
@@ -84,25 +79,55 @@ impl AgentLoop {
         }
     }
 
+    /// The gate's decision for each call, in order (every call runs without a gate).
+    async fn gate_all(&self, calls: &[ToolCall]) -> Vec<Decision> {
+        let mut decisions = Vec::with_capacity(calls.len());
+        for call in calls {
+            let read_only = self.find(&call.name).is_some_and(|t| t.read_only());
+            decisions.push(match &self.gate {
+                Some(gate) => gate.check(call, read_only).await,
+                None => Decision::ungated(),
+            });
+        }
+        decisions
+    }
+
     /// Run one call that is already allowed, with its events.
     pub(super) async fn run_unchecked(
         &self,
         call: &ToolCall,
-        decision: &str,
+        decision: Decision,
         on_event: &mut impl FnMut(AgentEvent),
     ) -> ToolResult {
-        self.started(call, decision.to_owned(), on_event);
+        self.started(call, decision, on_event);
         let result = self.execute_one(call).await;
         self.completed(call, result, on_event)
     }
 
-    fn started(&self, call: &ToolCall, decision: String, on_event: &mut impl FnMut(AgentEvent)) {
+    fn started(&self, call: &ToolCall, decision: Decision, on_event: &mut impl FnMut(AgentEvent)) {
         on_event(AgentEvent::ToolStarted {
             id: call.id.clone(),
             name: call.name.clone(),
             summary: self.scrubber.scrub(&summarize(&call.args)).into_owned(),
             args: scrub_value(&self.scrubber, &call.args),
             decision,
+        });
+    }
+
+    /// Report how a suspended call was decided.
+    pub(super) fn resolved(
+        &self,
+        call: &ToolCall,
+        resolution: &Resolution,
+        decision: &Decision,
+        on_event: &mut impl FnMut(AgentEvent),
+    ) {
+        on_event(AgentEvent::ApprovalResolved {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            args: scrub_value(&self.scrubber, &call.args),
+            resolution: resolution.clone(),
+            decision: decision.clone(),
         });
     }
 
@@ -146,14 +171,6 @@ impl AgentLoop {
             },
         };
         (result, started.elapsed())
-    }
-}
-
-fn decision_text(outcome: &GateOutcome) -> String {
-    match outcome {
-        GateOutcome::Run(d) => d.clone(),
-        GateOutcome::Refuse(d) => format!("deny: {d}"),
-        GateOutcome::Suspend(d) => format!("ask: {d}"),
     }
 }
 

@@ -15,8 +15,9 @@ use std::time::Duration;
 pub use guard::DraftGuard;
 pub use parse::{MALFORMED_CALL, Parsed, parse_tool_calls};
 pub use run::{Resolution, Suspension};
-pub use tool::{ContextProvider, Gate, GateOutcome, Tool, ToolResult};
+pub use tool::{ContextProvider, Gate, Tool, ToolResult};
 
+use crate::policy::Decision;
 use crate::provider::{ChatMessage, ProviderError, Usage};
 use crate::scrub::Scrubber;
 
@@ -38,8 +39,8 @@ pub enum AgentEvent {
         summary: String,
         /// The arguments (scrubbed).
         args: serde_json::Value,
-        /// Which policy decision let it run (or refused it).
-        decision: String,
+        /// The gate's decision that let it run (or refused it), with who made it.
+        decision: Decision,
     },
     /// A tool call ended.
     ToolCompleted {
@@ -55,6 +56,29 @@ pub enum AgentEvent {
         error: Option<String>,
         /// The start of its output (scrubbed).
         output: String,
+    },
+    /// A call needs a person's decision: the turn suspends after this event.
+    ApprovalRequested {
+        /// The call's id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// The gate's `Ask` decision (rule and reason the approver sees).
+        decision: Decision,
+    },
+    /// A suspended call was decided; the resumed turn continues after this event (with the
+    /// call's `ToolStarted`/`ToolCompleted` when it was approved).
+    ApprovalResolved {
+        /// The call's id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// The arguments (scrubbed).
+        args: serde_json::Value,
+        /// Approved, denied or expired.
+        resolution: Resolution,
+        /// The final decision: the ask, decided by the person who answered or the system.
+        decision: Decision,
     },
     /// Progress lines should be removed before the final answer.
     ClearProgress,

@@ -11,6 +11,7 @@ use super::exec::Batch;
 use super::{
     AgentError, AgentEvent, AgentLoop, AgentRun, MAX_IDENTICAL_FAILURES, Tool, ToolResult,
 };
+use crate::policy::{Decider, Decision, Verdict};
 use crate::provider::{ChatMessage, ChatRequest, Provider, Role, StopReason, ToolCall, ToolSpec};
 
 /// A turn waiting for a person: everything needed to continue it.
@@ -22,8 +23,8 @@ pub struct Suspension {
     pub turn: Vec<ChatMessage>,
     /// The call waiting for a decision.
     pub pending: ToolCall,
-    /// Why the gate asked.
-    pub reason: String,
+    /// The gate's `Ask` decision about the pending call (rule and reason shown to approvers).
+    pub decision: Decision,
     /// Calls of the same response after the pending one, not yet considered.
     pub remaining: Vec<ToolCall>,
     /// Round-trips made so far.
@@ -54,6 +55,18 @@ struct LoopState {
     messages: Vec<ChatMessage>,
     run: AgentRun,
     failures: HashMap<(String, String), usize>,
+}
+
+impl Resolution {
+    /// The decision this resolution makes of the gate's `asked` one: who decided, and
+    /// whether the call runs.
+    pub fn decide(&self, asked: Decision) -> Decision {
+        match self {
+            Self::Approved { by } => asked.decided(Verdict::Allow, Decider::User(by.clone())),
+            Self::Denied { by } => asked.decided(Verdict::Deny, Decider::User(by.clone())),
+            Self::Expired => asked.decided(Verdict::Deny, Decider::System),
+        }
+    }
 }
 
 impl AgentLoop {
@@ -109,10 +122,11 @@ impl AgentLoop {
             },
             failures: HashMap::new(),
         };
+        let decision = resolution.decide(s.decision);
+        self.resolved(&s.pending, &resolution, &decision, &mut on_event);
         let result = match &resolution {
-            Resolution::Approved { by } => {
-                let decision = format!("ask: approved by {by}");
-                self.run_unchecked(&s.pending, &decision, &mut on_event)
+            Resolution::Approved { .. } => {
+                self.run_unchecked(&s.pending, decision, &mut on_event)
                     .await
             }
             Resolution::Denied { by } => ToolResult::err(format!(
@@ -224,12 +238,12 @@ impl AgentLoop {
             }
             record(state, call, result);
         }
-        if let Some((index, reason)) = batch.suspended {
+        if let Some((index, decision)) = batch.suspended {
             return Ok(Some(AgentError::Suspended(Box::new(Suspension {
                 messages: state.messages.clone(),
                 turn: state.run.messages.clone(),
                 pending: calls[index].clone(),
-                reason,
+                decision,
                 remaining: calls[index + 1..].to_vec(),
                 iterations: state.run.iterations,
                 tool_calls: state.run.tool_calls,

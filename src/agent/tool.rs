@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::policy::Decision;
 use crate::provider::{ChatMessage, ToolSpec};
 
 /// What a tool run produced; an error is a result the model reads, not an aborted turn.
@@ -84,20 +85,11 @@ pub trait ContextProvider: Send + Sync {
     async fn context(&self, messages: &[ChatMessage]) -> anyhow::Result<String>;
 }
 
-/// What a [`Gate`] says about one call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GateOutcome {
-    /// Run it; the text says which rule allowed it (for the audit log).
-    Run(String),
-    /// Do not run it; the text goes back to the model as the call's error.
-    Refuse(String),
-    /// A person must decide; the turn is suspended. The text says why.
-    Suspend(String),
-}
-
-/// Decides, before each tool call, whether it may run (the policy gate plugs in here).
+/// Decides, before each tool call, whether it may run (the policy gate plugs in here). The
+/// [`Decision`] it returns travels with the call's events, so the audit and the metrics see
+/// the verdict, the matching rule and the decider as data.
 #[async_trait]
 pub trait Gate: Send + Sync {
     /// Decide one call; `read_only` is the tool's own declaration.
-    async fn check(&self, call: &crate::provider::ToolCall, read_only: bool) -> GateOutcome;
+    async fn check(&self, call: &crate::provider::ToolCall, read_only: bool) -> Decision;
 }

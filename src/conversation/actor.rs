@@ -9,7 +9,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Registry, turn};
-use crate::store::now_ms;
 
 /// An event claimed this often without finishing (it crashed the process each time) is
 /// given up on rather than crashing it forever.
@@ -27,8 +26,8 @@ pub(super) async fn run(
     loop {
         tokio::select! {
             biased;
-            () = deps.draining.cancelled() => break,
-            woken = tokio::time::timeout(deps.idle, wake.recv()) => match woken {
+            () = deps.lifecycle.draining().cancelled() => break,
+            woken = tokio::time::timeout(deps.lifecycle.idle(), wake.recv()) => match woken {
                 Ok(Some(())) => drain(&registry, &key, &current).await,
                 Ok(None) => break,
                 Err(_) if registry.retire(&key, id, &wake) => break,
@@ -46,7 +45,7 @@ async fn drain(
 ) {
     let deps = &registry.deps;
     let mut store_failures = 0u32;
-    while !deps.draining.is_cancelled() {
+    while !deps.lifecycle.draining().is_cancelled() {
         // While a turn waits for an approval, only control events (buttons, /stop,
         // /approve, /deny) are taken; messages wait behind it in order.
         let waiting = match deps.store.pending_approval(key).await {
@@ -57,8 +56,8 @@ async fn drain(
             }
         };
         let claimed = deps
-            .store
-            .claim_next(key, &deps.owner, now_ms(), deps.lease, waiting)
+            .lifecycle
+            .claim(deps.store.as_ref(), key, waiting)
             .await;
         let row = match claimed {
             Ok(Some(row)) => row,
@@ -75,13 +74,14 @@ async fn drain(
         };
         if row.attempts > MAX_ATTEMPTS {
             tracing::error!(%key, inbox = row.id, attempts = row.attempts, "event keeps failing; giving up on it");
+            let now = deps.lifecycle.clock().now_ms();
             let _ = deps
                 .store
-                .fail(row.id, "gave up after repeated attempts", now_ms())
+                .fail(row.id, "gave up after repeated attempts", now)
                 .await;
             continue;
         }
-        let token = deps.abort.child_token();
+        let token = deps.lifecycle.turn_token();
         *current.lock().expect("poisoned") = Some(token.clone());
         turn::process(deps, row, token).await;
         current.lock().expect("poisoned").take();

@@ -187,7 +187,9 @@ impl Draft {
                 }
             }
             AgentEvent::ClearProgress => self.progress.clear(),
-            AgentEvent::Final(_) => {}
+            AgentEvent::Final(_)
+            | AgentEvent::ApprovalRequested { .. }
+            | AgentEvent::ApprovalResolved { .. } => {}
         }
     }
 

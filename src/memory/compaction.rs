@@ -6,9 +6,10 @@
 use switchboard_channel::ConversationKey;
 
 use super::SUMMARY_HEADER;
+use crate::clock::Clock;
 use crate::config::MemoryConfig;
 use crate::provider::{ChatMessage, ChatRequest, Provider, Role, StreamEvent};
-use crate::store::{Store, now_ms};
+use crate::store::Store;
 
 /// What compaction did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,9 +17,19 @@ pub enum Compaction {
     /// The history was short enough.
     NotNeeded,
     /// Older messages were summarised by the model.
-    Summarised { replaced: usize, kept: usize },
+    Summarised {
+        /// Messages folded into the summary.
+        replaced: usize,
+        /// Recent messages kept verbatim.
+        kept: usize,
+    },
     /// The summariser failed; a digest of first lines replaced them.
-    Digested { replaced: usize, kept: usize },
+    Digested {
+        /// Messages folded into the digest.
+        replaced: usize,
+        /// Recent messages kept verbatim.
+        kept: usize,
+    },
 }
 
 const PROMPT: &str = "Summarise the conversation below for your own future reference. Keep: decisions made, \
@@ -34,6 +45,7 @@ pub async fn compact_if_needed(
     provider: &dyn Provider,
     key: &ConversationKey,
     config: &MemoryConfig,
+    clock: &Clock,
 ) -> anyhow::Result<Compaction> {
     let history = store.history(key, usize::MAX >> 1).await?;
     let total = history.iter().filter(|m| m.role != Role::System).count();
@@ -64,7 +76,9 @@ pub async fn compact_if_needed(
     );
     let mut replacement = vec![ChatMessage::new(Role::System, summary)];
     replacement.extend(recent.iter().cloned());
-    store.replace_history(key, &replacement, now_ms()).await?;
+    store
+        .replace_history(key, &replacement, clock.now_ms())
+        .await?;
     let (replaced, kept) = (older.len(), recent.len());
     tracing::info!(%key, replaced, kept, summarised, "history compacted");
     Ok(if summarised {

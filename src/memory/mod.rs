@@ -14,11 +14,11 @@ pub use compaction::{Compaction, compact_if_needed};
 pub use tools::memory_tools;
 
 use crate::agent::ContextProvider;
+use crate::clock::Clock;
 use crate::config::{MemoryConfig, MemoryScopeMode};
-use crate::conversation::Command;
 use crate::ids::MemoryScope;
 use crate::provider::{ChatMessage, Role};
-use crate::store::{Memory, Store, StoreError, now_ms};
+use crate::store::{Memory, Store, StoreError};
 
 /// Starts the system message recall injects; text containing it is never saved again.
 pub const RECALL_HEADER: &str = "Relevant memory:";
@@ -72,12 +72,14 @@ impl ContextProvider for Recall {
 }
 
 /// Save a user message as a memory when it is long enough and is the user's own words
-/// (not a command, not text the gateway injected). Exact duplicates are saved once.
+/// (not a command — anything starting with `/` — nor text the gateway injected). Exact
+/// duplicates are saved once.
 pub async fn autosave(
     store: &dyn Store,
     config: &MemoryConfig,
     scope: &MemoryScope,
     text: &str,
+    clock: &Clock,
 ) -> Result<bool, StoreError> {
     let text = text.trim();
     let injected = text.contains(RECALL_HEADER) || text.contains(SUMMARY_HEADER);
@@ -85,7 +87,6 @@ pub async fn autosave(
         || injected
         || text.chars().count() < config.autosave_min_chars
         || text.starts_with('/')
-        || Command::parse(text).is_some()
     {
         return Ok(false);
     }
@@ -94,7 +95,7 @@ pub async fn autosave(
         key: format!("auto:{:016x}", fnv1a(text)),
         content: text.to_owned(),
         category: "conversation".into(),
-        updated_at: now_ms(),
+        updated_at: clock.now_ms(),
     };
     store.remember(&memory, true).await
 }

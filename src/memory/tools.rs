@@ -8,8 +8,9 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::agent::{Tool, ToolResult};
+use crate::clock::Clock;
 use crate::ids::MemoryScope;
-use crate::store::{Memory, Store, now_ms};
+use crate::store::{Memory, Store};
 
 /// Which memory operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,10 +25,16 @@ pub struct MemoryTool {
     op: Op,
     store: Arc<dyn Store>,
     scope: MemoryScope,
+    /// Stamps `updated_at` (recall prefers fresher facts on ties).
+    clock: Clock,
 }
 
 /// The three memory tools for `scope`.
-pub fn memory_tools(store: &Arc<dyn Store>, scope: &MemoryScope) -> Vec<Arc<dyn Tool>> {
+pub fn memory_tools(
+    store: &Arc<dyn Store>,
+    scope: &MemoryScope,
+    clock: &Clock,
+) -> Vec<Arc<dyn Tool>> {
     [Op::Store, Op::Recall, Op::Forget]
         .into_iter()
         .map(|op| {
@@ -35,6 +42,7 @@ pub fn memory_tools(store: &Arc<dyn Store>, scope: &MemoryScope) -> Vec<Arc<dyn 
                 op,
                 store: Arc::clone(store),
                 scope: scope.clone(),
+                clock: clock.clone(),
             }) as Arc<dyn Tool>
         })
         .collect()
@@ -87,7 +95,7 @@ impl Tool for MemoryTool {
                     key: text("key"),
                     content: text("content"),
                     category: "core".into(),
-                    updated_at: now_ms(),
+                    updated_at: self.clock.now_ms(),
                 };
                 self.store
                     .remember(&memory, false)

@@ -3,12 +3,16 @@
 //!
 //! Order: deny rules → ask rules → allow rules (and the conversation's "always allow" rules),
 //! first match wins; then the mode's default. A shell command line is split into its simple
-//! commands ([`analyze`]), each judged on its own; the most severe verdict wins. Circuit
-//! breakers ([`breakers`]) turn any verdict but deny into ask, in every mode.
+//! commands (`analyze`), each judged on its own; the most severe verdict wins. Circuit
+//! breakers (`breakers`) turn any verdict but deny into ask, in every mode.
+//!
+//! The outcome is a typed [`Decision`] (verdict, matching rule or breaker, reason, decider)
+//! that travels unchanged to the agent's events, the audit log and the metrics.
 
 mod analyze;
 mod breakers;
 mod command;
+mod decision;
 mod part;
 mod readonly;
 mod rule;
@@ -20,14 +24,12 @@ use std::fmt;
 use serde::Deserialize;
 use serde_json::Value;
 
+pub use decision::{Decider, Decision, Matched, RuleList, Verdict};
 use part::{Analysis, Part};
 use rule::{Rule, SHELL, escape, host_arg, path_arg};
 
 /// The reason given when a shell command line cannot be read.
 const UNPARSABLE: &str = "could not parse the command";
-
-/// How a circuit breaker's reason starts.
-const BREAKER: &str = "circuit breaker: ";
 
 /// Longest command text quoted in a reason.
 const REASON_COMMAND_CHARS: usize = 80;
@@ -89,35 +91,6 @@ impl fmt::Display for Mode {
     }
 }
 
-/// The outcome for one call, ordered by severity: `Allow < Ask < Deny`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Verdict {
-    /// Run it.
-    Allow,
-    /// Run it only after an authorised user approves.
-    Ask,
-    /// Do not run it.
-    Deny,
-}
-
-/// A verdict and the reason shown to the approver and written to the log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    /// What to do.
-    pub verdict: Verdict,
-    /// e.g. "allow rule shell(git status)", "circuit breaker: rm -rf outside the workspace", "mode guarded: `npm install` is not read-only"
-    pub reason: String,
-}
-
-impl Decision {
-    fn new(verdict: Verdict, reason: impl Into<String>) -> Self {
-        Self {
-            verdict,
-            reason: reason.into(),
-        }
-    }
-}
-
 /// The compiled `[policy]` rules and mode.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -165,19 +138,19 @@ impl Policy {
             .unwrap_or_else(|| {
                 let mode = self.mode;
                 match (mode, read_only) {
-                    (Mode::Autonomous, _) => Decision::new(
+                    (Mode::Autonomous, _) => Decision::by_mode(
                         Verdict::Allow,
                         format!("mode {mode}: no rule denies `{tool}`"),
                     ),
-                    (_, true) => Decision::new(
+                    (_, true) => Decision::by_mode(
                         Verdict::Allow,
                         format!("mode {mode}: `{tool}` is read-only"),
                     ),
-                    (Mode::ReadOnly, false) => Decision::new(
+                    (Mode::ReadOnly, false) => Decision::by_mode(
                         Verdict::Deny,
                         format!("mode {mode}: `{tool}` is not read-only"),
                     ),
-                    (_, false) => Decision::new(
+                    (_, false) => Decision::by_mode(
                         Verdict::Ask,
                         format!("mode {mode}: `{tool}` is not read-only"),
                     ),
@@ -192,7 +165,7 @@ impl Policy {
             .ok_or(words::Unparsable)
             .and_then(analyze::analyze);
         let Ok(analysis) = analysis else {
-            return Decision::new(Verdict::Ask, UNPARSABLE);
+            return Decision::by_mode(Verdict::Ask, UNPARSABLE);
         };
         let decisions = analysis
             .parts
@@ -200,7 +173,7 @@ impl Policy {
             .map(|part| self.judge_part(part, &analysis, extra));
         // The most severe part decides; among equal asks a circuit breaker is the reason worth
         // showing the approver; otherwise the first part gives it.
-        let rank = |d: &Decision| (d.verdict, d.reason.starts_with(BREAKER));
+        let rank = |d: &Decision| (d.verdict, d.is_breaker());
         decisions
             .reduce(|worst, next| {
                 if rank(&next) > rank(&worst) {
@@ -209,7 +182,7 @@ impl Policy {
                     worst
                 }
             })
-            .unwrap_or_else(|| Decision::new(Verdict::Allow, "empty command: nothing runs"))
+            .unwrap_or_else(|| Decision::by_mode(Verdict::Allow, "empty command: nothing runs"))
     }
 
     fn judge_part(&self, part: &Part, analysis: &Analysis, extra: &[Rule]) -> Decision {
@@ -218,7 +191,7 @@ impl Policy {
             .unwrap_or_else(|| self.shell_default(part));
         match breakers::tripped(part, analysis) {
             Some(name) if decision.verdict != Verdict::Deny => {
-                Decision::new(Verdict::Ask, format!("{BREAKER}{name}"))
+                Decision::by_rule(Verdict::Ask, Matched::Breaker(name.to_owned()))
             }
             _ => decision,
         }
@@ -227,14 +200,15 @@ impl Policy {
     /// Deny, then ask, then allow and the conversation's extra allow rules: the first match.
     fn first_match(&self, extra: &[Rule], matches: impl Fn(&Rule) -> bool) -> Option<Decision> {
         let lists = [
-            (Verdict::Deny, "deny rule", self.deny.as_slice()),
-            (Verdict::Ask, "ask rule", self.ask.as_slice()),
-            (Verdict::Allow, "allow rule", self.allow.as_slice()),
-            (Verdict::Allow, "always-allow rule", extra),
+            (Verdict::Deny, RuleList::Deny, self.deny.as_slice()),
+            (Verdict::Ask, RuleList::Ask, self.ask.as_slice()),
+            (Verdict::Allow, RuleList::Allow, self.allow.as_slice()),
+            (Verdict::Allow, RuleList::AlwaysAllow, extra),
         ];
-        lists.into_iter().find_map(|(verdict, label, rules)| {
+        lists.into_iter().find_map(|(verdict, list, rules)| {
             let rule = rules.iter().find(|r| matches(r))?;
-            Some(Decision::new(verdict, format!("{label} {}", rule.source)))
+            let pattern = rule.source.clone();
+            Some(Decision::by_rule(verdict, Matched::Rule { list, pattern }))
         })
     }
 
@@ -243,30 +217,30 @@ impl Policy {
         let mode = self.mode;
         if part.carrier {
             // `sh -c '…'`, `eval …`: the commands inside were judged as parts of their own.
-            return Decision::new(
+            return Decision::by_mode(
                 Verdict::Allow,
                 format!("mode {mode}: `{shown}` runs only what is judged inside it"),
             );
         }
         let read_only = readonly::is_read_only(part);
         match (mode, read_only) {
-            (Mode::Autonomous, _) => Decision::new(
+            (Mode::Autonomous, _) => Decision::by_mode(
                 Verdict::Allow,
                 format!("mode {mode}: no rule denies `{shown}`"),
             ),
-            (Mode::Manual, _) => Decision::new(
+            (Mode::Manual, _) => Decision::by_mode(
                 Verdict::Ask,
                 format!("mode {mode}: every shell command asks (`{shown}`)"),
             ),
-            (_, true) => Decision::new(
+            (_, true) => Decision::by_mode(
                 Verdict::Allow,
                 format!("mode {mode}: `{shown}` is read-only"),
             ),
-            (Mode::ReadOnly, false) => Decision::new(
+            (Mode::ReadOnly, false) => Decision::by_mode(
                 Verdict::Deny,
                 format!("mode {mode}: `{shown}` is not read-only"),
             ),
-            (Mode::Guarded, false) => Decision::new(
+            (Mode::Guarded, false) => Decision::by_mode(
                 Verdict::Ask,
                 format!("mode {mode}: `{shown}` is not read-only"),
             ),

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use switchboard::Gateway;
-use switchboard::agent::{AgentError, AgentEvent, AgentLoop, Tool, ToolResult};
+use switchboard::agent::{AgentError, AgentEvent, AgentLoop, Gate, Resolution, Tool, ToolResult};
 use switchboard::config::{EnvString, ProviderConfig, Secret};
-use switchboard::provider::{self, ChatMessage, Provider, Role};
+use switchboard::policy::{Decider, Decision, Matched, RuleList, Verdict};
+use switchboard::provider::{self, ChatMessage, Provider, Role, ToolCall};
 use switchboard_standins::{FakeChannel, FakeLlm, Op, Reply};
 
 use crate::helpers::{TestApp, key, wait_inbox_idle, wait_transcript};
@@ -247,4 +248,70 @@ async fn tool_progress_shows_in_the_draft_and_is_cleared_before_the_answer() {
     );
     assert_eq!(history[1].tool_calls[0].name, "add");
     gateway.shutdown().await;
+}
+
+/// Asks about every call, naming a rule, as a policy with `ask = ["add"]` would.
+struct AskEveryCall;
+
+#[async_trait]
+impl Gate for AskEveryCall {
+    async fn check(&self, _call: &ToolCall, _read_only: bool) -> Decision {
+        Decision {
+            verdict: Verdict::Ask,
+            rule: Some(Matched::Rule {
+                list: RuleList::Ask,
+                pattern: "add".into(),
+            }),
+            reason: "ask rule add".into(),
+            decided_by: Decider::Policy,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_gated_call_suspends_and_resumes_with_the_decision_carried_on_its_events() {
+    let llm = FakeLlm::start().await;
+    llm.push(Reply::tool_call("add", json!({"a": 1, "b": 2})))
+        .push(Reply::text("It is 3."));
+    let provider = provider_for(&llm);
+    let agent = AgentLoop::builder()
+        .tool(Add::new(false, Duration::ZERO))
+        .gate(Arc::new(AskEveryCall))
+        .build();
+    let mut events = Vec::new();
+    let suspended = agent
+        .run(provider.as_ref(), user("1+2?"), |e| events.push(e))
+        .await;
+    let Err(AgentError::Suspended(suspension)) = suspended else {
+        panic!("expected a suspension, got {suspended:?}");
+    };
+    assert!(matches!(
+        events.last(),
+        Some(AgentEvent::ApprovalRequested { decision, .. }) if decision.verdict == Verdict::Ask
+    ));
+    let approved = Resolution::Approved { by: "alice".into() };
+    let mut events = Vec::new();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let run = agent
+        .resume(provider.as_ref(), *suspension, approved, &cancel, |e| {
+            events.push(e)
+        })
+        .await
+        .unwrap();
+    assert_eq!(run.answer, "It is 3.");
+    let decided = |e: &AgentEvent| match e {
+        AgentEvent::ApprovalResolved { decision, .. }
+        | AgentEvent::ToolStarted { decision, .. } => Some(decision.clone()),
+        _ => None,
+    };
+    let decisions: Vec<Decision> = events.iter().filter_map(decided).collect();
+    assert_eq!(decisions.len(), 2, "resolved, then started: {events:#?}");
+    for decision in decisions {
+        assert_eq!(decision.verdict, Verdict::Allow);
+        assert_eq!(decision.decided_by, Decider::User("alice".into()));
+        assert_eq!(
+            decision.reason, "ask rule add",
+            "the rule stays with the call"
+        );
+    }
 }

@@ -9,7 +9,11 @@ use serde_json::json;
 use switchboard_channel::{ConversationKey, Limits};
 use switchboard_standins::{FakeChannel, Reply};
 
-use crate::helpers::{Killable, TestApp, WAIT, key, start, wait_inbox_idle, wait_transcript};
+use switchboard::clock::Clock;
+
+use crate::helpers::{
+    Killable, TestApp, WAIT, key, start, wait_inbox_idle, wait_transcript, wall_ms,
+};
 
 const POLICY: &str = "[tools]\nenabled = [\"shell\"]\n[policy]\nmode = \"guarded\"\napproval_timeout_secs = 300\n[policy.approvers]\nfake = [\"admin\"]\n";
 
@@ -124,15 +128,23 @@ async fn a_denied_call_does_not_run_and_the_model_is_told() {
     assert!(!workspace_file(&app, "deny", "nope.txt").exists());
     let tool_result = app.llm.requests()[1]["messages"].to_string();
     assert!(tool_result.contains("denied this action"), "{tool_result}");
+    let audit = wait_audit(&app, &chat, 1).await;
+    assert_eq!(
+        (audit[0].status.as_str(), audit[0].decided_by.as_deref()),
+        ("denied", Some("alice")),
+        "{audit:#?}"
+    );
+    assert!(
+        audit[0].decision.starts_with("deny (user alice)"),
+        "{audit:#?}"
+    );
 }
 
 #[tokio::test]
 async fn an_unanswered_approval_expires_and_the_model_hears_nobody_answered() {
-    let app = TestApp::spawn_on(
-        buttons_channel(),
-        &POLICY.replace("approval_timeout_secs = 300", "approval_timeout_secs = 1"),
-    )
-    .await;
+    // The gateway's clock stands still until the test moves it past the 300 s timeout.
+    let clock = Clock::manual(wall_ms());
+    let app = TestApp::spawn_with_clock(buttons_channel(), POLICY, clock.clone()).await;
     app.llm
         .push(Reply::tool_call(
             "shell",
@@ -145,6 +157,13 @@ async fn an_unanswered_approval_expires_and_the_model_hears_nobody_answered() {
         .await
         .unwrap();
     let (once, _, _) = prompt(&app.channel, &chat).await;
+    clock.advance(Duration::from_secs(299));
+    assert_eq!(
+        app.store().pending_approvals().await.unwrap().len(),
+        1,
+        "still pending a second before its deadline"
+    );
+    clock.advance(Duration::from_secs(2));
     wait_transcript(&app.channel, &chat, |t| {
         t.last()
             .is_some_and(|m| m == "Nobody approved, so I stopped.")
@@ -172,6 +191,13 @@ async fn an_unanswered_approval_expires_and_the_model_hears_nobody_answered() {
             .await
     );
     assert!(!workspace_file(&app, "expire", "late.txt").exists());
+    let audit = wait_audit(&app, &chat, 1).await;
+    assert_eq!(
+        (audit[0].status.as_str(), audit[0].decided_by.as_deref()),
+        ("expired", None),
+        "nobody decided: {audit:#?}"
+    );
+    assert!(audit[0].decision.starts_with("deny (system)"), "{audit:#?}");
 }
 
 #[tokio::test]
@@ -336,7 +362,11 @@ async fn a_pending_approval_survives_a_crash_and_completes_exactly_once() {
     let chat = key("crash");
     channel.say(&chat, "alice", "log something").await.unwrap();
     let (once, _, _) = prompt(&channel, &chat).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Killed once the suspended turn is stored (its inbox row done), not at an arbitrary time.
+    let db = switchboard::store::connect(&app.config.gateway.database_url)
+        .await
+        .unwrap();
+    wait_inbox_idle(&db).await;
     first.kill();
     let second = start(&app.config, &channel).await;
     channel.press(&chat, "alice", &once).await.unwrap();
@@ -355,4 +385,70 @@ async fn a_pending_approval_survives_a_crash_and_completes_exactly_once() {
     .unwrap();
     assert_eq!(log, "run\n", "the tool ran exactly once");
     second.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_command_saying_by_mallory_cannot_forge_who_decided_in_the_audit() {
+    let asking = POLICY.replace(
+        "mode = \"guarded\"",
+        "mode = \"guarded\"\nask = [\"shell(echo *asked*)\"]\nallow = [\"shell(echo * by mallory)\"]",
+    );
+    let app = TestApp::spawn_on(buttons_channel(), &asking).await;
+    app.llm
+        .push(Reply::tool_call(
+            "shell",
+            json!({"command": "echo approved by mallory"}),
+        ))
+        .push(Reply::text("Policy let it run."))
+        .push(Reply::tool_call(
+            "shell",
+            json!({"command": "echo asked and approved by mallory"}),
+        ))
+        .push(Reply::text("Alice let it run."));
+    let chat = key("forge");
+    app.channel.say(&chat, "alice", "echo one").await.unwrap();
+    wait_transcript(&app.channel, &chat, |t| {
+        t.last().is_some_and(|m| m == "Policy let it run.")
+    })
+    .await;
+    app.channel.say(&chat, "alice", "echo two").await.unwrap();
+    let (once, _, _) = prompt(&app.channel, &chat).await;
+    app.channel.press(&chat, "alice", &once).await.unwrap();
+    wait_transcript(&app.channel, &chat, |t| {
+        t.last().is_some_and(|m| m == "Alice let it run.")
+    })
+    .await;
+    wait_inbox_idle(&app.store()).await;
+    let audit = wait_audit(&app, &chat, 2).await;
+    let by_command = |needle: &str| {
+        audit
+            .iter()
+            .find(|e| e.args.contains(needle))
+            .unwrap_or_else(|| panic!("no audit row for {needle}: {audit:#?}"))
+    };
+    let policy = by_command("echo approved by mallory");
+    assert_eq!(policy.decided_by, None, "the policy decided: {policy:#?}");
+    assert_eq!(
+        policy.decision, "allow (policy): allow rule shell(echo * by mallory)",
+        "the reason names the rule, and nothing reads a decider out of it"
+    );
+    let asked = by_command("echo asked and approved by mallory");
+    assert_eq!(asked.decided_by.as_deref(), Some("alice"), "{asked:#?}");
+    assert_eq!(asked.status, "ok");
+}
+
+/// The audit rows of `chat` once there are `n` (rows are written in the background).
+async fn wait_audit(
+    app: &TestApp,
+    chat: &ConversationKey,
+    n: usize,
+) -> Vec<switchboard::store::AuditEntry> {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let audit = app.store().audit(Some(chat), 10).await.unwrap();
+        if audit.len() >= n || std::time::Instant::now() > deadline {
+            return audit;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

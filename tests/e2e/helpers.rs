@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use switchboard::clock::Clock;
 use switchboard::config::{self, Config};
 use switchboard::store::{self, Store};
 use switchboard::{Gateway, RunningGateway};
@@ -46,6 +47,8 @@ pub struct TestApp {
     pub llm: FakeLlm,
     pub channel: Arc<FakeChannel>,
     pub config: Config,
+    /// The clock the gateway reads (and a restart keeps).
+    pub clock: Clock,
     _dir: tempfile::TempDir,
 }
 
@@ -62,15 +65,22 @@ impl TestApp {
 
     /// Start with a given channel.
     pub async fn spawn_on(channel: Arc<FakeChannel>, extra: &str) -> Self {
+        Self::spawn_with_clock(channel, extra, Clock::wall()).await
+    }
+
+    /// Start with a given channel, reading time from `clock` (a manual clock lets the test
+    /// expire approvals and leases without waiting).
+    pub async fn spawn_with_clock(channel: Arc<FakeChannel>, extra: &str, clock: Clock) -> Self {
         let llm = FakeLlm::start().await;
         let dir = tempfile::tempdir().unwrap();
         let config = test_config(&llm.openai_url(), dir.path(), extra);
-        let gateway = start(&config, &channel).await;
+        let gateway = start_with_clock(&config, &channel, clock.clone()).await;
         Self {
             gateway: Some(gateway),
             llm,
             channel,
             config,
+            clock,
             _dir: dir,
         }
     }
@@ -90,18 +100,34 @@ impl TestApp {
         if let Some(g) = self.gateway.take() {
             g.shutdown().await;
         }
-        self.gateway = Some(start(&self.config, &self.channel).await);
+        let clock = self.clock.clone();
+        self.gateway = Some(start_with_clock(&self.config, &self.channel, clock).await);
     }
 }
 
 /// Start a gateway for `config` with `channel`.
 pub async fn start(config: &Config, channel: &Arc<FakeChannel>) -> RunningGateway {
+    start_with_clock(config, channel, Clock::wall()).await
+}
+
+/// Start a gateway for `config` with `channel`, reading time from `clock`.
+pub async fn start_with_clock(
+    config: &Config,
+    channel: &Arc<FakeChannel>,
+    clock: Clock,
+) -> RunningGateway {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     Gateway::new(config.clone())
         .channel(channel.clone())
+        .clock(clock)
         .start(listener)
         .await
         .expect("gateway starts")
+}
+
+/// The system clock in Unix ms (the starting point of a test's manual clock).
+pub fn wall_ms() -> i64 {
+    Clock::wall().now_ms()
 }
 
 /// A gateway running on its own runtime, so a test can kill it without any graceful step,
@@ -113,6 +139,15 @@ pub struct Killable {
 impl Killable {
     /// Start `config` with `channel` on a fresh runtime.
     pub async fn start(config: &Config, channel: &Arc<FakeChannel>) -> Self {
+        Self::start_with_clock(config, channel, Clock::wall()).await
+    }
+
+    /// Start `config` with `channel` on a fresh runtime, reading time from `clock`.
+    pub async fn start_with_clock(
+        config: &Config,
+        channel: &Arc<FakeChannel>,
+        clock: Clock,
+    ) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -121,7 +156,7 @@ impl Killable {
         let (config, channel) = (config.clone(), channel.clone());
         let (tx, rx) = tokio::sync::oneshot::channel();
         runtime.spawn(async move {
-            let gateway = start(&config, &channel).await;
+            let gateway = start_with_clock(&config, &channel, clock).await;
             let _ = tx.send(());
             // Keep it alive until the runtime is killed.
             std::future::pending::<()>().await;

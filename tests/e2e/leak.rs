@@ -34,87 +34,22 @@ async fn a_secret_read_by_a_tool_reaches_neither_chat_history_audit_nor_logs() {
         .local_addr()
         .unwrap()
         .port();
-    let config = format!(
-        r#"
-[gateway]
-listen = "127.0.0.1:{port}"
-database_url = "sqlite://{d}/leak.db"
-data_dir = "{d}"
-[provider]
-base_url = "{llm}"
-api_key = "test-key-not-real"
-[tools]
-enabled = ["file_read"]
-[channels.slack]
-kind = "slack"
-bot_token = "${{LEAK_TEST_BOT_TOKEN}}"
-signing_secret = "{FAKE_SIGNING_SECRET}"
-api_url = "{api}"
-allowed_users = ["*"]
-"#,
-        d = dir.path().display(),
-        llm = llm.openai_url(),
-        api = slack.api_url(),
-    );
+    let config = leak_config(port, dir.path(), &llm.openai_url(), &slack.api_url());
     let config_path = dir.path().join("leak.toml");
     std::fs::write(&config_path, config).unwrap();
     let msg = SlackMessage {
         text: "what is in secrets.env?",
         ..SlackMessage::default()
     };
-    let workspace = dir
-        .path()
-        .join("workspaces/slack")
-        .join(msg.channel)
-        .join(msg.ts.replace('.', "_"));
-    std::fs::create_dir_all(&workspace).unwrap();
-    let planted = format!(
-        "OPENAI_API_KEY={}\nGITHUB={}\nSLACK={}\nBOT={BOT_TOKEN}\n",
-        PLANTED[0], PLANTED[1], PLANTED[2]
-    );
-    std::fs::write(workspace.join("secrets.env"), &planted).unwrap();
+    let planted = plant_secrets(dir.path(), &msg);
     llm.push(Reply::tool_call(
         "file_read",
         json!({"path": "secrets.env"}),
     ))
     .push(Reply::text(format!("The file contains:\n{planted}")));
 
-    let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["run", "--config"])
-        .arg(&config_path)
-        .env("LEAK_TEST_BOT_TOKEN", BOT_TOKEN)
-        .env("RUST_LOG", "debug")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = format!("http://127.0.0.1:{port}/slack/slack/events");
-    let client = reqwest::Client::new();
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let sent = SignedRequest::event(&dm_event(&msg))
-            .build(&client, &url, FAKE_SIGNING_SECRET)
-            .send()
-            .await;
-        if sent.is_ok_and(|r| r.status() == 200) {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "gateway never accepted the event"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let answered = loop {
-        let done = slack
-            .messages(msg.channel)
-            .iter()
-            .any(|m| m.text.contains("The file contains"));
-        if done || std::time::Instant::now() > deadline {
-            break done;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let child = spawn_gateway(&config_path);
+    let answered = deliver_and_wait(&slack, port, &msg).await;
     tokio::time::sleep(Duration::from_millis(300)).await; // let the turn commit
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -140,15 +75,103 @@ allowed_users = ["*"]
             && history.contains("[REDACTED]")
             && chat.contains("[REDACTED]")
     );
+    assert_no_secret_in(&[
+        ("chat", &chat),
+        ("history", &history),
+        ("audit", &audit),
+        ("logs", &logs),
+    ]);
+}
+
+/// The gateway's config: one Slack channel and the file tool, secrets through the env.
+fn leak_config(port: u16, dir: &std::path::Path, llm: &str, api: &str) -> String {
+    format!(
+        r#"
+[gateway]
+listen = "127.0.0.1:{port}"
+database_url = "sqlite://{d}/leak.db"
+data_dir = "{d}"
+[provider]
+base_url = "{llm}"
+api_key = "test-key-not-real"
+[tools]
+enabled = ["file_read"]
+[channels.slack]
+kind = "slack"
+bot_token = "${{LEAK_TEST_BOT_TOKEN}}"
+signing_secret = "{FAKE_SIGNING_SECRET}"
+api_url = "{api}"
+allowed_users = ["*"]
+"#,
+        d = dir.display(),
+    )
+}
+
+/// Write `secrets.env` into the workspace of `msg`'s conversation; returns its text.
+fn plant_secrets(dir: &std::path::Path, msg: &SlackMessage<'_>) -> String {
+    let workspace = dir
+        .join("workspaces/slack")
+        .join(msg.channel)
+        .join(msg.ts.replace('.', "_"));
+    std::fs::create_dir_all(&workspace).unwrap();
+    let planted = format!(
+        "OPENAI_API_KEY={}\nGITHUB={}\nSLACK={}\nBOT={BOT_TOKEN}\n",
+        PLANTED[0], PLANTED[1], PLANTED[2]
+    );
+    std::fs::write(workspace.join("secrets.env"), &planted).unwrap();
+    planted
+}
+
+/// Send `msg` until the gateway (still starting) accepts it, then wait for the answer.
+async fn deliver_and_wait(slack: &FakeSlack, port: u16, msg: &SlackMessage<'_>) -> bool {
+    let url = format!("http://127.0.0.1:{port}/slack/slack/events");
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let sent = SignedRequest::event(&dm_event(msg))
+            .build(&client, &url, FAKE_SIGNING_SECRET)
+            .send()
+            .await;
+        if sent.is_ok_and(|r| r.status() == 200) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gateway never accepted the event"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    loop {
+        let done = slack
+            .messages(msg.channel)
+            .iter()
+            .any(|m| m.text.contains("The file contains"));
+        if done || std::time::Instant::now() > deadline {
+            return done;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// No planted secret (past its kept prefix) appears in any of `places`.
+fn assert_no_secret_in(places: &[(&str, &String)]) {
     for secret in PLANTED.iter().chain([&BOT_TOKEN]) {
-        for (place, text) in [
-            ("chat", &chat),
-            ("history", &history),
-            ("audit", &audit),
-            ("logs", &logs),
-        ] {
+        for (place, text) in places {
             let body = &secret[6..]; // past the kept prefix
             assert!(!text.contains(body), "{secret} leaked into {place}");
         }
     }
+}
+
+/// The real binary on `config`, debug logs captured, the bot token only in its environment.
+fn spawn_gateway(config: &std::path::Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["run", "--config"])
+        .arg(config)
+        .env("LEAK_TEST_BOT_TOKEN", BOT_TOKEN)
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }

@@ -7,7 +7,12 @@ use switchboard::provider::Role;
 use switchboard_channel::{ChannelError, Delivery, LengthUnit, Limits};
 use switchboard_standins::{FakeChannel, Op, Reply};
 
-use crate::helpers::{Killable, TestApp, WAIT, key, start, wait_inbox_idle, wait_transcript};
+use switchboard::clock::Clock;
+
+use crate::helpers::{
+    Killable, TestApp, WAIT, key, start, start_with_clock, wait_inbox_idle, wait_transcript,
+    wall_ms,
+};
 
 fn long_answer() -> String {
     (1..=30)
@@ -203,6 +208,41 @@ async fn a_gateway_killed_mid_turn_answers_exactly_once_after_restart() {
         2,
         "user + assistant stored once: {history:#?}"
     );
+    second.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_event_held_by_a_dead_replica_is_taken_over_once_its_lease_runs_out() {
+    let channel = FakeChannel::new("fake");
+    let app = TestApp::spawn_on(channel.clone(), "").await;
+    app.gateway.unwrap().shutdown().await;
+    // Both replicas read one manual clock; nothing waits for the 600 s lease in real time.
+    let clock = Clock::manual(wall_ms());
+    let replica = |name: &str| {
+        let mut config = app.config.clone();
+        config.gateway.instance_id = name.into();
+        config
+    };
+    app.llm.push(Reply::Stall(Duration::from_secs(30)));
+    let first = Killable::start_with_clock(&replica("a"), &channel, clock.clone()).await;
+    let chat = key("lease");
+    channel.say(&chat, "u1", "are you there").await.unwrap();
+    assert!(
+        channel
+            .wait_until(WAIT, |c| c.iter().any(|c| c.op == Op::Typing))
+            .await,
+        "replica a claimed the event"
+    );
+    first.kill();
+    let second = start_with_clock(&replica("b"), &channel, clock.clone()).await;
+    let registry = second.registry();
+    assert_eq!(registry.sweep().await.unwrap(), 0, "a's lease still holds");
+    clock.advance(Duration::from_secs(599));
+    assert_eq!(registry.sweep().await.unwrap(), 0, "one second left");
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(registry.sweep().await.unwrap(), 1, "the lease ran out");
+    wait_transcript(&channel, &chat, |t| t == ["You said: are you there"]).await;
+    wait_inbox_idle(&second.store()).await;
     second.shutdown().await;
 }
 

@@ -1,0 +1,272 @@
+//! What an inbound event asks for, decided once where it enters the inbox: words for the
+//! model, a chat command the gateway answers itself, or an approval button. The inbox stores
+//! the event with the [`InboxKind`] this gives (control events pass a conversation waiting
+//! on an approval), and the turn dispatches on the same [`Intent`].
+//!
+//! A leaf of the core: it imports only [`crate::ids`] and the channel types, so the inbox,
+//! the conversation actors, memory and the store can all use it without importing each other.
+
+use std::fmt;
+use std::str::FromStr;
+
+use switchboard_channel::ChannelEvent;
+
+use crate::ids::{ApprovalId, InboxKind};
+
+/// What an inbound event asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Intent {
+    /// Words for the model: a turn.
+    Message,
+    /// A chat command the gateway answers itself.
+    Command(Command),
+    /// A button press: the approval decision its payload names, or `None` for a payload no
+    /// approval prompt ever carried (stale, or from another bot).
+    Button(Option<ApprovalButton>),
+}
+
+impl Intent {
+    /// Classify `event`. The one place a message's text is read for commands.
+    pub fn of(event: &ChannelEvent) -> Self {
+        match event {
+            ChannelEvent::Message(m) => {
+                Command::parse(&m.text).map_or(Self::Message, Self::Command)
+            }
+            ChannelEvent::Button(press) => Self::Button(press.payload.parse().ok()),
+        }
+    }
+
+    /// How the inbox queues it: button presses, `/stop`, `/approve` and `/deny` are control
+    /// events a conversation waiting on an approval still takes; everything else waits
+    /// behind the approval, in order.
+    pub fn kind(&self) -> InboxKind {
+        match self {
+            Self::Button(_)
+            | Self::Command(Command::Stop | Command::Approve(_) | Command::Deny(_)) => {
+                InboxKind::Control
+            }
+            Self::Message | Self::Command(_) => InboxKind::Message,
+        }
+    }
+}
+
+/// A recognised chat command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Cancel the running turn.
+    Stop,
+    /// Forget this conversation's history.
+    New,
+    /// Explain the commands.
+    Help,
+    /// Forget this conversation's long-term memory.
+    Forget,
+    /// Approve a pending action by id (for channels without buttons).
+    Approve(ApprovalId),
+    /// Deny a pending action by id.
+    Deny(ApprovalId),
+}
+
+impl Command {
+    /// Parse `/stop`, `/new`, `/help`, `/forget`, `/approve <id>`, `/deny <id>` (also
+    /// `/cmd@botname`, any case, surrounding spaces). Private: callers classify whole
+    /// events with [`Intent::of`].
+    fn parse(text: &str) -> Option<Self> {
+        let mut words = text.split_whitespace();
+        let word = words.next()?.strip_prefix('/')?;
+        let name = word
+            .split('@')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let id = || words.clone().next().and_then(|w| w.parse().ok());
+        match name.as_str() {
+            "stop" => Some(Self::Stop),
+            "new" | "reset" => Some(Self::New),
+            "help" | "start" => Some(Self::Help),
+            "forget" => Some(Self::Forget),
+            "approve" => id().map(Self::Approve),
+            "deny" => id().map(Self::Deny),
+            _ => None,
+        }
+    }
+
+    /// The gateway's reply to a command that needs nothing but a reply.
+    pub fn reply(&self) -> &'static str {
+        match self {
+            Self::Stop => "⏹ Stopped.",
+            Self::New => "🆕 Started a new conversation — I've forgotten what we said before.",
+            Self::Forget => "🧹 Forgot what I remembered from this conversation.",
+            Self::Help | Self::Approve(_) | Self::Deny(_) => HELP,
+        }
+    }
+}
+
+const HELP: &str = "I'm an assistant. Write to me in plain language.\n\n\
+Commands:\n\
+• `/stop` — stop what I'm doing\n\
+• `/new` — start a fresh conversation\n\
+• `/forget` — forget what I remembered here\n\
+• `/approve <id>` / `/deny <id>` — answer an approval request\n\
+• `/help` — this message";
+
+/// What a button (or `/approve`, `/deny`) asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Run this call once.
+    Once,
+    /// Run it and allow the same call in this conversation from now on.
+    Always,
+    /// Do not run it.
+    Deny,
+    /// Nobody answered in time (internal: only the gateway's expiry events carry it).
+    Expire,
+}
+
+/// An approval button's payload: `ap:<id>:<o|a|d|x>`, at most 64 bytes (Telegram's callback
+/// limit). A typed value with one `Display`/`FromStr` round trip.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalButton {
+    /// Approval id.
+    pub id: ApprovalId,
+    /// Requested action.
+    pub action: Action,
+}
+
+impl fmt::Display for ApprovalButton {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let code = match self.action {
+            Action::Once => 'o',
+            Action::Always => 'a',
+            Action::Deny => 'd',
+            Action::Expire => 'x',
+        };
+        write!(f, "ap:{}:{code}", self.id)
+    }
+}
+
+impl FromStr for ApprovalButton {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        let mut parts = s.split(':');
+        let (Some("ap"), Some(id), Some(code), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(());
+        };
+        let action = match code {
+            "o" => Action::Once,
+            "a" => Action::Always,
+            "d" => Action::Deny,
+            "x" => Action::Expire,
+            _ => return Err(()),
+        };
+        let id = id.parse().map_err(|_| ())?;
+        Ok(Self { id, action })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use switchboard_channel::{ButtonPress, ConversationKey, Inbound, UserRef};
+
+    use super::*;
+
+    fn id(text: &str) -> ApprovalId {
+        text.parse().unwrap()
+    }
+
+    fn message(text: &str) -> ChannelEvent {
+        ChannelEvent::Message(Inbound {
+            key: ConversationKey::new("fake", "c"),
+            event_id: "e1".into(),
+            user: UserRef {
+                id: "u".into(),
+                name: None,
+            },
+            text: text.into(),
+        })
+    }
+
+    fn press(payload: &str) -> ChannelEvent {
+        ChannelEvent::Button(ButtonPress {
+            key: ConversationKey::new("fake", "c"),
+            event_id: "e2".into(),
+            user: UserRef {
+                id: "u".into(),
+                name: None,
+            },
+            payload: payload.into(),
+            message: None,
+            reply_token: None,
+        })
+    }
+
+    #[test]
+    fn commands_are_recognised_with_bot_suffix_and_case() {
+        assert_eq!(Command::parse("/stop"), Some(Command::Stop));
+        assert_eq!(Command::parse("  /NEW@my_bot  "), Some(Command::New));
+        assert_eq!(Command::parse("/help me"), Some(Command::Help));
+        assert_eq!(
+            Command::parse("/approve ab12cd"),
+            Some(Command::Approve(id("ab12cd")))
+        );
+        assert_eq!(
+            Command::parse("/deny@bot ab12cd"),
+            Some(Command::Deny(id("ab12cd")))
+        );
+    }
+
+    #[test]
+    fn ordinary_text_and_unknown_commands_are_not_commands() {
+        assert_eq!(Command::parse("stop"), None);
+        assert_eq!(Command::parse("/stopwatch"), None);
+        assert_eq!(Command::parse(""), None);
+        assert_eq!(Command::parse("/approve"), None, "an id is required");
+        assert_eq!(Command::parse("/approve a-b"), None, "ids are alphanumeric");
+    }
+
+    #[test]
+    fn control_events_are_buttons_stop_approve_and_deny_only() {
+        let kind = |e: &ChannelEvent| Intent::of(e).kind();
+        for text in ["/stop", "/approve ab12", "/deny ab12"] {
+            assert_eq!(kind(&message(text)), InboxKind::Control, "{text}");
+        }
+        for text in ["hello", "/new", "/help", "/forget", "/approve"] {
+            assert_eq!(kind(&message(text)), InboxKind::Message, "{text}");
+        }
+        assert_eq!(kind(&press("garbage")), InboxKind::Control);
+        assert_eq!(Intent::of(&press("garbage")), Intent::Button(None));
+        assert_eq!(
+            Intent::of(&press("ap:ab12:d")),
+            Intent::Button(Some(ApprovalButton {
+                id: id("ab12"),
+                action: Action::Deny
+            }))
+        );
+    }
+
+    #[test]
+    fn button_payloads_round_trip_and_fit_telegram() {
+        for action in [Action::Once, Action::Always, Action::Deny, Action::Expire] {
+            let b = ApprovalButton {
+                id: id("a1b2c3d4e5"),
+                action,
+            };
+            let text = b.to_string();
+            assert!(text.len() <= 64);
+            assert_eq!(text.parse::<ApprovalButton>(), Ok(b));
+        }
+        for bad in [
+            "",
+            "ap::o",
+            "ap:x:z",
+            "ap:abc:o:extra",
+            "xx:abc:o",
+            "ap:a-b:o",
+        ] {
+            assert!(bad.parse::<ApprovalButton>().is_err(), "{bad}");
+        }
+    }
+}

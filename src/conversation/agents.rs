@@ -1,0 +1,153 @@
+//! What a turn's agent is made of: the LLM, the tools, the policy gate, context providers and
+//! the turn settings from `[agent]`, `[provider]` and `[memory]`. [`Agents::agent_for`]
+//! builds the loop for one conversation, with its workspace's tools, its memory scope and
+//! its "always allow" rules.
+
+use std::sync::Arc;
+
+use switchboard_channel::ConversationKey;
+
+use super::approval::PolicyGate;
+use crate::agent::{AgentLoop, ContextProvider, Tool};
+use crate::clock::Clock;
+use crate::config::MemoryConfig;
+use crate::memory::{Recall, memory_tools, scope_for};
+use crate::policy::Policy;
+use crate::provider::{ChatMessage, Provider, Role};
+use crate::scrub::Scrubber;
+use crate::store::{Store, StoreError};
+use crate::tools::Toolbox;
+
+/// The per-turn settings: how a turn's context is assembled and how long it may run.
+#[derive(Debug, Clone)]
+pub struct TurnSettings {
+    /// First message of every conversation.
+    pub system_prompt: String,
+    /// Stored messages loaded per turn.
+    pub history_limit: usize,
+    /// LLM round-trips per turn.
+    pub max_iterations: usize,
+    /// Native tool calling, or tools described in the prompt.
+    pub native_tools: bool,
+    /// `[memory]`: recall, autosave, compaction.
+    pub memory: MemoryConfig,
+}
+
+/// Builds each conversation's agent loop.
+pub struct Agents {
+    /// The LLM.
+    provider: Arc<dyn Provider>,
+    /// Built-in tools, made per conversation (each has its own workspace).
+    toolbox: Toolbox,
+    /// Tools added programmatically (`Gateway::tool`), offered in every conversation.
+    extra_tools: Vec<Arc<dyn Tool>>,
+    /// Context providers run before each turn.
+    context: Vec<Arc<dyn ContextProvider>>,
+    /// The gate every tool call passes.
+    policy: Arc<Policy>,
+    /// Redacts credentials from tool output before the model or history sees it.
+    scrubber: Arc<Scrubber>,
+    /// How turns are assembled.
+    settings: TurnSettings,
+    /// Stamps what the memory tools write.
+    clock: Clock,
+}
+
+impl Agents {
+    /// Agents over `provider` and `toolbox`, gated by `policy`.
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        toolbox: Toolbox,
+        policy: Arc<Policy>,
+        scrubber: Arc<Scrubber>,
+        settings: TurnSettings,
+        clock: Clock,
+    ) -> Self {
+        Self {
+            provider,
+            toolbox,
+            extra_tools: Vec::new(),
+            context: Vec::new(),
+            policy,
+            scrubber,
+            settings,
+            clock,
+        }
+    }
+
+    /// Also offer `tools` in every conversation.
+    pub fn with_tools(mut self, tools: Vec<Arc<dyn Tool>>) -> Self {
+        self.extra_tools.extend(tools);
+        self
+    }
+
+    /// Also run `context` providers before every turn.
+    pub fn with_context(mut self, context: Vec<Arc<dyn ContextProvider>>) -> Self {
+        self.context.extend(context);
+        self
+    }
+
+    /// The LLM (also used for compaction).
+    pub fn provider(&self) -> &dyn Provider {
+        self.provider.as_ref()
+    }
+
+    /// The turn settings.
+    pub fn settings(&self) -> &TurnSettings {
+        &self.settings
+    }
+
+    /// A fresh turn's context: the system prompt, then the stored history, then `user`.
+    pub async fn context_for(
+        &self,
+        store: &dyn Store,
+        key: &ConversationKey,
+        user: &ChatMessage,
+    ) -> Result<Vec<ChatMessage>, StoreError> {
+        let mut messages = vec![ChatMessage::new(
+            Role::System,
+            self.settings.system_prompt.clone(),
+        )];
+        messages.extend(store.history(key, self.settings.history_limit).await?);
+        messages.push(user.clone());
+        Ok(messages)
+    }
+
+    /// The agent loop for one conversation: its workspace's tools plus the extra ones, gated
+    /// by the policy with this conversation's "always allow" rules.
+    pub async fn agent_for(
+        &self,
+        store: &Arc<dyn Store>,
+        key: &ConversationKey,
+        user_id: &str,
+    ) -> Result<AgentLoop, StoreError> {
+        let gate = PolicyGate {
+            policy: Arc::clone(&self.policy),
+            extra_allow: store.allow_rules(key).await?,
+        };
+        let mut builder = AgentLoop::builder();
+        for provider in &self.context {
+            builder = builder.context(Arc::clone(provider));
+        }
+        let memory = &self.settings.memory;
+        if memory.enabled {
+            let scope = scope_for(memory, key, user_id);
+            builder = builder
+                .context(Arc::new(Recall {
+                    store: Arc::clone(store),
+                    scope: scope.clone(),
+                    limit: memory.recall_limit,
+                    max_chars: memory.recall_max_chars,
+                }))
+                .tools(memory_tools(store, &scope, &self.clock));
+        }
+        Ok(builder
+            .tools(self.toolbox.for_conversation(key))
+            .tools(self.extra_tools.iter().cloned())
+            .max_iterations(self.settings.max_iterations)
+            .scrubber(Arc::clone(&self.scrubber))
+            .native_tools(self.settings.native_tools)
+            .gate(Arc::new(gate))
+            .build())
+    }
+}

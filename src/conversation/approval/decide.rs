@@ -1,0 +1,209 @@
+//! Deciding an approval, one step per job: find the request, check who may answer, judge the
+//! outcome on the clock, record it atomically (a second press loses, an "always allow" is
+//! remembered), tell people, and hand the suspended turn back to resume. The resumed agent
+//! reports the outcome as `AgentEvent::ApprovalResolved`, which the audit records.
+//! Every outcome is answered on the button (or in chat) and never runs a tool twice.
+
+use std::sync::Arc;
+
+use switchboard_channel::{ButtonPress, Channel, ConversationKey, MessageRef, UserRef};
+
+use super::{Approvals, SYSTEM_USER, Suspended};
+use crate::agent::Resolution;
+use crate::command::{Action, ApprovalButton};
+use crate::conversation::Outbound;
+use crate::ids::ApprovalStatus;
+use crate::store::Approval;
+
+/// One answer to an approval: who gave it, what they asked for, and where it came from.
+pub struct Request<'a> {
+    /// The channel it came in on (and the prompt lives on).
+    pub channel: &'a Arc<dyn Channel>,
+    /// The conversation.
+    pub key: &'a ConversationKey,
+    /// Who answered ([`SYSTEM_USER`] for expiry).
+    pub user: &'a UserRef,
+    /// Which approval and what to do.
+    pub button: &'a ApprovalButton,
+    /// The button press, when it was one (notices go on it instead of into the chat).
+    pub press: Option<&'a ButtonPress>,
+}
+
+impl Request<'_> {
+    /// Whether the gateway itself sent it (an expiry event), not a person.
+    fn sent_by_gateway(&self) -> bool {
+        self.user.id == SYSTEM_USER
+    }
+
+    /// Whether it asks to expire the request (only the gateway may).
+    fn expiring(&self) -> bool {
+        self.button.action == Action::Expire
+    }
+}
+
+/// A decided approval whose turn resumes now.
+pub struct Decided {
+    /// The suspended turn.
+    pub state: Suspended,
+    /// How its pending call was decided.
+    pub resolution: Resolution,
+    /// The request as it was before the decision.
+    pub approval: Approval,
+}
+
+/// What the answer amounts to.
+struct Outcome {
+    status: ApprovalStatus,
+    resolution: Resolution,
+}
+
+impl Approvals {
+    /// Decide the approval `request` names. `None` when nothing resumes (unknown, not
+    /// allowed, already decided): the person has been told why.
+    pub async fn decide(
+        &self,
+        out: &Outbound,
+        request: Request<'_>,
+    ) -> anyhow::Result<Option<Decided>> {
+        let approval = match self.find(&request).await? {
+            Ok(approval) => approval,
+            Err(refusal) => {
+                tell(out, &request, refusal).await;
+                return Ok(None);
+            }
+        };
+        let state: Suspended = serde_json::from_str(&approval.state)?;
+        let outcome = self.judge(&approval, &request);
+        if !self.record(&approval, &outcome, &request).await? {
+            let current = self.store.approval(&approval.id).await?;
+            if let Some(current) = current {
+                tell(out, &request, &format!("Already {}.", current.status)).await;
+            }
+            return Ok(None);
+        }
+        let waited = (self.clock.now_ms() - approval.created_at).max(0) as f64 / 1000.0;
+        self.metrics
+            .approval_seconds
+            .with_label_values(&[] as &[&str])
+            .observe(waited);
+        self.announce(out, &request, &approval, outcome.status)
+            .await;
+        Ok(Some(Decided {
+            state,
+            resolution: outcome.resolution,
+            approval,
+        }))
+    }
+
+    /// The request, if it exists in this conversation and `request.user` may answer it;
+    /// otherwise what to tell them.
+    async fn find(&self, request: &Request<'_>) -> anyhow::Result<Result<Approval, &'static str>> {
+        let found = self.store.approval(&request.button.id).await?;
+        let Some(approval) = found.filter(|a| &a.conversation == request.key) else {
+            return Ok(Err("Unknown or expired approval."));
+        };
+        let user = &request.user.id;
+        if request.expiring() != request.sent_by_gateway() {
+            return Ok(Err("Not yours to approve."));
+        }
+        let approver = self
+            .approvers
+            .get(&request.key.channel)
+            .is_some_and(|a| a.contains(user));
+        if !(request.sent_by_gateway() || *user == approval.requester || approver) {
+            return Ok(Err("Not yours to approve."));
+        }
+        Ok(Ok(approval))
+    }
+
+    /// What the answer amounts to now: past its deadline every answer is an expiry.
+    fn judge(&self, approval: &Approval, request: &Request<'_>) -> Outcome {
+        let expired = request.expiring() || self.clock.now_ms() > approval.expires_at;
+        let by = request.user.id.clone();
+        match (expired, request.button.action) {
+            (true, _) => Outcome {
+                status: ApprovalStatus::Expired,
+                resolution: Resolution::Expired,
+            },
+            (false, Action::Deny) => Outcome {
+                status: ApprovalStatus::Denied,
+                resolution: Resolution::Denied { by },
+            },
+            (false, _) => Outcome {
+                status: ApprovalStatus::Approved,
+                resolution: Resolution::Approved { by },
+            },
+        }
+    }
+
+    /// Move the request out of `pending` (false: someone else did first); an "Always allow"
+    /// also stores the conversation's new rule.
+    async fn record(
+        &self,
+        approval: &Approval,
+        outcome: &Outcome,
+        request: &Request<'_>,
+    ) -> anyhow::Result<bool> {
+        let (by, now) = (&request.user.id, self.clock.now_ms());
+        let decided = self
+            .store
+            .decide_approval(&approval.id, outcome.status, by, now)
+            .await?;
+        if decided
+            && outcome.status == ApprovalStatus::Approved
+            && request.button.action == Action::Always
+        {
+            self.store
+                .add_allow_rule(request.key, &approval.rule, by, now)
+                .await?;
+        }
+        Ok(decided)
+    }
+
+    /// Tell the person who answered, and turn the prompt into a record of the outcome.
+    async fn announce(
+        &self,
+        out: &Outbound,
+        request: &Request<'_>,
+        approval: &Approval,
+        status: ApprovalStatus,
+    ) {
+        let text = outcome_text(approval, request, status);
+        tell(out, request, &text).await;
+        if let Some(prompt) = &approval.prompt_ref {
+            let shown = format!("{text}\n```\n{}\n```", approval.args);
+            let prompt = MessageRef::new(prompt.clone());
+            if let Err(err) = out
+                .edit(request.channel, request.key, &prompt, &shown)
+                .await
+            {
+                tracing::warn!(error = %err, "could not update the approval prompt");
+            }
+        }
+    }
+}
+
+/// Tell whoever answered (nobody, for the gateway's own expiry events).
+async fn tell(out: &Outbound, request: &Request<'_>, text: &str) {
+    if !request.sent_by_gateway() {
+        out.notice(request.channel, request.key, request.press, text)
+            .await;
+    }
+}
+
+/// The line shown on the button and in place of the prompt.
+fn outcome_text(approval: &Approval, request: &Request<'_>, status: ApprovalStatus) -> String {
+    let user = request.user;
+    let who = user.name.as_deref().unwrap_or(&user.id);
+    match status {
+        ApprovalStatus::Approved if request.button.action == Action::Always => format!(
+            "✅ Always allowed by {who} in this conversation: `{}`",
+            approval.rule
+        ),
+        ApprovalStatus::Approved => format!("✅ Approved by {who}: `{}`", approval.tool),
+        ApprovalStatus::Denied => format!("🚫 Denied by {who}: `{}`", approval.tool),
+        ApprovalStatus::Expired | ApprovalStatus::Pending => {
+            format!("⌛ Expired — nobody approved `{}` in time.", approval.tool)
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Approvals: a tool call the policy asks about suspends its turn into the `approvals` table
+//! and posts a prompt with buttons; the press comes back through the inbox like any event,
+//! is checked (who, still pending, not expired), decided atomically, and the turn resumes
+//! from the stored state — after a restart too. Nothing waits in memory.
+//!
+//! - this file: [`Approvals`] and [`Approvals::suspend`] (store the turn, post the prompt).
+//! - `decide`: [`Approvals::decide`], one step per job (find, authorise, judge, record,
+//!   announce, audit).
+//! - `expiry`: the timers that deliver an expiry event when nobody answers.
+//! - `gate`: the policy as the agent loop's gate.
+
+mod decide;
+mod expiry;
+mod gate;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use switchboard_channel::{Button, Channel, ConversationKey};
+use tokio::sync::mpsc;
+
+pub(super) use decide::Request;
+pub use expiry::Expiries;
+pub(super) use gate::PolicyGate;
+
+use super::Outbound;
+use crate::agent::Suspension;
+use crate::clock::Clock;
+use crate::command::{Action, ApprovalButton};
+use crate::ids::{ApprovalId, ApprovalStatus};
+use crate::metrics::Metrics;
+use crate::policy::narrowest_rule;
+use crate::provider::{ChatMessage, ToolCall};
+use crate::store::{Approval, Store, StoreError};
+
+/// The user id expiry events carry; no platform issues ids of this shape.
+pub const SYSTEM_USER: &str = "switchboard:system";
+
+/// The suspended turn as stored in `approvals.state`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Suspended {
+    /// The user message that started the turn (stored in history when it completes).
+    pub user: ChatMessage,
+    /// The agent loop's state, with the gate's `Ask` decision.
+    pub suspension: Suspension,
+}
+
+/// Approval requests: who may answer them, how long they wait, and when they expire.
+pub struct Approvals {
+    /// Where requests and their suspended turns live.
+    store: Arc<dyn Store>,
+    /// How long a request waits for an answer.
+    timeout: Duration,
+    /// Per channel: user ids who may approve anything (besides the requester).
+    approvers: BTreeMap<String, Vec<String>>,
+    /// New requests, to the expiry timers.
+    expiry: mpsc::UnboundedSender<Approval>,
+    /// Reads "now" for creation, expiry and wait times.
+    clock: Clock,
+    /// Time-to-decision histogram.
+    metrics: Arc<Metrics>,
+}
+
+impl Approvals {
+    /// Approvals kept in `store`, waiting `timeout`; the returned [`Expiries`] must run (see
+    /// [`Expiries::run`]) for unanswered ones to expire.
+    pub fn new(
+        store: Arc<dyn Store>,
+        timeout: Duration,
+        approvers: BTreeMap<String, Vec<String>>,
+        clock: Clock,
+        metrics: Arc<Metrics>,
+    ) -> (Self, Expiries) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let expiries = Expiries::new(rx, clock.clone());
+        let approvals = Self {
+            store,
+            timeout,
+            approvers,
+            expiry: tx,
+            clock,
+            metrics,
+        };
+        (approvals, expiries)
+    }
+
+    /// Arm expiry timers for every approval still pending (at start-up: timers live in
+    /// memory, requests in the database).
+    pub async fn rearm(&self) -> Result<usize, StoreError> {
+        let pending = self.store.pending_approvals().await?;
+        let n = pending.len();
+        for approval in pending {
+            let _ = self.expiry.send(approval);
+        }
+        Ok(n)
+    }
+
+    /// Store a suspended turn and post its prompt. Returns the approval id.
+    pub async fn suspend(
+        &self,
+        out: &Outbound,
+        channel: &Arc<dyn Channel>,
+        key: &ConversationKey,
+        requester: &str,
+        state: Suspended,
+    ) -> anyhow::Result<ApprovalId> {
+        let approval = self.request(key, requester, &state, out)?;
+        self.store.create_approval(&approval).await?;
+        let buttons = channel.limits_for(key).supports_buttons;
+        let text = prompt_text(&approval, self.timeout, buttons);
+        let buttons = if buttons {
+            prompt_buttons(&approval.id)
+        } else {
+            Vec::new()
+        };
+        let posted = out.post(channel, key, &text, buttons).await?;
+        if let Some(prompt) = posted.messages.first() {
+            self.store
+                .set_approval_prompt(&approval.id, &prompt.id)
+                .await?;
+        }
+        let id = approval.id.clone();
+        let _ = self.expiry.send(approval);
+        Ok(id)
+    }
+
+    /// The pending request for `state`'s call.
+    fn request(
+        &self,
+        key: &ConversationKey,
+        requester: &str,
+        state: &Suspended,
+        out: &Outbound,
+    ) -> anyhow::Result<Approval> {
+        let call = &state.suspension.pending;
+        let now = self.clock.now_ms();
+        Ok(Approval {
+            id: ApprovalId::random(),
+            conversation: key.clone(),
+            tool: call.name.clone(),
+            args: out.scrubber().scrub(&shown_args(call)).into_owned(),
+            rule: narrowest_rule(&call.name, &call.args),
+            reason: state.suspension.decision.reason.clone(),
+            requester: requester.to_owned(),
+            status: ApprovalStatus::Pending,
+            decided_by: None,
+            prompt_ref: None,
+            state: serde_json::to_string(state)?,
+            created_at: now,
+            expires_at: now + self.timeout.as_millis() as i64,
+        })
+    }
+}
+
+/// The prompt: what will run, why the policy asked, and how to answer.
+fn prompt_text(approval: &Approval, timeout: Duration, buttons: bool) -> String {
+    let minutes = timeout.as_secs().div_ceil(60);
+    let mut text = format!(
+        "🔐 **Approval needed** for `{}`:\n```\n{}\n```\n{}\nExpires in {minutes} min.",
+        approval.tool, approval.args, approval.reason
+    );
+    if !buttons {
+        let id = &approval.id;
+        text.push_str(&format!("\nReply `/approve {id}` or `/deny {id}`."));
+    }
+    text
+}
+
+/// "Approve once", "Always allow", "Deny".
+fn prompt_buttons(id: &ApprovalId) -> Vec<Button> {
+    [
+        ("Approve once", Action::Once),
+        ("Always allow", Action::Always),
+        ("Deny", Action::Deny),
+    ]
+    .into_iter()
+    .map(|(label, action)| Button {
+        label: label.into(),
+        payload: ApprovalButton {
+            id: id.clone(),
+            action,
+        }
+        .to_string(),
+    })
+    .collect()
+}
+
+#[cfg(test)]
+mod tests;
+
+/// What a shell call will run, or the arguments as JSON.
+fn shown_args(call: &ToolCall) -> String {
+    match call.args.get("command").and_then(|c| c.as_str()) {
+        Some(command) if call.name == "shell" => command.to_owned(),
+        _ => serde_json::to_string_pretty(&call.args).unwrap_or_default(),
+    }
+}

@@ -1,0 +1,198 @@
+//! `Approvals` step by step on an injected clock: no expiry timer runs, so what decides an
+//! answer's fate is the clock the test sets.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use switchboard_channel::{ButtonPress, Channel, ConversationKey, Limits, UserRef};
+use switchboard_standins::FakeChannel;
+
+use super::decide::Decided;
+use super::*;
+use crate::agent::{Resolution, Suspension};
+use crate::conversation::Outbound;
+use crate::draft::DraftSettings;
+use crate::governor::Governor;
+use crate::policy::{Decider, Decision, Verdict};
+use crate::provider::{ChatMessage, Role, ToolCall};
+use crate::scrub::Scrubber;
+use crate::store::Store;
+
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A store, a buttons channel, and approvals over them, all on one manual clock.
+struct Fixture {
+    approvals: Approvals,
+    out: Outbound,
+    channel: Arc<dyn Channel>,
+    fake: Arc<FakeChannel>,
+    store: Arc<dyn Store>,
+    clock: Clock,
+    key: ConversationKey,
+    _dir: tempfile::TempDir,
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/a.db", dir.path().display());
+    let store = crate::store::connect(&url).await.unwrap();
+    let limits = Limits {
+        supports_buttons: true,
+        min_edit_interval: Duration::ZERO,
+        ..Limits::default()
+    };
+    let fake = FakeChannel::with_limits("fake", limits, None);
+    let channel: Arc<dyn Channel> = fake.clone();
+    let draft = DraftSettings {
+        chunk_min_chars: 1,
+        min_interval: Duration::ZERO,
+    };
+    let scrubber = Arc::new(Scrubber::new(Vec::<String>::new()));
+    let out = Outbound::new(
+        &[Arc::clone(&channel)],
+        Arc::new(Governor::new()),
+        scrubber,
+        draft,
+    );
+    let clock = Clock::manual(1_000_000);
+    let metrics = Arc::new(Metrics::new());
+    let approvers = BTreeMap::new();
+    let (approvals, _expiries) = Approvals::new(
+        Arc::clone(&store),
+        TIMEOUT,
+        approvers,
+        clock.clone(),
+        metrics,
+    );
+    Fixture {
+        approvals,
+        out,
+        channel,
+        fake,
+        store,
+        clock,
+        key: ConversationKey::new("fake", "c1"),
+        _dir: dir,
+    }
+}
+
+fn suspended() -> Suspended {
+    let call = ToolCall {
+        id: "call-1".into(),
+        name: "shell".into(),
+        args: json!({"command": "touch x"}),
+    };
+    Suspended {
+        user: ChatMessage::new(Role::User, "make x"),
+        suspension: Suspension {
+            messages: Vec::new(),
+            turn: Vec::new(),
+            pending: call,
+            decision: Decision {
+                verdict: Verdict::Ask,
+                rule: None,
+                reason: "mode guarded: `touch x` is not read-only".into(),
+                decided_by: Decider::Policy,
+            },
+            remaining: Vec::new(),
+            iterations: 1,
+            tool_calls: 0,
+        },
+    }
+}
+
+fn alice() -> UserRef {
+    UserRef {
+        id: "alice".into(),
+        name: None,
+    }
+}
+
+fn press(key: &ConversationKey, button: &ApprovalButton) -> ButtonPress {
+    ButtonPress {
+        key: key.clone(),
+        event_id: "p1".into(),
+        user: alice(),
+        payload: button.to_string(),
+        message: None,
+        reply_token: None,
+    }
+}
+
+impl Fixture {
+    async fn suspend(&self) -> ApprovalId {
+        let state = suspended();
+        self.approvals
+            .suspend(&self.out, &self.channel, &self.key, "alice", state)
+            .await
+            .unwrap()
+    }
+
+    async fn answer(&self, id: &ApprovalId, action: Action) -> Option<Decided> {
+        let button = ApprovalButton {
+            id: id.clone(),
+            action,
+        };
+        let press = press(&self.key, &button);
+        let request = Request {
+            channel: &self.channel,
+            key: &self.key,
+            user: &press.user,
+            button: &button,
+            press: Some(&press),
+        };
+        self.approvals.decide(&self.out, request).await.unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_press_a_second_before_the_deadline_approves_and_a_second_press_is_told_so() {
+    let f = fixture().await;
+    let id = f.suspend().await;
+    f.clock.advance(TIMEOUT - Duration::from_secs(1));
+    let decided = f.answer(&id, Action::Once).await.expect("resumes");
+    assert_eq!(
+        decided.resolution,
+        Resolution::Approved { by: "alice".into() }
+    );
+    assert_eq!(decided.state.suspension.pending.id, "call-1");
+    assert!(f.answer(&id, Action::Once).await.is_none());
+    assert_eq!(
+        f.fake.button_answers().last().map(String::as_str),
+        Some("Already approved.")
+    );
+}
+
+#[tokio::test]
+async fn a_press_after_the_deadline_expires_the_request_even_before_its_timer_fires() {
+    let f = fixture().await;
+    let id = f.suspend().await;
+    f.clock.advance(TIMEOUT + Duration::from_millis(1));
+    let decided = f.answer(&id, Action::Always).await.expect("resumes");
+    assert_eq!(decided.resolution, Resolution::Expired);
+    let stored = f.store.approval(&id).await.unwrap().unwrap();
+    assert_eq!(stored.status, ApprovalStatus::Expired);
+    assert!(
+        f.store.allow_rules(&f.key).await.unwrap().is_empty(),
+        "an expired \"always allow\" grants nothing"
+    );
+    let answers = f.fake.button_answers();
+    assert!(
+        answers.iter().any(|a| a.starts_with("⌛ Expired")),
+        "{answers:?}"
+    );
+}
+
+#[tokio::test]
+async fn only_the_gateway_itself_may_expire_a_request() {
+    let f = fixture().await;
+    let id = f.suspend().await;
+    assert!(f.answer(&id, Action::Expire).await.is_none());
+    assert_eq!(
+        f.fake.button_answers().last().map(String::as_str),
+        Some("Not yours to approve.")
+    );
+    let stored = f.store.approval(&id).await.unwrap().unwrap();
+    assert_eq!(stored.status, ApprovalStatus::Pending);
+}

@@ -1,0 +1,108 @@
+//! The live conversation registry: at most one actor per `ConversationKey`, created when the
+//! inbox wakes a conversation and removed when it retires.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use dashmap::DashMap;
+use switchboard_channel::ConversationKey;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::{Deps, actor};
+use crate::store::StoreError;
+
+/// A live actor as the registry sees it.
+struct Handle {
+    /// Distinguishes this actor from a successor under the same key.
+    id: u64,
+    /// Capacity 1: one pending wake-up is as good as many.
+    wake: mpsc::Sender<()>,
+    /// Cancels the running turn (`/stop`). A std Mutex: held only to swap a token.
+    current: Arc<Mutex<Option<CancellationToken>>>,
+}
+
+/// The live conversation registry.
+pub struct Registry {
+    actors: DashMap<ConversationKey, Handle>,
+    pub(super) deps: Arc<Deps>,
+    tasks: TaskTracker,
+    next_id: AtomicU64,
+}
+
+impl Registry {
+    /// A registry whose actors run on `tasks`.
+    pub fn new(deps: Arc<Deps>, tasks: TaskTracker) -> Arc<Self> {
+        Arc::new(Self {
+            actors: DashMap::new(),
+            deps,
+            tasks,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// Make sure an actor for `key` runs and looks at the inbox.
+    pub fn wake(self: &Arc<Self>, key: &ConversationKey) {
+        if self.deps.lifecycle.draining().is_cancelled() {
+            return; // stored events wait for the next start
+        }
+        let entry = self.actors.entry(key.clone()).or_insert_with(|| {
+            let (tx, rx) = mpsc::channel(1);
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let current = Arc::new(Mutex::new(None));
+            self.tasks.spawn(actor::run(
+                Arc::clone(self),
+                key.clone(),
+                id,
+                rx,
+                Arc::clone(&current),
+            ));
+            Handle {
+                id,
+                wake: tx,
+                current,
+            }
+        });
+        let _ = entry.wake.try_send(());
+    }
+
+    /// Cancel the turn running in `key`, if any. Returns whether one was running.
+    pub fn cancel_turn(&self, key: &ConversationKey) -> bool {
+        let Some(handle) = self.actors.get(key) else {
+            return false;
+        };
+        let current = handle.current.lock().expect("poisoned").take();
+        current.map(|t| t.cancel()).is_some()
+    }
+
+    /// Conversations with a live actor.
+    pub fn active(&self) -> usize {
+        self.actors.len()
+    }
+
+    /// Remove actor `id` of `key` if nothing woke it meanwhile. Runs under the map's shard
+    /// lock, so a concurrent `wake` either lands before (and the actor stays) or creates a
+    /// successor after.
+    pub(super) fn retire(&self, key: &ConversationKey, id: u64, rx: &mpsc::Receiver<()>) -> bool {
+        self.actors
+            .remove_if(key, |_, h| h.id == id && rx.is_empty())
+            .is_some()
+    }
+
+    /// Wake every conversation with claimable events (start-up recovery, leases that ran out
+    /// on the clock). One step; the gateway's sweep loop repeats it.
+    pub async fn sweep(self: &Arc<Self>) -> Result<usize, StoreError> {
+        let deps = &self.deps;
+        let keys = deps.lifecycle.claimable(deps.store.as_ref()).await?;
+        for key in &keys {
+            self.wake(key);
+        }
+        Ok(keys.len())
+    }
+
+    /// The parts the actors share (the gateway's shutdown and tests reach them here).
+    pub fn deps(&self) -> &Arc<Deps> {
+        &self.deps
+    }
+}

@@ -1,0 +1,193 @@
+//! One turn: a claimed inbox event in, an answer streamed to the channel, history stored and
+//! the event marked done in one transaction. Errors reach the user as one short line with a
+//! trace id; the detail goes to the log under the same id.
+//!
+//! - this file: dispatch on the event's [`Intent`] (chat, command, approval answer, stale
+//!   button) and the small handlers.
+//! - `run`: running (or resuming) the agent with a live draft, and storing what it produced.
+//! - `report`: metrics, delivery logs and the user-facing error lines.
+
+mod report;
+mod run;
+
+use std::sync::Arc;
+
+use switchboard_channel::{ButtonPress, Channel, ChannelEvent, ConversationKey, Inbound, UserRef};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::Deps;
+use super::approval::Request;
+use crate::command::{Action, ApprovalButton, Command, Intent};
+use crate::memory::{autosave, compact_if_needed, scope_for};
+use crate::provider::{ChatMessage, Role};
+use crate::store::InboxRow;
+use run::Start;
+
+/// Process one claimed event to completion (or hand it back on abort).
+pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToken) {
+    let key = row.event.key().clone();
+    let trace = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+    let span = tracing::info_span!("turn", %key, inbox = row.id, %trace);
+    let now = || deps.lifecycle.clock().now_ms();
+    let Some(channel) = deps.outbound.channel(&key.channel).cloned() else {
+        tracing::warn!(%key, "event for a channel that is not configured; dropped");
+        let _ = deps
+            .store
+            .fail(row.id, "channel not configured", now())
+            .await;
+        return;
+    };
+    let turn = Turn {
+        deps,
+        row: &row,
+        channel: &channel,
+        trace: &trace,
+    };
+    async {
+        if let Err(err) = turn.dispatch(cancel).await {
+            tracing::error!(error = %err, "turn failed");
+            let _ = deps.store.fail(row.id, &err.to_string(), now()).await;
+        }
+    }
+    .instrument(span)
+    .await
+}
+
+/// One claimed event being processed.
+struct Turn<'a> {
+    deps: &'a Deps,
+    row: &'a InboxRow,
+    channel: &'a Arc<dyn Channel>,
+    trace: &'a str,
+}
+
+impl Turn<'_> {
+    fn key(&self) -> &ConversationKey {
+        self.row.event.key()
+    }
+
+    fn now(&self) -> i64 {
+        self.deps.lifecycle.clock().now_ms()
+    }
+
+    /// Do what the event asks. The intent is re-derived from the stored event by the same
+    /// function that classified it on the way in, so the two can never disagree.
+    async fn dispatch(&self, cancel: CancellationToken) -> anyhow::Result<()> {
+        let decide = |id, action| ApprovalButton { id, action };
+        match (&self.row.event, Intent::of(&self.row.event)) {
+            (ChannelEvent::Message(m), Intent::Message) => self.chat(m, cancel).await,
+            (ChannelEvent::Message(m), Intent::Command(Command::Approve(id))) => {
+                self.decide(&m.user, &decide(id, Action::Once), None, cancel)
+                    .await
+            }
+            (ChannelEvent::Message(m), Intent::Command(Command::Deny(id))) => {
+                self.decide(&m.user, &decide(id, Action::Deny), None, cancel)
+                    .await
+            }
+            (ChannelEvent::Message(m), Intent::Command(command)) => {
+                self.command(&command, &m.user.id).await
+            }
+            (ChannelEvent::Button(press), Intent::Button(Some(button))) => {
+                self.decide(&press.user, &button, Some(press), cancel).await
+            }
+            (ChannelEvent::Button(press), _) => self.stale_button(press).await,
+            (ChannelEvent::Message(_), Intent::Button(_)) => {
+                unreachable!("only button presses classify as buttons")
+            }
+        }
+    }
+
+    /// Mark the event done with nothing added to history.
+    async fn done(&self) -> anyhow::Result<()> {
+        self.deps
+            .store
+            .complete(self.row.id, self.key(), &[], self.now())
+            .await?;
+        Ok(())
+    }
+
+    async fn command(&self, command: &Command, user_id: &str) -> anyhow::Result<()> {
+        let deps = self.deps;
+        match command {
+            Command::New => deps.store.clear_history(self.key()).await?,
+            Command::Forget => {
+                let scope = scope_for(&deps.agents.settings().memory, self.key(), user_id);
+                let n = deps.store.forget_scope(&scope).await?;
+                tracing::info!(%scope, forgotten = n, "memory cleared by /forget");
+            }
+            _ => {}
+        }
+        self.draft().finish(command.reply()).await?;
+        self.done().await
+    }
+
+    /// A button that belongs to no approval.
+    async fn stale_button(&self, press: &ButtonPress) -> anyhow::Result<()> {
+        let text = "This button is no longer active.";
+        self.deps
+            .outbound
+            .notice(self.channel, self.key(), Some(press), text)
+            .await;
+        self.done().await
+    }
+
+    /// An approval answer (button, `/approve`, `/deny`, or expiry); resumes the turn.
+    async fn decide(
+        &self,
+        user: &UserRef,
+        button: &ApprovalButton,
+        press: Option<&ButtonPress>,
+        cancel: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let request = Request {
+            channel: self.channel,
+            key: self.key(),
+            user,
+            button,
+            press,
+        };
+        match self
+            .deps
+            .approvals
+            .decide(&self.deps.outbound, request)
+            .await?
+        {
+            None => self.done().await,
+            Some(decided) => {
+                let start = Start::Resume(Box::new(decided.state.suspension), decided.resolution);
+                let requester = &decided.approval.requester;
+                self.run(decided.state.user, requester, start, cancel).await
+            }
+        }
+    }
+
+    /// A message for the model: compact the history if due, run the turn, autosave.
+    async fn chat(&self, inbound: &Inbound, cancel: CancellationToken) -> anyhow::Result<()> {
+        let (deps, key) = (self.deps, self.key());
+        let memory = &deps.agents.settings().memory;
+        if memory.enabled {
+            // Between turns only: a running tool never sees its history rewritten.
+            let (store, provider) = (deps.store.as_ref(), deps.agents.provider());
+            let clock = deps.lifecycle.clock();
+            let compacted = compact_if_needed(store, provider, key, memory, clock).await;
+            if let Err(err) = compacted {
+                tracing::warn!(error = %err, "history compaction failed; the turn goes on");
+            }
+        }
+        let user = ChatMessage::new(Role::User, inbound.text.clone());
+        let messages = deps
+            .agents
+            .context_for(deps.store.as_ref(), key, &user)
+            .await?;
+        self.run(user, &inbound.user.id, Start::Fresh(messages), cancel)
+            .await?;
+        let scope = scope_for(memory, key, &inbound.user.id);
+        let clock = deps.lifecycle.clock();
+        let saved = autosave(deps.store.as_ref(), memory, &scope, &inbound.text, clock).await;
+        if let Err(err) = saved {
+            tracing::warn!(error = %err, "autosave failed");
+        }
+        Ok(())
+    }
+}
