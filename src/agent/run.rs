@@ -24,6 +24,9 @@ pub struct Suspension {
     /// The call waiting for a decision.
     pub pending: ToolCall,
     /// The gate's `Ask` decision about the pending call (rule and reason shown to approvers).
+    /// Approvals stored before decisions were typed carry only a `reason` string; they are
+    /// read as the policy's `Ask` so a pending approval survives the upgrade.
+    #[serde(alias = "reason", deserialize_with = "stored_decision")]
     pub decision: Decision,
     /// Calls of the same response after the pending one, not yet considered.
     pub remaining: Vec<ToolCall>,
@@ -31,6 +34,20 @@ pub struct Suspension {
     pub iterations: usize,
     /// Calls run so far.
     pub tool_calls: usize,
+}
+
+/// A suspension's decision as stored: typed, or the bare reason of older rows.
+fn stored_decision<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Decision, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Typed(Decision),
+        Reason(String),
+    }
+    Ok(match Stored::deserialize(d)? {
+        Stored::Typed(decision) => decision,
+        Stored::Reason(reason) => Decision::asked(reason),
+    })
 }
 
 /// How a person (or the clock) decided a suspended call.
@@ -333,5 +350,22 @@ fn describe_tools(messages: &mut Vec<ChatMessage>, specs: &[crate::provider::Too
             0,
             ChatMessage::new(Role::System, text.trim_start().to_owned()),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_suspension_stored_before_decisions_were_typed_still_resumes_as_asked() {
+        let old = r#"{"messages":[],"turn":[],"pending":{"id":"c1","name":"shell","args":{"command":"rm x"}},
+            "reason":"mode guarded: `rm x` is not read-only","remaining":[],"iterations":1,"tool_calls":0}"#;
+        let s: Suspension = serde_json::from_str(old).unwrap();
+        assert_eq!(s.decision.verdict, Verdict::Ask);
+        assert_eq!(s.decision.decided_by, Decider::Policy);
+        assert_eq!(s.decision.reason, "mode guarded: `rm x` is not read-only");
+        let again: Suspension = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(again, s);
     }
 }

@@ -147,6 +147,12 @@ impl Decision {
         }
     }
 
+    /// The policy asked for `reason`, with no rule recorded (approvals stored before
+    /// decisions were typed).
+    pub fn asked(reason: impl Into<String>) -> Self {
+        Self::by_mode(Verdict::Ask, reason)
+    }
+
     /// Every call runs: what an agent loop without a gate reports.
     pub fn ungated() -> Self {
         Self::by_mode(Verdict::Allow, "no policy")
