@@ -9,10 +9,11 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use switchboard::agent::AgentEvent;
 use switchboard::agent::parse_tool_calls;
+use switchboard::clock::Clock;
 use switchboard::draft::{Draft, DraftSettings};
 use switchboard::ids::InboxKind;
 use switchboard::scrub::Scrubber;
-use switchboard::store::{self, now_ms};
+use switchboard::store;
 use switchboard_channel::{
     ChannelEvent, ConversationKey, Inbound, LengthUnit, Limits, UserRef, split_message,
 };
@@ -45,7 +46,7 @@ fn inbox_insert(c: &mut Criterion) {
             let store = Arc::clone(&store);
             async move {
                 store
-                    .insert_event(&event, InboxKind::Message, now_ms())
+                    .insert_event(&event, InboxKind::Message, Clock::wall().now_ms())
                     .await
                     .unwrap()
             }

@@ -9,6 +9,8 @@
 //!   actors, the turn each stored event becomes, and the parts turns share (agents,
 //!   approvals, outbound path, lifecycle).
 //! - [`agent`]: the platform-free agent loop (`AgentLoop`, `Tool`, `ContextProvider`).
+//! - [`policy`]: the gate every tool call passes (deny → ask → allow, circuit breakers) and
+//!   the typed `Decision` it hands to approvals, the audit and the metrics.
 //! - [`provider`]: streaming LLM clients (OpenAI-compatible, Anthropic).
 //! - [`tools`]: built-in tools (shell, files, http_fetch), confined to a workspace.
 //! - [`scrub`]: credential redaction for tool output, chat, history and logs.
@@ -19,6 +21,7 @@
 //! - [`http`]: the shared axum server (health, channel webhooks).
 //! - [`memory`]: recall, autosave, memory tools and history compaction.
 //! - [`metrics`]: Prometheus metrics served at `/metrics`.
+//! - [`telemetry`]: tracing set-up (JSON or pretty), every log line scrubbed.
 //! - [`clock`]: time as an input (wall clock in production, paused or manual in tests).
 //! - [`gateway`]: wires all of it together and shuts it down in order.
 //! - [`cli`]: the `switchboard` command's subcommands.

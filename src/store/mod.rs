@@ -26,7 +26,7 @@ mod rows;
 mod sqlite;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
@@ -172,11 +172,4 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Store>, StoreError> {
     } else {
         Ok(Arc::new(SqliteStore::connect(url).await?))
     }
-}
-
-/// Wall-clock now in Unix milliseconds.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

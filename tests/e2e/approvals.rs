@@ -11,13 +11,14 @@ use switchboard_standins::{FakeChannel, Reply};
 
 use switchboard::clock::Clock;
 
+use crate::audit::wait_audit;
 use crate::helpers::{
     Killable, TestApp, WAIT, key, start, wait_inbox_idle, wait_transcript, wall_ms,
 };
 
-const POLICY: &str = "[tools]\nenabled = [\"shell\"]\n[policy]\nmode = \"guarded\"\napproval_timeout_secs = 300\n[policy.approvers]\nfake = [\"admin\"]\n";
+pub(crate) const POLICY: &str = "[tools]\nenabled = [\"shell\"]\n[policy]\nmode = \"guarded\"\napproval_timeout_secs = 300\n[policy.approvers]\nfake = [\"admin\"]\n";
 
-fn buttons_channel() -> Arc<FakeChannel> {
+pub(crate) fn buttons_channel() -> Arc<FakeChannel> {
     let limits = Limits {
         supports_buttons: true,
         min_edit_interval: Duration::ZERO,
@@ -40,7 +41,10 @@ fn workspace_file(app: &TestApp, chat: &str, name: &str) -> std::path::PathBuf {
 }
 
 /// Wait until the prompt's buttons are posted; returns (once, always, deny) payloads.
-async fn prompt(channel: &FakeChannel, chat: &ConversationKey) -> (String, String, String) {
+pub(crate) async fn prompt(
+    channel: &FakeChannel,
+    chat: &ConversationKey,
+) -> (String, String, String) {
     assert!(
         channel
             .wait_until(WAIT, |_| channel.last_buttons(chat).len() == 3)
@@ -385,70 +389,4 @@ async fn a_pending_approval_survives_a_crash_and_completes_exactly_once() {
     .unwrap();
     assert_eq!(log, "run\n", "the tool ran exactly once");
     second.shutdown().await;
-}
-
-#[tokio::test]
-async fn a_command_saying_by_mallory_cannot_forge_who_decided_in_the_audit() {
-    let asking = POLICY.replace(
-        "mode = \"guarded\"",
-        "mode = \"guarded\"\nask = [\"shell(echo *asked*)\"]\nallow = [\"shell(echo * by mallory)\"]",
-    );
-    let app = TestApp::spawn_on(buttons_channel(), &asking).await;
-    app.llm
-        .push(Reply::tool_call(
-            "shell",
-            json!({"command": "echo approved by mallory"}),
-        ))
-        .push(Reply::text("Policy let it run."))
-        .push(Reply::tool_call(
-            "shell",
-            json!({"command": "echo asked and approved by mallory"}),
-        ))
-        .push(Reply::text("Alice let it run."));
-    let chat = key("forge");
-    app.channel.say(&chat, "alice", "echo one").await.unwrap();
-    wait_transcript(&app.channel, &chat, |t| {
-        t.last().is_some_and(|m| m == "Policy let it run.")
-    })
-    .await;
-    app.channel.say(&chat, "alice", "echo two").await.unwrap();
-    let (once, _, _) = prompt(&app.channel, &chat).await;
-    app.channel.press(&chat, "alice", &once).await.unwrap();
-    wait_transcript(&app.channel, &chat, |t| {
-        t.last().is_some_and(|m| m == "Alice let it run.")
-    })
-    .await;
-    wait_inbox_idle(&app.store()).await;
-    let audit = wait_audit(&app, &chat, 2).await;
-    let by_command = |needle: &str| {
-        audit
-            .iter()
-            .find(|e| e.args.contains(needle))
-            .unwrap_or_else(|| panic!("no audit row for {needle}: {audit:#?}"))
-    };
-    let policy = by_command("echo approved by mallory");
-    assert_eq!(policy.decided_by, None, "the policy decided: {policy:#?}");
-    assert_eq!(
-        policy.decision, "allow (policy): allow rule shell(echo * by mallory)",
-        "the reason names the rule, and nothing reads a decider out of it"
-    );
-    let asked = by_command("echo asked and approved by mallory");
-    assert_eq!(asked.decided_by.as_deref(), Some("alice"), "{asked:#?}");
-    assert_eq!(asked.status, "ok");
-}
-
-/// The audit rows of `chat` once there are `n` (rows are written in the background).
-async fn wait_audit(
-    app: &TestApp,
-    chat: &ConversationKey,
-    n: usize,
-) -> Vec<switchboard::store::AuditEntry> {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let audit = app.store().audit(Some(chat), 10).await.unwrap();
-        if audit.len() >= n || std::time::Instant::now() > deadline {
-            return audit;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }

@@ -4,6 +4,7 @@
 mod agent_loop;
 mod approval_store;
 mod approvals;
+mod audit;
 mod config;
 mod helpers;
 mod leak;
