@@ -40,6 +40,9 @@ pub enum Command {
     Healthcheck(HealthcheckArgs),
     /// List, search or forget remembered facts.
     Memory(MemoryArgs),
+    /// The sandbox supervisor the gateway starts for every tool process (internal).
+    #[command(hide = true)]
+    Supervise(crate::sandbox::SupervisorArgs),
 }
 
 /// `switchboard memory` options.
@@ -188,6 +191,7 @@ pub fn check(args: ConfigArgs) -> anyhow::Result<ExitCode> {
                 config.provider.kind,
                 &*config.provider.model
             );
+            crate::sandbox::check_report(&config.sandbox, &config.gateway.data_dir);
             Ok(ExitCode::SUCCESS)
         }
         Err(err) => {

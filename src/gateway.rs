@@ -107,7 +107,7 @@ impl Gateway {
         let deps = Arc::new(Deps {
             store: Arc::clone(&store),
             provider,
-            toolbox: Toolbox::new(&config.tools, &config.gateway.data_dir),
+            toolbox: Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir),
             extra_tools: self.tools,
             context: self.context,
             max_iterations: config.agent.max_tool_iterations,
@@ -182,6 +182,7 @@ impl Gateway {
                 channels: self.channels.clone(),
                 metrics: Arc::clone(&deps.metrics),
                 registry: Arc::clone(&registry),
+                sandbox: Arc::clone(deps.toolbox.sandbox()),
             },
             routes,
             config.gateway.max_body_bytes,

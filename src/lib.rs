@@ -33,6 +33,7 @@ pub mod memory;
 pub mod metrics;
 pub mod policy;
 pub mod provider;
+pub mod sandbox;
 pub mod scrub;
 pub mod store;
 pub mod telemetry;
