@@ -110,7 +110,8 @@ impl Sandbox {
             Ok(exe) => exe.clone(),
             Err(reason) => return unavailable(reason.clone()),
         };
-        let dir = match self.prepare_workspace(&self.data_dir.join("workspaces")) {
+        // A workspace of its own: no conversation's name starts with a dot.
+        let dir = match self.prepare_workspace(&self.data_dir.join("workspaces/.probe")) {
             Ok(dir) => dir,
             Err(err) => {
                 return unavailable(format!("cannot prepare the workspaces directory: {err}"));

@@ -62,11 +62,11 @@ allowed_users = ["*"]
         text: "what is in secrets.env?",
         ..SlackMessage::default()
     };
-    let workspace = dir
-        .path()
-        .join("workspaces/slack")
-        .join(msg.channel)
-        .join(msg.ts.replace('.', "_"));
+    let workspace = dir.path().join("workspaces/slack").join(format!(
+        "{}@{}",
+        msg.channel,
+        msg.ts.replace('.', "_")
+    ));
     std::fs::create_dir_all(&workspace).unwrap();
     let planted = format!(
         "OPENAI_API_KEY={}\nGITHUB={}\nSLACK={}\nBOT={BOT_TOKEN}\n",
