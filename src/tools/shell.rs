@@ -113,23 +113,10 @@ impl ShellTool {
             let (out, err) = tokio::join!(stdout, stderr);
             (out.unwrap_or_default(), err.unwrap_or_default())
         };
-        let ((out, out_cut), (err, err_cut)) = tokio::time::timeout(DRAIN_GRACE, read)
+        let (out, err) = tokio::time::timeout(DRAIN_GRACE, read)
             .await
             .unwrap_or_default();
-        let mut text = String::from_utf8_lossy(&out).into_owned();
-        if !err.is_empty() {
-            text.push_str("\n[stderr]\n");
-            text.push_str(&String::from_utf8_lossy(&err));
-        }
-        if out_cut || err_cut || text.len() > cap {
-            let mut end = cap.min(text.len());
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            text.truncate(end);
-            text.push('\n');
-            text.push_str(TRUNCATED);
-        }
+        let text = combine(out, err, cap);
         Ok(match status {
             Err(_) => ToolResult {
                 success: false,
@@ -140,25 +127,48 @@ impl ShellTool {
                 )),
             },
             Ok(Err(err)) => ToolResult::err(format!("waiting for the command failed: {err}")),
-            Ok(Ok(status)) if status.success() => ToolResult::ok(format!("exit code: 0\n{text}")),
-            Ok(Ok(status))
-                if status.code() == Some(i32::from(REFUSED))
-                    && text.contains("switchboard sandbox") =>
-            {
-                ToolResult::err(format!(
-                    "the sandbox refused to run the command: {}",
-                    text.trim()
-                ))
-            }
-            Ok(Ok(status)) => ToolResult {
-                success: false,
-                output: text,
-                error: Some(match status.code() {
-                    Some(code) => format!("exit code: {code}"),
-                    None => "killed by a signal".to_owned(),
-                }),
-            },
+            Ok(Ok(status)) => finished(status, text),
         })
+    }
+}
+
+/// stdout, then stderr under a marker, cut to `cap` with [`TRUNCATED`] if anything was lost.
+fn combine((out, out_cut): (Vec<u8>, bool), (err, err_cut): (Vec<u8>, bool), cap: usize) -> String {
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    if !err.is_empty() {
+        text.push_str("\n[stderr]\n");
+        text.push_str(&String::from_utf8_lossy(&err));
+    }
+    if out_cut || err_cut || text.len() > cap {
+        let mut end = cap.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('\n');
+        text.push_str(TRUNCATED);
+    }
+    text
+}
+
+/// The result of a command that ran to its end.
+fn finished(status: std::process::ExitStatus, text: String) -> ToolResult {
+    if status.success() {
+        return ToolResult::ok(format!("exit code: 0\n{text}"));
+    }
+    if status.code() == Some(i32::from(REFUSED)) && text.contains("switchboard sandbox") {
+        return ToolResult::err(format!(
+            "the sandbox refused to run the command: {}",
+            text.trim()
+        ));
+    }
+    ToolResult {
+        success: false,
+        output: text,
+        error: Some(match status.code() {
+            Some(code) => format!("exit code: {code}"),
+            None => "killed by a signal".to_owned(),
+        }),
     }
 }
 

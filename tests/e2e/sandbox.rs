@@ -47,7 +47,7 @@ pub async fn call(app: &TestApp, chat: &str, tool: &str, args: Value) -> String 
         .push(Reply::text(done.clone()));
     let chat = key(chat);
     app.channel.say(&chat, "u1", "go").await.unwrap();
-    wait_transcript(&app.channel, &chat, |t| t.iter().any(|m| *m == done)).await;
+    wait_transcript(&app.channel, &chat, |t| t.contains(&done)).await;
     last_tool_message(app)
 }
 

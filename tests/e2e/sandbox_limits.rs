@@ -35,7 +35,7 @@ async fn a_fork_bomb_is_bounded_while_another_conversation_still_runs_tools() {
         .push(Reply::text("bomb done"));
     let (bomb, second) = (key("bomb"), key("second"));
     app.channel.say(&bomb, "u1", "bomb").await.unwrap();
-    while app.llm.requests().len() < 1 {
+    while app.llm.requests().is_empty() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     tokio::time::sleep(Duration::from_millis(500)).await; // the bomb is at its limit

@@ -115,7 +115,7 @@ async fn slash_stop_kills_a_running_sleep() {
     // The command runs in its own PID namespace, so find it by its unique command line.
     assert_eq!(pid, "started");
     assert!(
-        crate::sandbox::running_with_cmdline("sleep\030.25").is_empty(),
+        crate::sandbox::running_with_cmdline("sleep\x0030.25").is_empty(),
         "sleep still running"
     );
     wait_inbox_idle(&app.store()).await;
