@@ -120,10 +120,12 @@ impl Sandbox {
         let mut command = std::process::Command::new(&exe);
         command
             .arg("supervise")
-            .arg("--spec")
-            .arg(serde_json::to_string(&self.spec(&dir, None)).unwrap_or_default())
             .current_dir(&dir)
             .env_clear()
+            .env(
+                super::SPEC_VAR,
+                serde_json::to_string(&self.spec(&dir, None)).unwrap_or_default(),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -180,11 +182,13 @@ impl Sandbox {
             .map_err(|e| format!("cannot prepare the workspace: {e}"))?;
         let mut cmd = tokio::process::Command::new(exe);
         cmd.arg("supervise")
-            .arg("--spec")
-            .arg(serde_json::to_string(&self.spec(&ws, Some(command))).unwrap_or_default())
             .current_dir(&ws)
             // Nothing of the gateway's environment (API keys, tokens) reaches the command.
             .env_clear()
+            .env(
+                super::SPEC_VAR,
+                serde_json::to_string(&self.spec(&ws, Some(command))).unwrap_or_default(),
+            )
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", &ws)
             .env("TMPDIR", ws.join(TMP_DIR))

@@ -45,6 +45,38 @@ pub struct LandlockOutcome {
     pub scoped: bool,
 }
 
+/// In a fresh mount and PID namespace, mount a `/proc` that shows only this namespace's
+/// processes, so no tool sees another conversation's processes or command lines.
+pub fn private_proc() -> Result<(), String> {
+    let c = |s: &str| std::ffi::CString::new(s).unwrap_or_default();
+    let (root, proc_dir, proc_type) = (c("/"), c("/proc"), c("proc"));
+    // SAFETY: mount(2) with NUL-terminated strings that outlive the calls; only this
+    // process's private mount namespace changes.
+    let failed = unsafe {
+        libc::mount(
+            std::ptr::null(),
+            root.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+            || libc::mount(
+                proc_type.as_ptr(),
+                proc_dir.as_ptr(),
+                proc_type.as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            ) != 0
+    };
+    if failed {
+        return Err(format!(
+            "could not mount a private /proc: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
 /// Drop to `uid`/`gid` with no supplementary groups (only when running as root).
 pub fn drop_ids(uid: u32, gid: u32) -> Result<(), String> {
     // SAFETY: plain credential syscalls on this single-threaded process; no memory shared.

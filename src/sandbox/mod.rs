@@ -31,11 +31,15 @@ pub use posture::{Namespaces, Posture};
 /// missing in `enforce` mode).
 pub const REFUSED: u8 = 125;
 
+/// The environment variable that carries the [`Spec`] to the supervisor. Not an argument:
+/// command lines are world-readable in `/proc`, environments are not.
+pub const SPEC_VAR: &str = "SWITCHBOARD_SANDBOX_SPEC";
+
 /// `switchboard supervise` (hidden; started by the gateway, never by people).
 #[derive(Debug, clap::Args)]
 pub struct SupervisorArgs {
     /// The [`Spec`] as JSON.
-    #[arg(long)]
+    #[arg(long, env = SPEC_VAR, hide_env_values = true)]
     pub spec: String,
 }
 

@@ -37,6 +37,8 @@ pub struct Posture {
     pub seccomp: bool,
     /// Namespaces in use.
     pub namespaces: Namespaces,
+    /// `/proc` shows only the tool's own processes (a private mount in its PID namespace).
+    pub private_proc: bool,
     /// uid tool processes run as.
     pub uid: u32,
     /// Resource limits applied.
@@ -59,6 +61,7 @@ impl Posture {
             scoped: false,
             seccomp: false,
             namespaces: Namespaces::None,
+            private_proc: false,
             uid: 0,
             limits: None,
             network,
@@ -132,10 +135,12 @@ impl fmt::Display for Posture {
                 on_off(self.scoped)
             )?,
         }
-        let ns = match self.namespaces {
-            Namespaces::UserPid => "user+pid",
-            Namespaces::Pid => "pid",
-            Namespaces::None => "none (subreaper)",
+        let ns = match (self.namespaces, self.private_proc) {
+            (Namespaces::UserPid, true) => "user+pid+mount (private /proc)",
+            (Namespaces::UserPid, false) => "user+pid (host /proc)",
+            (Namespaces::Pid, true) => "pid+mount (private /proc)",
+            (Namespaces::Pid, false) => "pid (host /proc)",
+            (Namespaces::None, _) => "none (subreaper)",
         };
         write!(
             f,
@@ -180,6 +185,7 @@ mod tests {
             scoped: true,
             seccomp: true,
             namespaces: Namespaces::UserPid,
+            private_proc: true,
             uid: 65534,
             limits: Some(Limits::default()),
             network: Network::Off,

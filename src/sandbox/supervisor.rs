@@ -21,9 +21,10 @@ pub fn supervise(spec: &str) -> u8 {
             return REFUSED;
         }
     };
-    // SAFETY: process-level syscalls at the start of a single-threaded process; the only
-    // memory passed is the signal set below, which lives on this stack frame.
+    // SAFETY: process-level calls at the start of a single-threaded process (so changing
+    // the environment races with nothing); the only memory passed lives on this frame.
     unsafe {
+        std::env::remove_var(super::SPEC_VAR);
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
         libc::setsid();
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
@@ -90,8 +91,8 @@ fn spawn(spec: &Spec, argv: &[CString]) -> std::io::Result<(i32, Namespaces)> {
     let mut last = std::io::Error::other("no attempt");
     for ns in attempts(spec) {
         let flags = match ns {
-            Namespaces::UserPid => libc::CLONE_NEWUSER | libc::CLONE_NEWPID,
-            Namespaces::Pid => libc::CLONE_NEWPID,
+            Namespaces::UserPid => libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS,
+            Namespaces::Pid => libc::CLONE_NEWPID | libc::CLONE_NEWNS,
             Namespaces::None => 0,
         };
         let mut sync = [0i32; 2];
@@ -217,6 +218,11 @@ fn confine(spec: &Spec, ns: Namespaces) -> Posture {
     posture.missing.clear();
     posture.namespaces = ns;
     let mut notes = Vec::new();
+    if ns != Namespaces::None {
+        // Before Landlock, which forbids mounts and ties its /proc rule to this mount.
+        // Not a required layer: without it the posture says "host /proc".
+        posture.private_proc = layers::private_proc().is_ok();
+    }
     if spec.mode != Mode::Off {
         match layers::set_limits(&spec.limits) {
             Ok(()) => posture.limits = Some(spec.limits),

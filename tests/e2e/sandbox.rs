@@ -247,3 +247,40 @@ async fn a_tool_cannot_signal_the_gateway() {
         assert!(again.contains("alive"), "{again}");
     }
 }
+
+#[tokio::test]
+async fn a_tool_cannot_see_another_conversations_processes() {
+    let app = spawn("namespaces = true").await;
+    let marker = "hidden-marker-5e1d";
+    app.llm
+        .push(Reply::tool_call(
+            "shell",
+            json!({"command": format!("sleep 3; echo {marker}")}),
+        ))
+        .push(Reply::tool_call(
+            "shell",
+            json!({"command": "cat /proc/*/cmdline | tr '\\0' ' '; ls /proc | grep -c '^[0-9]'"}),
+        ))
+        .push(Reply::text("peek done"))
+        .push(Reply::text("sleep done"));
+    let (sleeper, peeker) = (key("sleeper"), key("peeker"));
+    app.channel.say(&sleeper, "u1", "sleep").await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running_with_cmdline(marker).is_empty() {
+        assert!(Instant::now() < deadline, "the other command never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    app.channel.say(&peeker, "u1", "peek").await.unwrap();
+    wait_transcript(&app.channel, &peeker, |t| t == ["peek done"]).await;
+    let seen = last_tool_message(&app);
+    assert!(seen.contains("/proc/"), "{seen}");
+    assert!(
+        !seen.contains(marker),
+        "another conversation's command line: {seen}"
+    );
+    assert!(
+        !running_with_cmdline(marker).is_empty(),
+        "still running while peeked at"
+    );
+    wait_transcript(&app.channel, &sleeper, |t| t == ["sleep done"]).await;
+}
