@@ -27,6 +27,8 @@ pub fn supervise(spec: &str) -> u8 {
         std::env::remove_var(super::SPEC_VAR);
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
         libc::setsid();
+        // Fires when the spawning *thread* ends: the gateway spawns from tokio worker
+        // threads, which live as long as its runtime.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
         if libc::getppid() != spec.parent {
             return REFUSED; // the gateway is already gone
