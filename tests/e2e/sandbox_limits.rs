@@ -299,3 +299,62 @@ async fn file_tools_and_shell_share_the_workspace_as_the_sandbox_user() {
     .await;
     assert!(out.contains("from-tool") && out.contains("ok"), "{out}");
 }
+
+#[tokio::test]
+async fn extra_read_and_extra_write_open_exactly_those_paths() {
+    let outside = tempfile::tempdir().unwrap();
+    let (ro, rw, no) = (
+        outside.path().join("ro"),
+        outside.path().join("rw"),
+        outside.path().join("no"),
+    );
+    for dir in [&ro, &rw, &no] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("f"), "visible").unwrap();
+    }
+    // The sandbox user must pass plain permissions; Landlock is what is tested.
+    std::process::Command::new("chmod")
+        .args(["-R", "a+rwX"])
+        .arg(outside.path())
+        .status()
+        .unwrap();
+    let app = spawn(&format!(
+        "extra_read = [\"{}\"]\nextra_write = [\"{}\"]",
+        ro.display(),
+        rw.display()
+    ))
+    .await;
+    let out = shell(
+        &app,
+        "extra",
+        &format!(
+            "cat {ro}/f && echo read-ok; echo x > {ro}/g || echo ro-write-denied; echo x > {rw}/g && echo rw-write-ok; cat {no}/f || echo no-read-denied",
+            ro = ro.display(),
+            rw = rw.display(),
+            no = no.display()
+        ),
+    )
+    .await;
+    for expected in [
+        "read-ok",
+        "ro-write-denied",
+        "rw-write-ok",
+        "no-read-denied",
+    ] {
+        assert!(out.contains(expected), "{expected}: {out}");
+    }
+    assert!(rw.join("g").exists() && !ro.join("g").exists());
+}
+
+#[tokio::test]
+async fn mode_off_runs_unconfined_and_says_so() {
+    let app = spawn("mode = \"off\"").await;
+    let url = format!("http://{}/readyz", app.gateway().addr());
+    let body: serde_json::Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
+    assert!(
+        body.to_string().contains("mode off: tools run unconfined"),
+        "{body}"
+    );
+    let out = shell(&app, "off", "echo runs").await;
+    assert!(out.contains("runs"), "{out}");
+}
