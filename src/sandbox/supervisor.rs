@@ -200,6 +200,44 @@ fn child(spec: &Spec, ns: Namespaces, sync: i32, argv: &[CString]) -> ! {
         eprintln!("switchboard sandbox: {reason}");
         exit_now(REFUSED);
     }
+    if ns != Namespaces::None {
+        be_init(argv);
+    }
+    exec(argv)
+}
+
+/// As PID 1 of the tool's namespace: run the command as our child and reap every orphan
+/// until it exits (a shell as PID 1 would leave them as zombies, counted against the
+/// process limit), then exit, which kills whatever is left in the namespace.
+fn be_init(argv: &[CString]) -> ! {
+    // SAFETY: fork in a single-threaded process; the child only execs.
+    let command = unsafe { libc::fork() };
+    if command == 0 {
+        exec(argv);
+    }
+    if command < 0 {
+        exit_now(REFUSED);
+    }
+    loop {
+        let mut status = 0;
+        // SAFETY: waiting for any child into our stack variable.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid == command {
+            // PID 1 cannot re-raise a signal on itself, so a signal becomes 128 + signal.
+            exit_now(if libc::WIFSIGNALED(status) {
+                128u8.wrapping_add(libc::WTERMSIG(status) as u8)
+            } else {
+                libc::WEXITSTATUS(status) as u8
+            });
+        }
+        if pid < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            exit_now(REFUSED);
+        }
+    }
+}
+
+/// Replace this process with `sh -c <command>`.
+fn exec(argv: &[CString]) -> ! {
     let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
     // SAFETY: argv is a NULL-terminated array of valid C strings that outlive the call;

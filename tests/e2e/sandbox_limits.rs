@@ -358,3 +358,18 @@ async fn mode_off_runs_unconfined_and_says_so() {
     let out = shell(&app, "off", "echo runs").await;
     assert!(out.contains("runs"), "{out}");
 }
+
+#[tokio::test]
+async fn orphans_are_reaped_so_they_do_not_use_up_the_process_limit() {
+    for posture in POSTURES {
+        let app = spawn(&format!("{posture}\n[sandbox.limits]\nprocesses = 24")).await;
+        let out = shell(
+            &app,
+            "orphans",
+            "i=0; while [ $i -lt 100 ]; do (sleep 0 &); i=$((i+1)); done; echo survived-$i",
+        )
+        .await;
+        assert!(out.contains("survived-100"), "{posture}: {out}");
+        assert!(!out.contains("fork"), "{posture}: {out}");
+    }
+}
