@@ -373,3 +373,10 @@ async fn orphans_are_reaped_so_they_do_not_use_up_the_process_limit() {
         assert!(!out.contains("fork"), "{posture}: {out}");
     }
 }
+
+#[test]
+fn the_example_config_spells_out_the_sandbox_defaults() {
+    let example = include_str!("../../config/switchboard.example.toml");
+    let config = switchboard::config::parse(example, "example", &[]).unwrap();
+    assert_eq!(config.sandbox, SandboxConfig::default());
+}
