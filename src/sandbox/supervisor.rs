@@ -10,7 +10,7 @@ use std::io::Write;
 use super::config::Mode;
 use super::layers;
 use super::posture::{Namespaces, Posture};
-use super::{REFUSED, Spec};
+use super::{REFUSED, Spec, procs};
 
 /// Run the supervisor for `spec` (JSON); returns only on failure to start, with an exit code.
 pub fn supervise(spec: &str) -> u8 {
@@ -303,76 +303,17 @@ fn wait(child: i32, ns: Namespaces, signals: &libc::sigset_t) -> i32 {
         // SAFETY: sigwaitinfo with a valid, blocked set and no info struct.
         let sig = unsafe { libc::sigwaitinfo(signals, std::ptr::null_mut()) };
         if sig == libc::SIGCHLD {
-            if let Some(status) = reap_all(child) {
-                kill_tree(child, ns);
+            if let Some(status) = procs::reap_all(child) {
+                procs::kill_tree(child, ns != Namespaces::None);
                 return status;
             }
         } else if sig > 0 {
-            kill_tree(child, ns);
+            procs::kill_tree(child, ns != Namespaces::None);
             // SAFETY: waiting for our own child, now killed.
             let mut status = 0;
             unsafe { libc::waitpid(child, &mut status, 0) };
             return status;
         }
-    }
-}
-
-/// Reap every exited child; returns the command's status once it is among them.
-fn reap_all(child: i32) -> Option<i32> {
-    let mut found = None;
-    loop {
-        let mut status = 0;
-        // SAFETY: non-blocking wait for any child; status is our stack variable.
-        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-        if pid <= 0 {
-            return found;
-        }
-        if pid == child {
-            found = Some(status);
-        }
-    }
-}
-
-/// Kill everything the command started. In a PID namespace killing its init is enough;
-/// otherwise every descendant was reparented to us (subreaper), so kill until none is left.
-fn kill_tree(child: i32, ns: Namespaces) {
-    // SAFETY: SIGKILL to our child (an exited one yields ESRCH).
-    unsafe { libc::kill(child, libc::SIGKILL) };
-    if ns != Namespaces::None {
-        return;
-    }
-    // SAFETY: getpid has no arguments.
-    let me = unsafe { libc::getpid() };
-    // Any live descendant has an ancestor that is our child (an orphan is reparented to
-    // us), so no children means nothing left, without scanning /proc.
-    for _ in 0..1000 {
-        if !has_children() {
-            return;
-        }
-        let descendants = super::procs::descendants(me);
-        if descendants.is_empty() {
-            return;
-        }
-        for pid in descendants {
-            // SAFETY: SIGKILL to a descendant of ours.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        reap_all(-1);
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-}
-
-/// Whether this process has any child, live or zombie.
-fn has_children() -> bool {
-    // SAFETY: waitid with WNOWAIT only inspects; info is our zeroed stack struct.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        libc::waitid(
-            libc::P_ALL,
-            0,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        ) == 0
     }
 }
 

@@ -101,6 +101,13 @@ async fn slash_stop_kills_a_running_sleep() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
+    while crate::sandbox::running_with_cmdline("sleep\x0030.25").is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sleep never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let started = std::time::Instant::now();
     app.channel.say(&chat, "u1", "/stop").await.unwrap();
     wait_transcript(&app.channel, &chat, |t| {
