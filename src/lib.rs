@@ -8,6 +8,8 @@
 //! - [`agent`]: the platform-free agent loop (`AgentLoop`, `Tool`, `ContextProvider`).
 //! - [`provider`]: streaming LLM clients (OpenAI-compatible, Anthropic).
 //! - [`tools`]: built-in tools (shell, files, http_fetch), confined to a workspace.
+//! - [`sandbox`]: the supervisor every tool process runs under (namespaces, limits, Landlock,
+//!   seccomp) and the posture it measured on this host.
 //! - [`scrub`]: credential redaction for tool output, chat, history and logs.
 //! - [`draft`]: the live draft message an answer streams into, throttled and split.
 //! - [`governor`]: one send/edit budget per chat, shared by every draft in it.

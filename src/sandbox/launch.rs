@@ -242,3 +242,55 @@ fn run_bounded(mut command: std::process::Command, limit: Duration) -> std::io::
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_supervisor_disables_the_shell_with_the_reason_everywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = SandboxConfig {
+            supervisor: Some("/nonexistent/switchboard".into()),
+            ..SandboxConfig::default()
+        };
+        let sandbox = Sandbox::new(&config, dir.path());
+        let reason = sandbox.posture().disabled_reason().unwrap();
+        assert!(reason.contains("/nonexistent/switchboard"), "{reason}");
+        assert_eq!(sandbox.warnings(), vec![reason.clone()]);
+        assert_eq!(sandbox.command(dir.path(), "true").unwrap_err(), reason);
+    }
+
+    #[test]
+    fn off_must_be_spelled_out_and_is_warned_about() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = SandboxConfig {
+            mode: Mode::Off,
+            supervisor: Some("/nonexistent/switchboard".into()),
+            ..SandboxConfig::default()
+        };
+        let sandbox = Sandbox::new(&config, dir.path());
+        assert!(sandbox.warnings()[0].contains("unconfined"));
+        assert_eq!(SandboxConfig::default().mode, Mode::Enforce);
+    }
+
+    #[test]
+    fn a_workspace_is_created_with_its_tmp_dir_and_owned_by_the_sandbox_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = SandboxConfig {
+            supervisor: Some("/nonexistent/switchboard".into()),
+            ..SandboxConfig::default()
+        };
+        let sandbox = Sandbox::new(&config, dir.path());
+        let ws = sandbox
+            .prepare_workspace(&dir.path().join("workspaces/c/chat"))
+            .unwrap();
+        assert!(ws.is_absolute() && ws.join(TMP_DIR).is_dir());
+        if let Some((uid, _)) = sandbox.owner() {
+            use std::os::unix::fs::MetadataExt;
+            assert_eq!(std::fs::metadata(&ws).unwrap().uid(), uid);
+            let above = std::fs::metadata(dir.path()).unwrap().mode();
+            assert_eq!(above & 0o001, 0o001, "data_dir is searchable");
+        }
+    }
+}
