@@ -1,8 +1,9 @@
 //! The seccomp filter of tool processes: EPERM for the system calls a shell never needs
 //! and a sandbox escape often does (ptrace, other processes' memory, io_uring, namespaces,
-//! mounts, keyrings, BPF, perf, userfaultfd), namespace flags on `clone`, and every socket
-//! family but `AF_UNIX` while the network is off. `clone3` answers ENOSYS, so libc falls
-//! back to `clone`, whose flags the filter can see.
+//! mounts, keyrings, BPF, perf, userfaultfd), namespace flags on `clone`, and `socket`
+//! itself unless the network is open (`socketpair` stays; with TCP ports allowed, IPv4 and
+//! IPv6 only). `clone3` answers ENOSYS, so libc falls back to `clone`, whose flags the
+//! filter can see.
 
 use std::collections::BTreeMap;
 
@@ -67,20 +68,24 @@ pub fn deny_filter(network: &Network) -> Result<BpfProgram, String> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
-    let allowed_families: &[i32] = match network {
-        Network::Off => &[libc::AF_UNIX],
-        Network::Ports(_) => &[libc::AF_UNIX, libc::AF_INET, libc::AF_INET6],
-        Network::Full => &[],
-    };
-    if !allowed_families.is_empty() {
-        let other_family = allowed_families
-            .iter()
-            .map(|&family| cond(0, SeccompCmpOp::Ne, family as u64))
-            .collect::<Result<Vec<_>, _>>()?;
-        rules.insert(
-            libc::SYS_socket,
-            vec![SeccompRule::new(other_family).map_err(|e| e.to_string())?],
-        );
+    match network {
+        Network::Full => {}
+        // Not even AF_UNIX: Landlock below ABI 9 does not mediate connecting to a named
+        // socket, so the host's (a database's trust-auth socket, docker.sock) would be
+        // reachable. `socketpair` stays allowed.
+        Network::Off => {
+            rules.insert(libc::SYS_socket, Vec::new());
+        }
+        Network::Ports(_) => {
+            let other_family = [libc::AF_INET, libc::AF_INET6]
+                .iter()
+                .map(|&family| cond(0, SeccompCmpOp::Ne, family as u64))
+                .collect::<Result<Vec<_>, _>>()?;
+            rules.insert(
+                libc::SYS_socket,
+                vec![SeccompRule::new(other_family).map_err(|e| e.to_string())?],
+            );
+        }
     }
     compile(rules, libc::EPERM)
 }

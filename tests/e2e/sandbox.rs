@@ -284,3 +284,37 @@ async fn a_tool_cannot_see_another_conversations_processes() {
     );
     wait_transcript(&app.channel, &sleeper, |t| t == ["sleep done"]).await;
 }
+
+#[tokio::test]
+async fn a_unix_socket_outside_the_workspace_cannot_be_reached() {
+    if !std::path::Path::new("/usr/bin/node").exists() {
+        eprintln!("skipped: node (used as the socket client) is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("daemon.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    // Plain permissions would let anyone in, like a trust-auth database socket.
+    std::process::Command::new("chmod")
+        .args(["-R", "a+rwx"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    let connect = format!(
+        "node -e \"require('net').connect('{}').on('connect', () => {{ console.log('unix-connected'); process.exit(0) }}).on('error', e => {{ console.log('unix-failed', e.code); process.exit(3) }})\"",
+        path.display()
+    );
+    for posture in POSTURES {
+        for network in ["\"off\"", "[80]"] {
+            let app = spawn(&format!("{posture}\nnetwork = {network}")).await;
+            let out = shell(&app, "unix", &connect).await;
+            assert!(
+                out.contains("unix-failed"),
+                "{posture}, network {network}: {out}"
+            );
+        }
+    }
+    let open = spawn("network = \"full\"").await;
+    let out = shell(&open, "unix", &connect).await;
+    assert!(out.contains("unix-connected"), "network full: {out}");
+}
