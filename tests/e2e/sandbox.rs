@@ -318,3 +318,52 @@ async fn a_unix_socket_outside_the_workspace_cannot_be_reached() {
     let out = shell(&open, "unix", &connect).await;
     assert!(out.contains("unix-connected"), "network full: {out}");
 }
+
+#[tokio::test]
+async fn tool_processes_die_with_the_gateway() {
+    use switchboard::sandbox::{Limits, Mode, Network, SPEC_VAR, Sandbox, SandboxConfig, Spec};
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(&SandboxConfig::default(), dir.path());
+    let ws = sandbox
+        .prepare_workspace(&dir.path().join("workspaces/orphaned"))
+        .unwrap();
+    let spec = Spec {
+        command: Some("setsid sleep 34.5 & sleep 34.5".into()),
+        workspace: ws.clone(),
+        mode: Mode::Enforce,
+        network: Network::Off,
+        extra_read: Vec::new(),
+        extra_write: Vec::new(),
+        limits: Limits::default(),
+        drop_to: sandbox.owner(),
+        namespaces: true,
+        parent: -1,
+    };
+    let template = serde_json::to_string(&spec).unwrap();
+    // A stand-in gateway: a shell that starts the supervisor with its own pid as the parent.
+    let mut gateway = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "export {SPEC_VAR}=\"$(printf '%s' \"$T\" | sed \"s/\\\"parent\\\":-1/\\\"parent\\\":$$/\")\"; \"$SB\" supervise & exec sleep 30"
+        ))
+        .env("T", template)
+        .env("SB", env!("CARGO_BIN_EXE_switchboard"))
+        .current_dir(&ws)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running_with_cmdline("sleep\x0034.5").len() < 2 {
+        assert!(Instant::now() < deadline, "the tool never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    gateway.kill().unwrap(); // SIGKILL: no clean-up of its own
+    gateway.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !running_with_cmdline("sleep\x0034.5").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "tool processes outlived the gateway"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
