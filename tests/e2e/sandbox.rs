@@ -321,6 +321,12 @@ async fn a_unix_socket_outside_the_workspace_cannot_be_reached() {
 
 #[tokio::test]
 async fn tool_processes_die_with_the_gateway() {
+    for namespaces in [true, false] {
+        die_with_the_gateway(namespaces).await;
+    }
+}
+
+async fn die_with_the_gateway(namespaces: bool) {
     use switchboard::sandbox::{Limits, Mode, Network, SPEC_VAR, Sandbox, SandboxConfig, Spec};
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(&SandboxConfig::default(), dir.path());
@@ -336,7 +342,7 @@ async fn tool_processes_die_with_the_gateway() {
         extra_write: Vec::new(),
         limits: Limits::default(),
         drop_to: sandbox.owner(),
-        namespaces: true,
+        namespaces,
         parent: -1,
     };
     let template = serde_json::to_string(&spec).unwrap();
