@@ -26,6 +26,8 @@ RUN apt-get update \
     && chown switchboard /data
 COPY --from=builder /src/target/release/switchboard /usr/local/bin/switchboard
 COPY config/switchboard.example.toml /config/switchboard.toml
+# Tool processes are sandboxed by re-executing this same binary as their supervisor; it needs
+# no capability and works under Docker's default seccomp profile (see README, Sandboxed tools).
 USER switchboard
 WORKDIR /data
 VOLUME ["/data"]

@@ -47,6 +47,9 @@ pub enum Command {
     Healthcheck(HealthcheckArgs),
     /// List, search or forget remembered facts.
     Memory(MemoryArgs),
+    /// The sandbox supervisor the gateway starts for every tool process (internal).
+    #[command(hide = true)]
+    Supervise(crate::sandbox::SupervisorArgs),
 }
 
 /// `switchboard memory` options.
@@ -206,6 +209,7 @@ pub fn check(args: ConfigArgs) -> anyhow::Result<ExitCode> {
             if !skipped.is_empty() {
                 println!("skipped at run: {}", skipped.join(", "));
             }
+            crate::sandbox::check_report(&config.sandbox, &config.gateway.data_dir);
             Ok(ExitCode::SUCCESS)
         }
         Err(err) => {

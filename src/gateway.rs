@@ -131,6 +131,7 @@ impl Gateway {
                 channels: self.channels.clone(),
                 metrics: Arc::clone(&deps.metrics),
                 registry: Arc::clone(&registry),
+                sandbox: Arc::clone(deps.agents.sandbox()),
             },
             routes,
             config.gateway.max_body_bytes,
@@ -168,7 +169,7 @@ impl Gateway {
             native_tools: config.provider.native_tools,
             memory: config.memory.clone(),
         };
-        let toolbox = Toolbox::new(&config.tools, &config.gateway.data_dir);
+        let toolbox = Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir);
         let agents = Agents::new(
             provider,
             toolbox,

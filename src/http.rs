@@ -27,6 +27,8 @@ pub struct HealthState {
     pub metrics: Arc<Metrics>,
     /// Live conversations, for the active gauge.
     pub registry: Arc<Registry>,
+    /// The tool sandbox, whose posture `/readyz` shows (informational: never gates readiness).
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
 }
 
 /// The gateway's own paths; a channel claiming one of them is a config error.
@@ -79,6 +81,7 @@ async fn readyz(State(state): State<HealthState>) -> impl IntoResponse {
         "ok": db.is_ok(),
         "detail": db.err().map(|e| e.to_string()).unwrap_or_else(|| "ok".into()),
     })];
+    checks.push(crate::sandbox::readyz_check(&state.sandbox));
     for channel in &state.channels {
         let health = channel.health();
         ready &= health.ready;

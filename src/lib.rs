@@ -13,6 +13,8 @@
 //!   the typed `Decision` it hands to approvals, the audit and the metrics.
 //! - [`provider`]: streaming LLM clients (OpenAI-compatible, Anthropic).
 //! - [`tools`]: built-in tools (shell, files, http_fetch), confined to a workspace.
+//! - [`sandbox`]: the supervisor every tool process runs under (namespaces, limits, Landlock,
+//!   seccomp) and the posture it measured on this host.
 //! - [`scrub`]: credential redaction for tool output, chat, history and logs.
 //! - [`draft`]: the live draft message an answer streams into, throttled and split.
 //! - [`governor`]: one send/edit budget per chat, shared by every draft in it.
@@ -44,6 +46,7 @@ pub mod memory;
 pub mod metrics;
 pub mod policy;
 pub mod provider;
+pub mod sandbox;
 pub mod scrub;
 pub mod store;
 pub mod telemetry;

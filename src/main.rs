@@ -5,9 +5,17 @@ use std::process::ExitCode;
 use clap::Parser;
 use switchboard::cli::{Cli, Command};
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The sandbox supervisor must stay single-threaded: dispatch it before the runtime starts.
+    if let Command::Supervise(args) = &cli.command {
+        return switchboard::sandbox::supervise(args);
+    }
+    run(cli)
+}
+
+#[tokio::main]
+async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => switchboard::cli::run(args).await,
         Command::Check(args) => switchboard::cli::check(args),
@@ -16,6 +24,7 @@ async fn main() -> ExitCode {
         Command::Approvals(args) => switchboard::cli::approvals(args).await,
         Command::Healthcheck(args) => switchboard::cli::healthcheck(args).await,
         Command::Memory(args) => switchboard::cli::memory(args).await,
+        Command::Supervise(args) => return switchboard::sandbox::supervise(&args),
     };
     match result {
         Ok(code) => code,

@@ -47,6 +47,9 @@ pub struct Config {
     /// Long-term memory and history compaction.
     #[serde(default)]
     pub memory: MemoryConfig,
+    /// How tool processes are confined (`[sandbox]`).
+    #[serde(default)]
+    pub sandbox: crate::sandbox::SandboxConfig,
     /// Chat platform instances by name; the name is the `channel` of their conversations.
     #[serde(default)]
     pub channels: BTreeMap<String, ChannelConfig>,

@@ -54,6 +54,11 @@ pub struct Agents {
 }
 
 impl Agents {
+    /// The sandbox tool processes start in (its posture is reported by `/readyz`).
+    pub fn sandbox(&self) -> &Arc<crate::sandbox::Sandbox> {
+        self.toolbox.sandbox()
+    }
+
     /// Agents over `provider` and `toolbox`, gated by `policy`.
     pub fn new(
         provider: Arc<dyn Provider>,

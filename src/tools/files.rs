@@ -1,16 +1,17 @@
 //! File tools confined to the conversation's workspace: `file_read` (with line ranges),
-//! `file_write`, `file_edit` (one exact, unique replacement) and `file_list`.
-
-use std::path::PathBuf;
+//! `file_write`, `file_edit` (one exact, unique replacement) and `file_list`. Every access
+//! goes through the workspace's directory handle ([`WorkspaceDir`]).
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::path::confine;
+use super::path::WorkspaceDir;
 use crate::agent::{Tool, ToolResult};
 
 /// Largest file `file_read` returns whole.
 const MAX_READ_BYTES: usize = 256 * 1024;
+/// Largest file `file_read` and `file_edit` load at all.
+const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// Most entries `file_list` shows.
 const MAX_LIST: usize = 1000;
 
@@ -30,12 +31,12 @@ pub enum FileOp {
 /// One file tool bound to one workspace.
 pub struct FileTool {
     op: FileOp,
-    workspace: PathBuf,
+    workspace: WorkspaceDir,
 }
 
 impl FileTool {
     /// A tool doing `op` inside `workspace`.
-    pub fn new(op: FileOp, workspace: PathBuf) -> Self {
+    pub fn new(op: FileOp, workspace: WorkspaceDir) -> Self {
         Self { op, workspace }
     }
 }
@@ -87,37 +88,40 @@ impl Tool for FileTool {
     }
 
     async fn execute(&self, args: Value) -> ToolResult {
-        let rel = args["path"].as_str().unwrap_or(".");
-        let path = match confine(&self.workspace, rel) {
-            Ok(path) => path,
-            Err(e) => return ToolResult::err(e),
-        };
-        let result = match self.op {
-            FileOp::Read => {
-                read(
-                    &path,
+        let (op, ws) = (self.op, self.workspace.clone());
+        let rel = args["path"].as_str().unwrap_or(".").to_owned();
+        let run = move || {
+            match op {
+                FileOp::Read => read(
+                    &ws,
+                    &rel,
                     args["start_line"].as_u64(),
                     args["end_line"].as_u64(),
-                )
-                .await
-            }
-            FileOp::Write => write(&path, args["content"].as_str().unwrap_or_default()).await,
-            FileOp::Edit => {
-                edit(
-                    &path,
+                ),
+                FileOp::Write => write(&ws, &rel, args["content"].as_str().unwrap_or_default()),
+                FileOp::Edit => edit(
+                    &ws,
+                    &rel,
                     args["old"].as_str().unwrap_or_default(),
                     args["new"].as_str().unwrap_or_default(),
-                )
-                .await
+                ),
+                FileOp::List => list(&ws, &rel),
             }
-            FileOp::List => list(&path).await,
+            .unwrap_or_else(|e| ToolResult::err(format!("{rel}: {e}")))
         };
-        result.unwrap_or_else(|e| ToolResult::err(format!("{rel}: {e}")))
+        tokio::task::spawn_blocking(run)
+            .await
+            .unwrap_or_else(|e| ToolResult::err(format!("the file tool failed: {e}")))
     }
 }
 
-async fn read(path: &PathBuf, start: Option<u64>, end: Option<u64>) -> Result<ToolResult, String> {
-    let bytes = tokio::fs::read(path).await.map_err(|e| e.to_string())?;
+fn read(
+    ws: &WorkspaceDir,
+    rel: &str,
+    start: Option<u64>,
+    end: Option<u64>,
+) -> Result<ToolResult, String> {
+    let bytes = ws.read_file(rel, MAX_FILE_BYTES)?;
     if bytes.contains(&0) {
         return Ok(ToolResult::err("binary file; not shown"));
     }
@@ -140,27 +144,17 @@ async fn read(path: &PathBuf, start: Option<u64>, end: Option<u64>) -> Result<To
     Ok(ToolResult::ok(out))
 }
 
-async fn write(path: &PathBuf, content: &str) -> Result<ToolResult, String> {
-    if let Some(parent) = path.parent() {
-        tokio::fs::create_dir_all(parent)
-            .await
-            .map_err(|e| e.to_string())?;
-    }
-    tokio::fs::write(path, content)
-        .await
-        .map_err(|e| e.to_string())?;
+fn write(ws: &WorkspaceDir, rel: &str, content: &str) -> Result<ToolResult, String> {
+    ws.write_file(rel, content.as_bytes())?;
     Ok(ToolResult::ok(format!("wrote {} bytes", content.len())))
 }
 
-async fn edit(path: &PathBuf, old: &str, new: &str) -> Result<ToolResult, String> {
-    let text = tokio::fs::read_to_string(path)
-        .await
-        .map_err(|e| e.to_string())?;
+fn edit(ws: &WorkspaceDir, rel: &str, old: &str, new: &str) -> Result<ToolResult, String> {
+    let bytes = ws.read_file(rel, MAX_FILE_BYTES)?;
+    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())?;
     match text.matches(old).count() {
         1 => {
-            tokio::fs::write(path, text.replacen(old, new, 1))
-                .await
-                .map_err(|e| e.to_string())?;
+            ws.write_file(rel, text.replacen(old, new, 1).as_bytes())?;
             Ok(ToolResult::ok("replaced 1 occurrence"))
         }
         0 => Ok(ToolResult::err(
@@ -172,16 +166,8 @@ async fn edit(path: &PathBuf, old: &str, new: &str) -> Result<ToolResult, String
     }
 }
 
-async fn list(path: &PathBuf) -> Result<ToolResult, String> {
-    tokio::fs::create_dir_all(path).await.ok();
-    let mut dir = tokio::fs::read_dir(path).await.map_err(|e| e.to_string())?;
-    let mut names = Vec::new();
-    while let Some(entry) = dir.next_entry().await.map_err(|e| e.to_string())? {
-        let is_dir = entry.file_type().await.is_ok_and(|t| t.is_dir());
-        let name = entry.file_name().to_string_lossy().into_owned();
-        names.push(if is_dir { format!("{name}/") } else { name });
-    }
-    names.sort();
+fn list(ws: &WorkspaceDir, rel: &str) -> Result<ToolResult, String> {
+    let mut names = ws.list_dir(rel)?;
     let total = names.len();
     names.truncate(MAX_LIST);
     let mut out = names.join("\n");
@@ -200,7 +186,7 @@ mod tests {
     use super::*;
 
     fn tool(op: FileOp, dir: &tempfile::TempDir) -> FileTool {
-        FileTool::new(op, dir.path().to_path_buf())
+        FileTool::new(op, WorkspaceDir::new(dir.path().to_path_buf(), None))
     }
 
     #[tokio::test]

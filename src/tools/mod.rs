@@ -1,5 +1,8 @@
 //! Built-in tools, each confined to one conversation's workspace under
-//! `[gateway] data_dir/workspaces/`. The `Toolbox` makes the enabled set for a conversation.
+//! `[gateway] data_dir/workspaces/`. The `Toolbox` makes the enabled set for a conversation;
+//! the shell runs through the [`Sandbox`], the file tools through a directory handle.
+//! Workspaces are siblings, never nested: a thread's is `<channel>/<chat>@<thread>`, next to
+//! its chat's `<channel>/<chat>`, so no conversation can reach another's files.
 
 mod fetch;
 mod files;
@@ -14,39 +17,46 @@ use switchboard_channel::ConversationKey;
 
 pub use fetch::{HttpFetchTool, host_allowed};
 pub use files::{FileOp, FileTool};
-pub use path::confine;
+pub use path::{WorkspaceDir, confine};
 pub use shell::{ShellTool, TRUNCATED};
 
 use crate::agent::Tool;
 use crate::config::ToolsConfig;
+use crate::sandbox::{Sandbox, SandboxConfig};
 
 /// Makes the configured tools for a conversation.
 pub struct Toolbox {
     config: ToolsConfig,
     root: PathBuf,
     fetch: Arc<HttpFetchTool>,
+    sandbox: Arc<Sandbox>,
 }
 
 impl Toolbox {
-    /// Tools as `[tools]` enables them, with workspaces under `data_dir`.
-    pub fn new(config: &ToolsConfig, data_dir: &Path) -> Self {
+    /// Tools as `[tools]` enables them, with workspaces under `data_dir`, sandboxed as
+    /// `[sandbox]` says (the posture is measured and logged here, once).
+    pub fn new(config: &ToolsConfig, sandbox: &SandboxConfig, data_dir: &Path) -> Self {
         Self {
             fetch: Arc::new(HttpFetchTool::new(&config.http_fetch)),
             config: config.clone(),
             root: data_dir.join("workspaces"),
+            sandbox: Arc::new(Sandbox::new(sandbox, data_dir)),
         }
     }
 
-    /// The workspace directory of `key` (one directory per conversation).
+    /// The sandbox tool processes run in.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
+    }
+
+    /// The workspace directory of `key` (one directory per conversation; a thread's sits
+    /// next to its chat's, not inside it).
     pub fn workspace(&self, key: &ConversationKey) -> PathBuf {
-        let mut dir = self
-            .root
-            .join(sanitize(&key.channel))
-            .join(sanitize(&key.chat));
+        let mut name = sanitize(&key.chat);
         if let Some(thread) = &key.thread {
-            dir.push(sanitize(thread));
+            name = format!("{name}@{}", sanitize(thread));
         }
-        dir
+        self.root.join(sanitize(&key.channel)).join(name)
     }
 
     /// The enabled tools, bound to `key`'s workspace.
@@ -61,16 +71,23 @@ impl Toolbox {
                         ws.clone(),
                         Duration::from_secs(self.config.shell.timeout_secs.max(1)),
                         self.config.shell.max_output_bytes,
+                        Arc::clone(&self.sandbox),
                     )),
-                    "file_read" => Arc::new(FileTool::new(FileOp::Read, ws.clone())),
-                    "file_write" => Arc::new(FileTool::new(FileOp::Write, ws.clone())),
-                    "file_edit" => Arc::new(FileTool::new(FileOp::Edit, ws.clone())),
-                    "file_list" => Arc::new(FileTool::new(FileOp::List, ws.clone())),
+                    "file_read" => Arc::new(FileTool::new(FileOp::Read, self.dir(&ws))),
+                    "file_write" => Arc::new(FileTool::new(FileOp::Write, self.dir(&ws))),
+                    "file_edit" => Arc::new(FileTool::new(FileOp::Edit, self.dir(&ws))),
+                    "file_list" => Arc::new(FileTool::new(FileOp::List, self.dir(&ws))),
                     "http_fetch" => self.fetch.clone(),
                     _ => return None,
                 })
             })
             .collect()
+    }
+}
+
+impl Toolbox {
+    fn dir(&self, ws: &Path) -> WorkspaceDir {
+        WorkspaceDir::new(ws.to_path_buf(), self.sandbox.owner())
     }
 }
 
@@ -95,11 +112,23 @@ mod tests {
 
     #[test]
     fn each_conversation_gets_its_own_safe_workspace() {
-        let tb = Toolbox::new(&ToolsConfig::default(), Path::new("/data"));
+        let sandbox = SandboxConfig {
+            supervisor: Some("/nonexistent".into()),
+            ..SandboxConfig::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path();
+        let tb = Toolbox::new(&ToolsConfig::default(), &sandbox, data);
+        let chat = tb.workspace(&ConversationKey::new("slack", "C1"));
         let a = tb.workspace(&ConversationKey::new("slack", "C1").in_thread("1712.0001"));
-        assert_eq!(a, Path::new("/data/workspaces/slack/C1/1712_0001"));
+        assert_eq!(chat, data.join("workspaces/slack/C1"));
+        assert_eq!(a, data.join("workspaces/slack/C1@1712_0001"));
+        assert!(
+            !a.starts_with(&chat),
+            "a thread's workspace is not inside its chat's"
+        );
         let evil = tb.workspace(&ConversationKey::new("web", "../../etc"));
-        assert!(evil.starts_with("/data/workspaces/web/"), "{evil:?}");
+        assert!(evil.starts_with(data.join("workspaces/web/")), "{evil:?}");
         assert_eq!(
             tb.for_conversation(&ConversationKey::new("x", "y")).len(),
             4

@@ -1,9 +1,10 @@
-//! The `shell` tool: `sh -c` in the conversation's workspace, with a cleared environment, a
-//! timeout, an output cap, and its whole process group killed when it times out, finishes,
-//! or the turn is cancelled (the future dropped).
+//! The `shell` tool: `sh -c` in the conversation's workspace through the sandbox
+//! supervisor (see `crate::sandbox`), with a cleared environment, a timeout, an output cap,
+//! and its whole process tree killed when it times out, finishes, or the turn is cancelled
+//! (the future dropped).
 
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -11,40 +12,37 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::agent::{Tool, ToolResult};
+use crate::sandbox::{REFUSED, Sandbox, StopOnDrop};
 
 /// Marker appended when output was cut.
 pub const TRUNCATED: &str = "[output truncated]";
 
 /// How long to keep reading after the command exited (background children holding pipes).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// How long a stopped supervisor gets to kill its tree before it is killed itself.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs shell commands in one workspace.
 pub struct ShellTool {
     workspace: PathBuf,
     timeout: Duration,
     max_output: usize,
+    sandbox: Arc<Sandbox>,
 }
 
 impl ShellTool {
-    /// A shell confined to `workspace`.
-    pub fn new(workspace: PathBuf, timeout: Duration, max_output: usize) -> Self {
+    /// A shell confined to `workspace` by `sandbox`.
+    pub fn new(
+        workspace: PathBuf,
+        timeout: Duration,
+        max_output: usize,
+        sandbox: Arc<Sandbox>,
+    ) -> Self {
         Self {
             workspace,
             timeout,
             max_output,
-        }
-    }
-}
-
-/// Kills a process group when dropped, so a cancelled turn leaves no process behind.
-struct GroupKill(i32);
-
-impl Drop for GroupKill {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) with a negative pid signals the group we created with
-        // process_group(0); it touches no memory and an exited group just yields ESRCH.
-        unsafe {
-            libc::kill(-self.0, libc::SIGKILL);
+            sandbox,
         }
     }
 }
@@ -76,7 +74,11 @@ impl Tool for ShellTool {
         let timeout = args["timeout_secs"]
             .as_u64()
             .map_or(self.timeout, |s| Duration::from_secs(s).min(self.timeout));
-        match self.run(command, timeout).await {
+        let cmd = match self.sandbox.command(&self.workspace, command) {
+            Ok(cmd) => cmd,
+            Err(reason) => return ToolResult::err(reason),
+        };
+        match self.run(cmd, timeout).await {
             Ok(result) => result,
             Err(err) => ToolResult::err(format!("could not start the command: {err}")),
         }
@@ -84,50 +86,37 @@ impl Tool for ShellTool {
 }
 
 impl ShellTool {
-    async fn run(&self, command: &str, timeout: Duration) -> std::io::Result<ToolResult> {
-        tokio::fs::create_dir_all(&self.workspace).await?;
-        let mut child = tokio::process::Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .current_dir(&self.workspace)
-            // Nothing of the gateway's environment (API keys, tokens) reaches the command.
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", &self.workspace)
-            .env("LANG", "C.UTF-8")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()?;
-        let group = GroupKill(child.id().map_or(0, |p| p as i32));
+    async fn run(
+        &self,
+        mut cmd: tokio::process::Command,
+        timeout: Duration,
+    ) -> std::io::Result<ToolResult> {
+        let mut child = cmd.spawn()?;
+        // Dropped (turn cancelled) or timed out: the supervisor kills the whole tree.
+        let mut stop = StopOnDrop(child.id());
         let cap = self.max_output;
         let stdout = tokio::spawn(read_capped(child.stdout.take(), cap));
         let stderr = tokio::spawn(read_capped(child.stderr.take(), cap));
         let status = tokio::time::timeout(timeout, child.wait()).await;
-        drop(group); // stragglers in the group die, so the pipes close
+        if status.is_ok() {
+            stop.0 = None; // reaped: the supervisor already cleaned up, and its pid is free
+        } else {
+            drop(stop);
+            if tokio::time::timeout(STOP_GRACE, child.wait())
+                .await
+                .is_err()
+            {
+                child.start_kill()?;
+            }
+        }
         let read = async {
             let (out, err) = tokio::join!(stdout, stderr);
             (out.unwrap_or_default(), err.unwrap_or_default())
         };
-        let ((out, out_cut), (err, err_cut)) = tokio::time::timeout(DRAIN_GRACE, read)
+        let (out, err) = tokio::time::timeout(DRAIN_GRACE, read)
             .await
             .unwrap_or_default();
-        let mut text = String::from_utf8_lossy(&out).into_owned();
-        if !err.is_empty() {
-            text.push_str("\n[stderr]\n");
-            text.push_str(&String::from_utf8_lossy(&err));
-        }
-        if out_cut || err_cut || text.len() > cap {
-            let mut end = cap.min(text.len());
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            text.truncate(end);
-            text.push('\n');
-            text.push_str(TRUNCATED);
-        }
+        let text = combine(out, err, cap);
         Ok(match status {
             Err(_) => ToolResult {
                 success: false,
@@ -138,16 +127,48 @@ impl ShellTool {
                 )),
             },
             Ok(Err(err)) => ToolResult::err(format!("waiting for the command failed: {err}")),
-            Ok(Ok(status)) if status.success() => ToolResult::ok(format!("exit code: 0\n{text}")),
-            Ok(Ok(status)) => ToolResult {
-                success: false,
-                output: text,
-                error: Some(match status.code() {
-                    Some(code) => format!("exit code: {code}"),
-                    None => "killed by a signal".to_owned(),
-                }),
-            },
+            Ok(Ok(status)) => finished(status, text),
         })
+    }
+}
+
+/// stdout, then stderr under a marker, cut to `cap` with [`TRUNCATED`] if anything was lost.
+fn combine((out, out_cut): (Vec<u8>, bool), (err, err_cut): (Vec<u8>, bool), cap: usize) -> String {
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    if !err.is_empty() {
+        text.push_str("\n[stderr]\n");
+        text.push_str(&String::from_utf8_lossy(&err));
+    }
+    if out_cut || err_cut || text.len() > cap {
+        let mut end = cap.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('\n');
+        text.push_str(TRUNCATED);
+    }
+    text
+}
+
+/// The result of a command that ran to its end.
+fn finished(status: std::process::ExitStatus, text: String) -> ToolResult {
+    if status.success() {
+        return ToolResult::ok(format!("exit code: 0\n{text}"));
+    }
+    if status.code() == Some(i32::from(REFUSED)) && text.contains("switchboard sandbox") {
+        return ToolResult::err(format!(
+            "the sandbox refused to run the command: {}",
+            text.trim()
+        ));
+    }
+    ToolResult {
+        success: false,
+        output: text,
+        error: Some(match status.code() {
+            Some(code) => format!("exit code: {code}"),
+            None => "killed by a signal".to_owned(),
+        }),
     }
 }
 
@@ -171,75 +192,4 @@ async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn shell(dir: &tempfile::TempDir, max_output: usize) -> ShellTool {
-        ShellTool::new(dir.path().to_path_buf(), Duration::from_secs(5), max_output)
-    }
-
-    #[tokio::test]
-    async fn a_command_runs_in_the_workspace_and_reports_its_exit_code() {
-        let dir = tempfile::tempdir().unwrap();
-        let ok = shell(&dir, 1024)
-            .execute(json!({"command": "pwd; echo hi >&2"}))
-            .await;
-        assert!(ok.success, "{ok:?}");
-        assert!(
-            ok.output.contains(&dir.path().display().to_string())
-                && ok.output.contains("[stderr]\nhi")
-        );
-        let bad = shell(&dir, 1024)
-            .execute(json!({"command": "exit 3"}))
-            .await;
-        assert_eq!(bad.error.as_deref(), Some("exit code: 3"));
-    }
-
-    #[tokio::test]
-    async fn the_gateway_environment_is_not_inherited() {
-        // SAFETY: single-threaded test setup; no other thread reads the environment here.
-        unsafe { std::env::set_var("SWITCHBOARD_TEST_SECRET_VAR", "leak") };
-        let dir = tempfile::tempdir().unwrap();
-        let out = shell(&dir, 1024).execute(json!({"command": "env"})).await;
-        assert!(
-            !out.output.contains("SWITCHBOARD_TEST_SECRET_VAR"),
-            "{}",
-            out.output
-        );
-    }
-
-    #[tokio::test]
-    async fn output_beyond_the_cap_is_cut_with_a_marker() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = shell(&dir, 100)
-            .execute(json!({"command": "yes | head -c 100000"}))
-            .await;
-        assert!(out.output.ends_with(TRUNCATED), "{}", out.output);
-        assert!(out.output.len() < 200);
-    }
-
-    #[tokio::test]
-    async fn a_command_past_its_timeout_is_killed_with_its_children() {
-        let dir = tempfile::tempdir().unwrap();
-        let started = std::time::Instant::now();
-        let out = shell(&dir, 1024)
-            .execute(json!({"command": "sleep 30 & echo $! > bg.pid; sleep 30", "timeout_secs": 1}))
-            .await;
-        assert!(started.elapsed() < Duration::from_secs(5));
-        assert!(out.error.unwrap().contains("timed out"));
-        let pid = std::fs::read_to_string(dir.path().join("bg.pid")).unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        // Gone, or a zombie waiting for init to reap it: either way no longer running.
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
-        let state = stat
-            .rsplit(')')
-            .next()
-            .and_then(|s| s.split_whitespace().next());
-        assert!(
-            matches!(state, None | Some("Z" | "X")),
-            "background child survived: {stat}"
-        );
-    }
-}
+// The tests run the real supervisor binary, so they live in tests/e2e/sandbox.rs.

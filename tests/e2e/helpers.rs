@@ -38,7 +38,10 @@ progress_min_interval_ms = 50
 {extra}
 "#
     );
-    config::parse(&text, "test.toml", &[]).expect("test config is valid")
+    let mut config = config::parse(&text, "test.toml", &[]).expect("test config is valid");
+    // In-process gateways: the supervisor is the real binary, not this test binary.
+    (config.sandbox.supervisor).get_or_insert_with(|| env!("CARGO_BIN_EXE_switchboard").into());
+    config
 }
 
 /// A gateway with a fake LLM, one fake channel named `fake`, and a private SQLite file.

@@ -109,10 +109,9 @@ allowed_users = ["*"]
 
 /// Write `secrets.env` into the workspace of `msg`'s conversation; returns its text.
 fn plant_secrets(dir: &std::path::Path, msg: &SlackMessage<'_>) -> String {
-    let workspace = dir
-        .join("workspaces/slack")
-        .join(msg.channel)
-        .join(msg.ts.replace('.', "_"));
+    let workspace =
+        dir.join("workspaces/slack")
+            .join(format!("{}@{}", msg.channel, msg.ts.replace('.', "_")));
     std::fs::create_dir_all(&workspace).unwrap();
     let planted = format!(
         "OPENAI_API_KEY={}\nGITHUB={}\nSLACK={}\nBOT={BOT_TOKEN}\n",

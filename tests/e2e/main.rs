@@ -11,6 +11,8 @@ mod leak;
 mod memory;
 mod memory_store;
 mod providers;
+mod sandbox;
+mod sandbox_limits;
 mod selfhost;
 mod slack;
 mod spine;

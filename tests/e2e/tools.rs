@@ -79,7 +79,7 @@ async fn slash_stop_kills_a_running_sleep() {
     let app = TestApp::spawn_with(SHELL_ONLY).await;
     app.llm.push(Reply::tool_call(
         "shell",
-        json!({"command": "echo $$ > sleeper.pid; exec sleep 30"}),
+        json!({"command": "echo started > sleeper.pid; exec sleep 30.25"}),
     ));
     let chat = key("sleep");
     app.channel.say(&chat, "u1", "sleep please").await.unwrap();
@@ -101,6 +101,13 @@ async fn slash_stop_kills_a_running_sleep() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
+    while crate::sandbox::running_with_cmdline("sleep\x0030.25").is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sleep never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let started = std::time::Instant::now();
     app.channel.say(&chat, "u1", "/stop").await.unwrap();
     wait_transcript(&app.channel, &chat, |t| {
@@ -112,14 +119,11 @@ async fn slash_stop_kills_a_running_sleep() {
         "stop waited for the sleep"
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat
-        .rsplit(')')
-        .next()
-        .and_then(|s| s.split_whitespace().next());
+    // The command runs in its own PID namespace, so find it by its unique command line.
+    assert_eq!(pid, "started");
     assert!(
-        matches!(state, None | Some("Z" | "X")),
-        "sleep still running: {stat}"
+        crate::sandbox::running_with_cmdline("sleep\x0030.25").is_empty(),
+        "sleep still running"
     );
     wait_inbox_idle(&app.store()).await;
     let history = app.store().history(&chat, 10).await.unwrap();

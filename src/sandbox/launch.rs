@@ -1,0 +1,296 @@
+//! The gateway's side of the sandbox: measure the posture once at start-up, prepare
+//! workspaces the sandbox user can use, build the supervisor's command line for each tool
+//! call, and stop the whole tree when the call is over.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use super::Spec;
+use super::config::{Mode, SandboxConfig};
+use super::posture::Posture;
+
+/// How long the start-up probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Subdirectory of every workspace that is its `TMPDIR`.
+pub const TMP_DIR: &str = ".tmp";
+
+/// Starts tool processes through the supervisor, and knows what that enforces.
+#[derive(Debug)]
+pub struct Sandbox {
+    config: SandboxConfig,
+    /// The supervisor binary, or why there is none.
+    exe: Result<PathBuf, String>,
+    /// uid/gid tool processes drop to (when the gateway is root).
+    drop_to: Option<(u32, u32)>,
+    /// Absolute `data_dir`.
+    data_dir: PathBuf,
+    posture: Posture,
+}
+
+impl Sandbox {
+    /// Measure the posture for `config` with workspaces under `data_dir`, and log it once.
+    /// Also makes this process non-dumpable, so no same-uid process can read its memory
+    /// or `/proc/<pid>/environ`.
+    pub fn new(config: &SandboxConfig, data_dir: &Path) -> Self {
+        // SAFETY: prctl with integer arguments; affects only this process's dumpable flag.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0) };
+        // SAFETY: geteuid has no arguments and cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        let exe = match &config.supervisor {
+            Some(path) => Ok(path.clone()),
+            None => std::env::current_exe().map_err(|e| format!("no supervisor binary: {e}")),
+        };
+        let mut sandbox = Self {
+            config: config.clone(),
+            exe,
+            drop_to: root.then_some((config.uid, config.gid)),
+            data_dir: std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf()),
+            posture: Posture::unavailable(config.mode, config.network.clone(), String::new()),
+        };
+        sandbox.posture = sandbox.probe();
+        match sandbox.posture.disabled_reason() {
+            Some(reason) => tracing::error!(posture = %sandbox.posture, "sandbox: {reason}"),
+            None if config.mode == Mode::Enforce => {
+                tracing::info!(posture = %sandbox.posture, "sandbox enforced")
+            }
+            None => tracing::warn!(posture = %sandbox.posture, "sandbox not enforced"),
+        }
+        sandbox
+    }
+
+    /// What is enforced on this host.
+    pub fn posture(&self) -> &Posture {
+        &self.posture
+    }
+
+    /// The owner files in workspaces must have (the sandbox user, when the gateway is root).
+    pub fn owner(&self) -> Option<(u32, u32)> {
+        self.drop_to
+    }
+
+    /// Warnings for `switchboard check`: `off` spelled out, or a layer missing.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.config.mode == Mode::Off {
+            out.push("[sandbox] mode = \"off\": tool processes run unconfined".to_owned());
+        } else if let Some(reason) = self.posture.disabled_reason() {
+            out.push(reason);
+        } else if !self.posture.missing.is_empty() {
+            out.push(format!(
+                "[sandbox] mode = \"best_effort\" runs without: {}",
+                self.posture.missing.join("; ")
+            ));
+        }
+        out
+    }
+
+    fn spec(&self, workspace: &Path, command: Option<&str>) -> Spec {
+        Spec {
+            command: command.map(str::to_owned),
+            workspace: workspace.to_path_buf(),
+            mode: self.config.mode,
+            network: self.config.network.clone(),
+            extra_read: self.config.extra_read.clone(),
+            extra_write: self.config.extra_write.clone(),
+            limits: self.config.limits,
+            drop_to: self.drop_to,
+            namespaces: self.config.namespaces,
+            parent: std::process::id() as i32,
+        }
+    }
+
+    /// Apply every layer in a throwaway child and read back what held.
+    fn probe(&self) -> Posture {
+        let unavailable = |reason: String| {
+            Posture::unavailable(self.config.mode, self.config.network.clone(), reason)
+        };
+        let exe = match &self.exe {
+            Ok(exe) => exe.clone(),
+            Err(reason) => return unavailable(reason.clone()),
+        };
+        // A workspace of its own: no conversation's name starts with a dot.
+        let dir = match self.prepare_workspace(&self.data_dir.join("workspaces/.probe")) {
+            Ok(dir) => dir,
+            Err(err) => {
+                return unavailable(format!("cannot prepare the workspaces directory: {err}"));
+            }
+        };
+        let mut command = std::process::Command::new(&exe);
+        command
+            .arg("supervise")
+            .current_dir(&dir)
+            .env_clear()
+            .env(
+                super::SPEC_VAR,
+                serde_json::to_string(&self.spec(&dir, None)).unwrap_or_default(),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        match run_bounded(command, PROBE_TIMEOUT) {
+            Ok(out) => serde_json::from_slice(&out).unwrap_or_else(|_| {
+                unavailable(format!(
+                    "the supervisor {} did not report a posture: {}",
+                    exe.display(),
+                    String::from_utf8_lossy(&out)
+                        .chars()
+                        .take(200)
+                        .collect::<String>()
+                ))
+            }),
+            Err(err) => unavailable(format!("the supervisor {} failed: {err}", exe.display())),
+        }
+    }
+
+    /// Create `workspace` (and its `TMPDIR`), owned by the sandbox user when the gateway is
+    /// root, with search permission on the directories above it inside `data_dir` so that
+    /// user can reach it by absolute path. Returns its absolute path.
+    pub fn prepare_workspace(&self, workspace: &Path) -> std::io::Result<PathBuf> {
+        let ws = std::path::absolute(workspace)?;
+        std::fs::create_dir_all(ws.join(TMP_DIR))?;
+        if let Some((uid, gid)) = self.drop_to {
+            for dir in [ws.clone(), ws.join(TMP_DIR)] {
+                std::os::unix::fs::chown(&dir, Some(uid), Some(gid))?;
+            }
+            let mut above = ws.parent();
+            while let Some(dir) = above.filter(|d| d.starts_with(&self.data_dir)) {
+                let mut perms = std::fs::metadata(dir)?.permissions();
+                if perms.mode() & 0o001 == 0 {
+                    perms.set_mode(perms.mode() | 0o001);
+                    std::fs::set_permissions(dir, perms)?;
+                }
+                above = dir.parent();
+            }
+        }
+        Ok(ws)
+    }
+
+    /// The supervisor command running `command` in `workspace`, or why the shell is off.
+    pub fn command(
+        &self,
+        workspace: &Path,
+        command: &str,
+    ) -> Result<tokio::process::Command, String> {
+        if let Some(reason) = self.posture.disabled_reason() {
+            return Err(reason);
+        }
+        let exe = self.exe.as_ref().map_err(Clone::clone)?;
+        let ws = self
+            .prepare_workspace(workspace)
+            .map_err(|e| format!("cannot prepare the workspace: {e}"))?;
+        let mut cmd = tokio::process::Command::new(exe);
+        cmd.arg("supervise")
+            .current_dir(&ws)
+            // Nothing of the gateway's environment (API keys, tokens) reaches the command.
+            .env_clear()
+            .env(
+                super::SPEC_VAR,
+                serde_json::to_string(&self.spec(&ws, Some(command))).unwrap_or_default(),
+            )
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &ws)
+            .env("TMPDIR", ws.join(TMP_DIR))
+            .env("LANG", "C.UTF-8")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        Ok(cmd)
+    }
+}
+
+/// Asks a supervisor to kill its command's whole tree when dropped (SIGTERM to the
+/// supervisor, which kills every descendant and exits), so a cancelled turn, a timeout or
+/// a finished call leaves no process behind.
+pub struct StopOnDrop(pub Option<u32>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            // SAFETY: kill(2) on the supervisor we spawned and have not reaped yet (the
+            // tokio child handle still owns it), so the pid cannot have been reused.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        }
+    }
+}
+
+/// Run `command` to completion within `limit`, returning its stdout.
+fn run_bounded(mut command: std::process::Command, limit: Duration) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut child = command.spawn()?;
+    let started = Instant::now();
+    loop {
+        if child.try_wait()?.is_some() {
+            break;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::other("timed out"));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut out = Vec::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        stdout.read_to_end(&mut out)?;
+    }
+    if out.is_empty()
+        && let Some(mut stderr) = child.stderr.take()
+    {
+        stderr.read_to_end(&mut out)?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_supervisor_disables_the_shell_with_the_reason_everywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = SandboxConfig {
+            supervisor: Some("/nonexistent/switchboard".into()),
+            ..SandboxConfig::default()
+        };
+        let sandbox = Sandbox::new(&config, dir.path());
+        let reason = sandbox.posture().disabled_reason().unwrap();
+        assert!(reason.contains("/nonexistent/switchboard"), "{reason}");
+        assert_eq!(sandbox.warnings(), vec![reason.clone()]);
+        assert_eq!(sandbox.command(dir.path(), "true").unwrap_err(), reason);
+    }
+
+    #[test]
+    fn off_must_be_spelled_out_and_is_warned_about() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = SandboxConfig {
+            mode: Mode::Off,
+            supervisor: Some("/nonexistent/switchboard".into()),
+            ..SandboxConfig::default()
+        };
+        let sandbox = Sandbox::new(&config, dir.path());
+        assert!(sandbox.warnings()[0].contains("unconfined"));
+        assert_eq!(SandboxConfig::default().mode, Mode::Enforce);
+    }
+
+    #[test]
+    fn a_workspace_is_created_with_its_tmp_dir_and_owned_by_the_sandbox_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = SandboxConfig {
+            supervisor: Some("/nonexistent/switchboard".into()),
+            ..SandboxConfig::default()
+        };
+        let sandbox = Sandbox::new(&config, dir.path());
+        let ws = sandbox
+            .prepare_workspace(&dir.path().join("workspaces/c/chat"))
+            .unwrap();
+        assert!(ws.is_absolute() && ws.join(TMP_DIR).is_dir());
+        if let Some((uid, _)) = sandbox.owner() {
+            use std::os::unix::fs::MetadataExt;
+            assert_eq!(std::fs::metadata(&ws).unwrap().uid(), uid);
+            let above = std::fs::metadata(dir.path()).unwrap().mode();
+            assert_eq!(above & 0o001, 0o001, "data_dir is searchable");
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Sandboxed tool processes. The shell tool never starts a command itself: it asks
+//! [`Sandbox`] for a command line that re-executes this binary as the supervisor
+//! (`switchboard supervise`, hidden), which puts the command in its own namespaces, session
+//! and process tree, drops root, and in the child applies resource limits, Landlock and
+//! seccomp before it execs. What is enforced on this host is measured once at start-up
+//! ([`Posture`]), logged, shown in `/readyz` and `switchboard check`; in `enforce` mode a
+//! missing layer disables the shell instead of running it unconfined.
+//!
+//! Layout: `config` (`[sandbox]`), `launch` (the gateway's side: probe, command, stop),
+//! `supervisor` (the re-executed helper), `layers` (ids, rlimits, Landlock), `seccomp`,
+//! `posture`, `procs` (the kill loop's view of `/proc`).
+
+mod config;
+mod launch;
+mod layers;
+mod posture;
+mod procs;
+mod seccomp;
+mod supervisor;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde::{Deserialize, Serialize};
+
+pub use config::{Limits, Mode, Network, SandboxConfig};
+pub use launch::{Sandbox, StopOnDrop};
+pub use posture::{Namespaces, Posture};
+
+/// Exit code of a supervisor or tool process that refused to run (bad spec, a layer
+/// missing in `enforce` mode).
+pub const REFUSED: u8 = 125;
+
+/// The environment variable that carries the [`Spec`] to the supervisor. Not an argument:
+/// command lines are world-readable in `/proc`, environments are not.
+pub const SPEC_VAR: &str = "SWITCHBOARD_SANDBOX_SPEC";
+
+/// `switchboard supervise` (hidden; started by the gateway, never by people).
+#[derive(Debug, clap::Args)]
+pub struct SupervisorArgs {
+    /// The [`Spec`] as JSON.
+    #[arg(long, env = SPEC_VAR, hide_env_values = true)]
+    pub spec: String,
+}
+
+/// Run the supervisor. Call it before any thread exists (before the async runtime): it
+/// forks and creates user namespaces, which need a single-threaded process.
+pub fn supervise(args: &SupervisorArgs) -> ExitCode {
+    ExitCode::from(supervisor::supervise(&args.spec))
+}
+
+/// What the gateway tells the supervisor: one command and its confinement.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Spec {
+    /// `sh -c` this; `None` probes the layers and prints the [`Posture`] as JSON.
+    pub command: Option<String>,
+    /// The conversation's workspace (absolute), the only writable place.
+    pub workspace: PathBuf,
+    /// `[sandbox] mode`.
+    pub mode: Mode,
+    /// `[sandbox] network`.
+    pub network: Network,
+    /// `[sandbox] extra_read`.
+    pub extra_read: Vec<PathBuf>,
+    /// `[sandbox] extra_write`.
+    pub extra_write: Vec<PathBuf>,
+    /// `[sandbox.limits]`.
+    pub limits: Limits,
+    /// uid/gid to drop to (set when the gateway runs as root).
+    pub drop_to: Option<(u32, u32)>,
+    /// Try namespaces.
+    pub namespaces: bool,
+    /// The gateway's pid: the supervisor exits if its parent is already something else.
+    pub parent: i32,
+}
+
+/// `/readyz`'s sandbox entry: `ok` is false only when `enforce` mode disabled the shell;
+/// the detail is the posture line. It never makes the gateway unready.
+pub fn readyz_check(sandbox: &Sandbox) -> serde_json::Value {
+    let posture = sandbox.posture();
+    serde_json::json!({
+        "name": "sandbox",
+        "ok": posture.disabled_reason().is_none(),
+        "detail": posture.to_string(),
+        "posture": posture,
+    })
+}
+
+/// `switchboard check`'s sandbox lines: the measured posture, then any warning.
+pub fn check_report(config: &SandboxConfig, data_dir: &std::path::Path) {
+    let sandbox = Sandbox::new(config, data_dir);
+    println!("sandbox: {}", sandbox.posture());
+    for warning in sandbox.warnings() {
+        println!("warning: {warning}");
+    }
+}
