@@ -3,6 +3,15 @@
 use super::{check_table, policy, shell};
 use crate::policy::{Mode, Verdict::*};
 
+/// Read-only git as [`crate::policy::git`] requires it: config isolated, programs switched off.
+pub(super) const HARDENED: &str = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \
+    GIT_NO_LAZY_FETCH=1 git --no-pager -c core.fsmonitor=false -c core.hooksPath=/dev/null";
+
+/// `git log` in the hardened form.
+pub(super) const HARDENED_LOG: &str = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \
+    GIT_NO_LAZY_FETCH=1 git --no-pager -c core.fsmonitor=false -c core.hooksPath=/dev/null \
+    log --no-ext-diff --no-textconv --no-show-signature --oneline -5";
+
 #[test]
 fn guarded_mode_allows_the_curated_read_only_commands() {
     let guarded = policy(Mode::Guarded, &[], &[], &[]);
@@ -20,24 +29,22 @@ fn guarded_mode_allows_the_curated_read_only_commands() {
             ("pwd", Allow),
             ("which cargo", Allow),
             ("diff a.txt b.txt", Allow),
-            ("git status", Allow),
-            ("git log --oneline -5", Allow),
-            ("git diff HEAD~1 -- src", Allow),
-            ("git show HEAD:Cargo.toml", Allow),
-            ("git branch -a", Allow),
-            ("git branch --contains abc123", Allow),
-            ("git rev-parse HEAD", Allow),
-            ("git ls-files", Allow),
-            ("git blame src/lib.rs", Allow),
-            ("git remote -v", Allow),
-            ("git --no-pager -C sub log", Allow),
+            (HARDENED_LOG, Allow),
+            (format!("{HARDENED} diff --no-ext-diff --no-textconv --cached -- src").as_str(), Allow),
+            (format!("{HARDENED} show --no-ext-diff --no-textconv --no-show-signature HEAD:Cargo.toml").as_str(), Allow),
+            (format!("{HARDENED} branch -a").as_str(), Allow),
+            (format!("{HARDENED} branch --contains abc123").as_str(), Allow),
+            (format!("{HARDENED} rev-parse HEAD").as_str(), Allow),
+            (format!("{HARDENED} ls-files").as_str(), Allow),
+            (format!("{HARDENED} remote -v").as_str(), Allow),
+            (format!("{HARDENED} -C sub --no-optional-locks rev-parse HEAD").as_str(), Allow),
             ("ls | grep x | wc -l", Allow),
             ("cat a && ls; pwd", Allow),
             ("LANG=C ls", Allow),
             ("ls 2>/dev/null", Allow),
             ("grep x f 2>&1 | head", Allow),
             ("command -v git", Allow),
-            ("timeout 5 git status", Allow),
+            (format!("{HARDENED} rev-parse HEAD").replace(" git ", " timeout 5 git ").as_str(), Allow),
         ],
     );
 }
@@ -63,6 +70,27 @@ fn guarded_mode_asks_for_everything_else() {
             ("git branch -D old", Ask),
             ("git branch -m a b", Ask),
             ("git branch new-feature", Ask),
+            ("git blame src/lib.rs", Ask),
+            ("git rev-parse HEAD", Ask),
+            (format!("{HARDENED} status").as_str(), Ask),
+            (
+                format!("{HARDENED} diff --no-ext-diff --no-textconv HEAD~1").as_str(),
+                Ask,
+            ),
+            (format!("{HARDENED} log --oneline").as_str(), Ask),
+            (
+                format!(
+                    "{HARDENED} log --no-ext-diff --no-textconv --no-show-signature --ext-diff"
+                )
+                .as_str(),
+                Ask,
+            ),
+            (
+                format!("{HARDENED} -c core.pager=sh rev-parse HEAD").as_str(),
+                Ask,
+            ),
+            (format!("{HARDENED} ls-files --modified").as_str(), Ask),
+            (format!("GIT_DIR=x {HARDENED} rev-parse HEAD").as_str(), Ask),
             ("git commit -m wip", Ask),
             ("git push", Ask),
             ("git -c core.pager=sh log", Ask),
