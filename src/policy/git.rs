@@ -14,7 +14,10 @@
 //! - `-c core.hooksPath=/dev/null`: no hook runs, e.g. `post-index-change` on an index refresh;
 //! - for `log`, `show` and `diff`: `--no-ext-diff` (`diff.external`, `diff.<driver>.command`),
 //!   `--no-textconv` (`diff.<driver>.textconv`) and, for `log`/`show`,
-//!   `--no-show-signature` (`log.showSignature` runs `gpg.program`).
+//!   `--no-show-signature` (`log.showSignature` runs `gpg.program`), and for `log`/`show` an
+//!   explicit format without `%G` placeholders (`--oneline`, `--format=%h %s`): the
+//!   signature placeholders run `gpg.program` too, and a config's `format.pretty` or
+//!   `pretty.<name>` could supply them.
 //!
 //! Command-line `-c` beats every config file. Drivers named by `.gitattributes` are the one
 //! thing no fixed `-c` list can switch off: a `filter.<name>.clean` the repository names runs
@@ -38,6 +41,32 @@ const NO_DIFF_PROGRAMS: &[&str] = &["--no-ext-diff", "--no-textconv", "--no-show
 /// Options that turn the programs back on, or write a file.
 const TURN_BACK_ON: &[&str] = &["--ext-diff", "--textconv", "--show-signature", "--no-index"];
 
+/// Pretty formats git defines itself; any other `--pretty=NAME` is a config's `pretty.NAME`.
+const BUILTIN_FORMATS: &[&str] = &[
+    "oneline",
+    "short",
+    "medium",
+    "full",
+    "fuller",
+    "reference",
+    "email",
+    "raw",
+    "mboxrd",
+];
+
+/// Whether `args` choose a format, and every format chosen verifies no signature.
+fn explicit_format(args: &[&str]) -> bool {
+    let formats: Vec<&str> = args
+        .iter()
+        .filter_map(|a| {
+            a.strip_prefix("--format=")
+                .or_else(|| a.strip_prefix("--pretty="))
+        })
+        .collect();
+    let safe = |f: &&str| (BUILTIN_FORMATS.contains(f) || f.contains('%')) && !f.contains("%G");
+    (args.contains(&"--oneline") || !formats.is_empty()) && formats.iter().all(safe)
+}
+
 /// Whether `git <args>`, run with the leading assignments `prefix`, is read-only.
 pub(crate) fn git_read_only(prefix: &[String], args: &[&str]) -> bool {
     let isolated = REQUIRED_ENV.iter().all(|e| prefix.iter().any(|p| p == e));
@@ -58,7 +87,7 @@ pub(crate) fn git_read_only(prefix: &[String], args: &[&str]) -> bool {
         && match *sub {
             "rev-parse" => true,
             "ls-files" => !rest.iter().any(|a| reads_worktree_content(a)),
-            "log" | "show" => diff_safe(NO_DIFF_PROGRAMS),
+            "log" | "show" => diff_safe(NO_DIFF_PROGRAMS) && explicit_format(rest),
             "diff" => diff_safe(&NO_DIFF_PROGRAMS[..2]) && (has("--cached") || has("--staged")),
             "branch" => branch_lists_only(rest),
             "remote" => rest.iter().all(|a| matches!(*a, "-v" | "--verbose")),

@@ -69,8 +69,8 @@ pub(crate) struct Part {
     pub background: bool,
     /// The innermost shell function whose body holds it.
     pub in_function: Option<String>,
-    /// Assignments, `xargs` when it runs the command, words, redirections, joined by single
-    /// spaces: what allow rules match and "Always allow" writes.
+    /// Assignments, `env -C DIR`, `xargs` when it runs the command, words, redirections,
+    /// joined by single spaces: what allow rules match and "Always allow" writes.
     pub text: String,
     /// Only the words and redirections: what deny and ask rules match, besides `text`.
     pub core: String,

@@ -110,8 +110,8 @@ impl Rule {
 
     /// Whether this `shell` rule matches one simple command. A deny or ask rule matches any of
     /// its spellings. An allow rule matches the text as written, assignments and redirections
-    /// included, and a wildcard never stands for an assignment or a redirection that writes:
-    /// those must be spelled out in the pattern (`shell(npm test > out.txt)`).
+    /// included, and a wildcard never stands for an assignment, an `env -C DIR` or a redirection
+    /// that writes: those must be spelled out in the pattern (`shell(npm test > out.txt)`).
     pub(crate) fn matches_part(&self, part: &Part) -> bool {
         let glob = match (&self.spec, self.tool == SHELL) {
             (_, false) => return false,
@@ -128,8 +128,9 @@ impl Rule {
                 .any(|t| self.source.contains(t.as_str()))
         };
         let writes = part.redirects.iter().filter(|r| r.writes());
+        let chdir = part.chdir.as_ref().map(|dir| format!("env -C {dir}"));
         glob.is_match(&part.text)
-            && part.prefix.iter().all(|a| spelled(a))
+            && part.prefix.iter().chain(&chdir).all(|a| spelled(a))
             && writes.map(Redirect::render).all(|r| spelled(&r))
     }
 

@@ -300,11 +300,13 @@ impl<'a> Scan<'a> {
             .cloned()
             .chain(redirects.iter().map(Redirect::render))
             .collect();
+        let chdir = stripped.chdir.as_ref().map(|dir| format!("env -C {dir}"));
         let xargs = stripped.args_from_input.then(|| "xargs".to_string());
         let text: Vec<String> = stripped
             .prefix
             .iter()
             .cloned()
+            .chain(chdir)
             .chain(xargs)
             .chain(core.iter().cloned())
             .collect();

@@ -9,6 +9,10 @@ use crate::policy::part::{Analysis, Part};
 pub(super) fn moved_outside(part: &Part, analysis: &Analysis) -> bool {
     let mut depth: Vec<&str> = Vec::new();
     let earlier = analysis.parts.iter().filter(|p| p.id < part.id);
+    // `CDPATH=/` makes `cd home` go to `/home`.
+    if earlier.clone().any(sets_cdpath) {
+        return true;
+    }
     let own = part
         .chdir
         .as_deref()
@@ -47,4 +51,10 @@ fn target(part: &Part) -> Option<Option<&str>> {
         .iter()
         .find(|w| !matches!(w.as_str(), "-L" | "-P" | "-e" | "-@" | "-n" | "--"));
     Some(operand.map(String::as_str).filter(|d| is_followable(d)))
+}
+
+/// `CDPATH=…` alone, before a command, or as `export`/`declare` arguments.
+fn sets_cdpath(part: &Part) -> bool {
+    part.assignments.iter().any(|a| a == "CDPATH")
+        || part.words.iter().any(|w| w.starts_with("CDPATH="))
 }

@@ -124,6 +124,8 @@ fn an_allow_rule_covers_leading_assignments_and_redirections_only_when_written_o
             ("npm run lint > ~/.bashrc", Ask),
             ("npm run lint 2>>~/.profile", Ask),
             ("LD_PRELOAD=./x.so npm run lint", Ask),
+            ("env -C /tmp/evil npm test", Ask),
+            ("env -C /tmp/evil npm run lint", Ask),
             ("npm test", Allow),
             ("npm run lint", Allow),
         ],
@@ -145,6 +147,8 @@ fn breakers_see_through_a_change_of_directory() {
             ("cd src && cd ../.. && rm -rf x", Ask),
             ("cd \"$HOME\" && rm -rf x", Ask),
             ("cd / && find home -delete", Ask),
+            ("CDPATH=/ ; cd home && rm -rf x", Ask),
+            ("export CDPATH=/; cd home && rm -rf x", Ask),
             // Moving within the workspace is fine.
             ("cd build && rm -rf out", Allow),
             ("rm -rf home", Allow),
@@ -162,8 +166,11 @@ fn a_line_the_parser_cannot_read_asks_and_denies_a_deny_listed_program() {
             ("case x in a) /usr/bin/curl x;; esac", Deny),
             ("echo $(sudo id", Deny),
             ("ls && \\curl x 'open", Deny),
+            ("coproc curl x", Deny),
             ("echo \"unbalanced", Ask),
-            ("echo 'curl x", Ask),
+            // Where quotes end is unknown, so a quoted mention counts too.
+            ("echo 'curl x", Deny),
+            ("echo 'open", Ask),
         ],
     );
 }

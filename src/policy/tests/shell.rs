@@ -7,6 +7,9 @@ use crate::policy::{Mode, Verdict::*};
 pub(super) const HARDENED: &str = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \
     GIT_NO_LAZY_FETCH=1 git --no-pager -c core.fsmonitor=false -c core.hooksPath=/dev/null";
 
+/// The options that switch off diff and signature programs for `log` and `show`.
+const SAFE_DIFF: &str = "--no-ext-diff --no-textconv --no-show-signature";
+
 /// `git log` in the hardened form.
 pub(super) const HARDENED_LOG: &str = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \
     GIT_NO_LAZY_FETCH=1 git --no-pager -c core.fsmonitor=false -c core.hooksPath=/dev/null \
@@ -31,7 +34,7 @@ fn guarded_mode_allows_the_curated_read_only_commands() {
             ("diff a.txt b.txt", Allow),
             (HARDENED_LOG, Allow),
             (format!("{HARDENED} diff --no-ext-diff --no-textconv --cached -- src").as_str(), Allow),
-            (format!("{HARDENED} show --no-ext-diff --no-textconv --no-show-signature HEAD:Cargo.toml").as_str(), Allow),
+            (format!("{HARDENED} show --no-ext-diff --no-textconv --no-show-signature --format=%H HEAD:Cargo.toml").as_str(), Allow),
             (format!("{HARDENED} branch -a").as_str(), Allow),
             (format!("{HARDENED} branch --contains abc123").as_str(), Allow),
             (format!("{HARDENED} rev-parse HEAD").as_str(), Allow),
@@ -78,6 +81,15 @@ fn guarded_mode_asks_for_everything_else() {
                 Ask,
             ),
             (format!("{HARDENED} log --oneline").as_str(), Ask),
+            (format!("{HARDENED} log {SAFE_DIFF} -5").as_str(), Ask),
+            (
+                format!("{HARDENED} log {SAFE_DIFF} --format=%G?%h").as_str(),
+                Ask,
+            ),
+            (
+                format!("{HARDENED} log {SAFE_DIFF} --oneline --pretty=evil").as_str(),
+                Ask,
+            ),
             (
                 format!(
                     "{HARDENED} log --no-ext-diff --no-textconv --no-show-signature --ext-diff"
