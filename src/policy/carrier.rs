@@ -3,7 +3,7 @@
 //! unless its own variables, redirections or start-up options change what runs.
 
 use super::command::basename;
-use super::part::Part;
+use super::part::{Part, Redirect};
 use super::readonly::harmless_variable;
 
 /// Shells whose `-c` string (or standard input) is parsed as a command line of its own.
@@ -19,10 +19,13 @@ const FIND_EXEC: &[&str] = &["-exec", "-execdir", "-ok", "-okdir"];
 /// file, or when the shell reads start-up files (`-i`, `-l`, `--rcfile`) an earlier write
 /// could have planted code in.
 pub(crate) fn transparent(part: &Part) -> bool {
+    // Input from a file the script could read as code; `/dev/null` is no file.
+    let reads_a_file =
+        |r: &Redirect| matches!(r.op.as_str(), "<" | "<>") && r.target != "/dev/null";
     let plain_redirects = part
         .redirects
         .iter()
-        .all(|r| !r.writes() && !(matches!(r.op.as_str(), "<" | "<>") && r.target != "/dev/null"));
+        .all(|r| !r.writes() && !reads_a_file(r));
     part.assignments.iter().all(|n| harmless_variable(n))
         && plain_redirects
         && !reads_startup_files(&part.words)

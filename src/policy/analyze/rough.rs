@@ -10,8 +10,15 @@ use crate::policy::part::{Analysis, Part};
 /// Characters that may end one command and start another, in some reading of the line.
 const SEPARATORS: &[char] = &[';', '&', '|', '\n', '(', ')', '`', '{', '}', '$', '!'];
 
+/// Longest run of words read as one command; a deny pattern needs no more to match its start.
+const MAX_WORDS: usize = 64;
+
+/// Most runs read from one line, so a huge unreadable line costs bounded time. Past it the line
+/// simply asks, which an approver sees.
+const MAX_RUNS: usize = 4096;
+
 /// Every run of words in `command` that may be a command, from each word to the end of its
-/// segment, wrappers stripped.
+/// segment (at most [`MAX_WORDS`]), wrappers stripped.
 pub(crate) fn rough(command: &str) -> Vec<Part> {
     let mut analysis = Analysis::default();
     let mut scan = Scan::new(&mut analysis, 0);
@@ -21,8 +28,10 @@ pub(crate) fn rough(command: &str) -> Vec<Part> {
             .map(|w| w.replace(['\'', '"', '\\'], ""))
             .filter(|w| !w.is_empty() && !w.starts_with(['<', '>']))
             .collect();
-        for start in 0..words.len() {
-            let suffix = words[start..].iter().cloned().map(Word::plain).collect();
+        let room = MAX_RUNS.saturating_sub(scan.created.len());
+        for start in 0..words.len().min(room) {
+            let end = words.len().min(start + MAX_WORDS);
+            let suffix = words[start..end].iter().cloned().map(Word::plain).collect();
             scan.add_part(strip_wrappers(suffix), Vec::new());
         }
     }
@@ -53,5 +62,13 @@ mod tests {
             "esac",
         ];
         assert_eq!(texts, expected);
+    }
+
+    #[test]
+    fn a_huge_unreadable_line_is_read_in_bounded_time() {
+        let line = format!("{} 'open", "word ".repeat(200_000));
+        let parts = rough(&line);
+        assert_eq!(parts.len(), MAX_RUNS);
+        assert!(parts.iter().all(|p| p.words.len() <= MAX_WORDS));
     }
 }
