@@ -1,5 +1,5 @@
 //! Commands that carry code of their own: a shell's `-c` string or standard input, `eval`'s
-//! arguments and `find -exec` actions. A carrier is transparent (judged only by what it runs)
+//! arguments, `find -exec` actions and git's `!` aliases. A carrier is transparent (judged only by what it runs)
 //! unless its own variables, redirections or start-up options change what runs.
 
 use super::command::basename;
@@ -92,6 +92,21 @@ pub(crate) fn inner_script(words: &[String], stdin: Option<&str>) -> Option<Stri
         (None, false) => stdin.map(str::to_string),
         _ => None,
     }
+}
+
+/// Shell commands git aliases defined on the line run (`git -c alias.x='!sudo id' x`). The git
+/// command stays judged as itself; these are judged besides it.
+pub(crate) fn git_shell_aliases(words: &[String]) -> Vec<String> {
+    if words.first().map(|w| basename(w)) != Some("git") {
+        return Vec::new();
+    }
+    words
+        .windows(2)
+        .filter(|pair| pair[0] == "-c")
+        .filter_map(|pair| pair[1].strip_prefix("alias."))
+        .filter_map(|alias| alias.split_once('=')?.1.strip_prefix('!'))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The commands `find … -exec cmd {} ;` runs, one word list per action.

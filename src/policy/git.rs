@@ -89,7 +89,8 @@ pub(crate) fn git_read_only(prefix: &[String], args: &[&str]) -> bool {
             "ls-files" => !rest.iter().any(|a| reads_worktree_content(a)),
             "log" | "show" => diff_safe(NO_DIFF_PROGRAMS) && explicit_format(rest),
             "diff" => diff_safe(&NO_DIFF_PROGRAMS[..2]) && (has("--cached") || has("--staged")),
-            "branch" => branch_lists_only(rest),
+            // `%(signature)` verifies a signature with `gpg.program`.
+            "branch" => branch_lists_only(rest) && !rest.iter().any(|a| a.contains("%(signature")),
             "remote" => rest.iter().all(|a| matches!(*a, "-v" | "--verbose")),
             _ => false,
         }

@@ -162,17 +162,31 @@ pub(crate) fn deny_views(part: &Part) -> Vec<String> {
 }
 
 /// `git -c x=y -C dir push` → `git push`: the program, then what follows its leading options.
+/// An alias defined on the line (`git -c alias.p=push p`) is replaced by what it stands for.
 fn without_global_options(words: &[String]) -> Vec<String> {
+    let mut aliases: Vec<(&str, &str)> = Vec::new();
     let mut i = 1;
     while let Some(word) = words.get(i).filter(|w| w.starts_with('-') && *w != "--") {
-        i += if GLOBAL_VALUED.contains(&word.as_str()) {
-            2
-        } else {
-            1
-        };
+        if !GLOBAL_VALUED.contains(&word.as_str()) {
+            i += 1;
+            continue;
+        }
+        let value = words.get(i + 1).map(String::as_str).unwrap_or_default();
+        let alias = value.strip_prefix("alias.").and_then(|a| a.split_once('='));
+        aliases.extend(alias.filter(|_| word == "-c"));
+        i += 2;
     }
     let rest = words.get(i..).unwrap_or_default();
-    words.iter().take(1).chain(rest).cloned().collect()
+    let expanded = rest.first().and_then(|sub| {
+        let (_, value) = aliases.iter().rev().find(|(name, _)| name == sub)?;
+        Some(value.split_whitespace().map(str::to_string))
+    });
+    let mut out = words[..1].to_vec();
+    match expanded {
+        Some(alias) => out.extend(alias.chain(rest[1..].iter().cloned())),
+        None => out.extend(rest.iter().cloned()),
+    }
+    out
 }
 
 /// The command a known wrapper runs, if `words` starts with one.

@@ -12,7 +12,7 @@ mod rough;
 
 pub(crate) use rough::rough;
 
-use super::carrier::{find_exec, inner_script, transparent};
+use super::carrier::{find_exec, git_shell_aliases, inner_script, transparent};
 use super::command::{Stripped, Word, strip_wrappers};
 use super::part::{Analysis, Part, Redirect};
 use super::words::{Unparsable, substitutions, unquote};
@@ -340,6 +340,10 @@ impl<'a> Scan<'a> {
             if let Some(input) = stdin.filter(|text| *text != inner) {
                 ids.extend(self.nested(input)?);
             }
+            self.out.edges.extend(ids.into_iter().map(|x| (id, x)));
+        }
+        for script in git_shell_aliases(&words) {
+            let ids = self.nested(&script)?;
             self.out.edges.extend(ids.into_iter().map(|x| (id, x)));
         }
         // `{}` stands for found paths: unknown ones when the search starts outside.

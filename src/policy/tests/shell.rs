@@ -102,6 +102,10 @@ fn guarded_mode_asks_for_everything_else() {
                 Ask,
             ),
             (format!("{HARDENED} ls-files --modified").as_str(), Ask),
+            (
+                format!("{HARDENED} branch --format=%(signature)").as_str(),
+                Ask,
+            ),
             (format!("GIT_DIR=x {HARDENED} rev-parse HEAD").as_str(), Ask),
             ("git commit -m wip", Ask),
             ("git push", Ask),
