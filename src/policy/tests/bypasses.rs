@@ -96,6 +96,10 @@ fn deny_rules_match_the_programs_basename() {
             ("\"/usr/bin/curl\" x", Deny),
         ],
     );
+}
+
+#[test]
+fn git_aliases_defined_on_the_line_are_seen_through() {
     let no_push = policy(Mode::Guarded, &["shell(git push*)"], &[], &[]);
     check_table(
         &no_push,
