@@ -8,7 +8,8 @@
 //! - `GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null`: no system or global file is read, so
 //!   only the repository's own config (and the command line) count;
 //! - `GIT_NO_LAZY_FETCH=1`: a partial clone's missing objects are not fetched, which would run a
-//!   transport (`remote.*.uploadpack`, `core.sshCommand`, `ext::`) named by the repository;
+//!   transport (`remote.*.uploadpack`, `core.sshCommand`, `ext::`) named by the repository
+//!   (git 2.44 and later; an older git ignores it, and a partial clone stays a risk there);
 //! - `--no-pager` (or `-P`): `core.pager` and `pager.<cmd>` are not run;
 //! - `-c core.fsmonitor=false`: the fsmonitor hook, run whenever the index is read, is off;
 //! - `-c core.hooksPath=/dev/null`: no hook runs, e.g. `post-index-change` on an index refresh;

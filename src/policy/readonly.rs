@@ -56,6 +56,16 @@ pub(crate) fn is_read_only(part: &Part) -> bool {
     }
 }
 
+/// zsh's lower-case names tied to search paths: `path=./bin` is `PATH=./bin` there.
+const TIED_LOWER_CASE: &[&str] = &[
+    "path",
+    "cdpath",
+    "fpath",
+    "manpath",
+    "mailpath",
+    "module_path",
+];
+
 /// `NAME=value` alone, setting a shell variable: harmless when the name is lower-case (so not an
 /// inherited one such as `PATH` or `IFS`) and the value expands nothing (`${x@P}` or `$((x))`
 /// would run code stored in it).
@@ -66,7 +76,7 @@ fn local_assignment(word: &str) -> bool {
     let lower = name
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    lower && !value.contains(['$', '`', '['])
+    lower && !TIED_LOWER_CASE.contains(&name) && !value.contains(['$', '`', '['])
 }
 
 fn rg_runs_a_program(arg: &str) -> bool {

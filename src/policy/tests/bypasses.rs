@@ -217,3 +217,18 @@ fn read_only_git_needs_config_isolation_and_the_code_running_settings_overridden
         ],
     );
 }
+
+#[test]
+fn a_plain_lower_case_variable_alone_is_read_only_and_anything_else_asks() {
+    let guarded = policy(Mode::Guarded, &[], &[], &[]);
+    check_table(
+        &guarded,
+        &[
+            ("f=src/main.rs; cat $f", Allow),
+            ("x='$(touch y)'; cat ${x@P}", Ask),
+            ("x='a[$(touch y)]'; cat $((x))", Ask),
+            ("IFS=/; ls", Ask),
+            ("LD_PRELOAD=./x.so", Ask),
+        ],
+    );
+}

@@ -97,8 +97,10 @@ fn peer_read_only_classification_bypasses_ask() {
             ("git branch -a", Ask),
             // cisco-ai-defense/defenseclaw#573: external diff and textconv programs.
             ("git log --ext-diff -p", Ask),
-            // mf-yang/openclaw-cn#255: PATH pointed at planted binaries.
+            // mf-yang/openclaw-cn#255: PATH pointed at planted binaries (zsh ties `path`).
             ("PATH=./bin:$PATH; ls", Ask),
+            ("zsh -c 'path=(./bin); ls'", Ask),
+            ("zsh -c 'path=./bin; ls'", Ask),
         ],
     );
 }
