@@ -12,6 +12,7 @@ const MAX_WRAPPERS: usize = 8;
 
 /// A wrapper that runs the rest of its arguments as a command.
 struct Wrapper {
+    /// The program name, as its basename.
     name: &'static str,
     /// Operands before the command (`flock FILE cmd`, `chroot DIR cmd`, `taskset MASK cmd`).
     operands: usize,
@@ -19,6 +20,8 @@ struct Wrapper {
     valued: &'static [&'static str],
 }
 
+/// Wrappers the analysis keeps as the command (privilege, tracing, locking, sandboxing ones),
+/// peeled off only for deny and ask rules.
 const WRAPPERS: &[Wrapper] = &[
     Wrapper {
         name: "sudo",
