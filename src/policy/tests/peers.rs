@@ -99,7 +99,6 @@ fn peer_read_only_classification_bypasses_ask() {
             ("git log --ext-diff -p", Ask),
             // mf-yang/openclaw-cn#255: PATH pointed at planted binaries (zsh ties `path`).
             ("PATH=./bin:$PATH; ls", Ask),
-            ("zsh -c 'path=(./bin); ls'", Ask),
             ("zsh -c 'path=./bin; ls'", Ask),
         ],
     );
@@ -162,6 +161,8 @@ fn peer_read_only_shapes_the_engine_already_caught_stay_caught() {
             ("git -c core.pager='sh -c id' status", Ask),
             // mf-yang/openclaw-cn#255: PATH pointed at planted binaries, for one command.
             ("PATH=./bin:$PATH ls", Ask),
+            // mf-yang/openclaw-cn#255: zsh's array form of the tied `path`.
+            ("zsh -c 'path=(./bin); ls'", Ask),
             // hashgraph-online/hol-guard#1690: ripgrep pointed at a config naming --pre.
             ("RIPGREP_CONFIG_PATH=./rc rg foo", Ask),
         ],
