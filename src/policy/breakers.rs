@@ -2,8 +2,13 @@
 //! when an allow rule matches or they hide inside a substitution (only a deny rule beats them).
 //! One table, one row per danger, each with a test below.
 
+mod cwd;
+mod startup;
+
 use super::command::basename;
 use super::part::{Analysis, Part};
+use cwd::moved_outside;
+use startup::startup_write;
 
 /// One circuit breaker: a name for the approval prompt and the check that trips it.
 pub(crate) struct Breaker {
@@ -50,6 +55,10 @@ pub(crate) const BREAKERS: &[Breaker] = &[
     Breaker {
         name: "write under a system directory",
         check: system_write,
+    },
+    Breaker {
+        name: "write to a start-up file or git hook",
+        check: startup_write,
     },
     Breaker {
         name: "kill every process",
@@ -107,14 +116,22 @@ fn has_flag(options: &[&str], short: &[char], long: &[&str]) -> bool {
     })
 }
 
-fn rm_rf_outside(part: &Part, _: &Analysis) -> bool {
+fn rm_rf_outside(part: &Part, analysis: &Analysis) -> bool {
     if program(part) != "rm" {
         return false;
     }
     let (options, targets) = split_options(args(part));
     let recursive = has_flag(&options, &['r', 'R'], &["recursive"]);
     let force = has_flag(&options, &['f'], &["force"]);
-    recursive && force && targets.iter().any(|t| outside_workspace(t))
+    recursive && force && reaches_outside(part, analysis, &targets)
+}
+
+/// Whether the operands `targets` of `part` may name something outside the workspace: one does
+/// by its spelling, `xargs` supplies unknown ones, or the command runs somewhere else.
+fn reaches_outside(part: &Part, analysis: &Analysis, targets: &[&str]) -> bool {
+    part.args_from_input
+        || targets.iter().any(|t| outside_workspace(t))
+        || moved_outside(part, analysis)
 }
 
 /// `/`, `~`, `$HOME`, `*`, `.`, `..`, any absolute path, any path with a `..` component, and
@@ -134,12 +151,16 @@ fn outside_workspace(target: &str) -> bool {
 }
 
 /// `find / -delete`: the starting points are the arguments before the first expression.
-fn find_delete_outside(part: &Part, _: &Analysis) -> bool {
+fn find_delete_outside(part: &Part, analysis: &Analysis) -> bool {
     let args = args(part);
-    let starts = args.iter().take_while(|a| !a.starts_with(['-', '(', '!']));
+    let starts: Vec<&str> = args
+        .iter()
+        .take_while(|a| !a.starts_with(['-', '(', '!']))
+        .map(String::as_str)
+        .collect();
     program(part) == "find"
         && args.iter().any(|a| a == "-delete")
-        && starts.clone().any(|s| outside_workspace(s))
+        && reaches_outside(part, analysis, &starts)
 }
 
 fn privilege_escalation(part: &Part, _: &Analysis) -> bool {

@@ -1,16 +1,8 @@
 //! Command-level shell reading for the policy gate: strips the wrappers that only run another
-//! command (`timeout`, `env`, `nice`, `xargs`, …) and finds the shell code a command itself
-//! runs (`sh -c '…'`, `eval '…'`, `find -exec …`), so each is judged as what it really does.
+//! command (`timeout`, `env`, `nice`, `xargs`, …) so each command is judged as what it really
+//! does, and keeps what the wrappers changed (variables, directory, arguments from input).
 
 use super::words::assignment_name;
-
-/// Shells whose `-c` string (or standard input) is parsed as a command line of its own.
-const SHELLS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish",
-];
-
-/// `find` actions that run a command on each match.
-const FIND_EXEC: &[&str] = &["-exec", "-execdir", "-ok", "-okdir"];
 
 /// One word as written (for assignment detection) and as the shell passes it on.
 #[derive(Debug, Clone)]
@@ -38,6 +30,12 @@ pub(crate) struct Stripped {
     pub words: Vec<String>,
     /// Variables set for it (`LANG=C ls`, `env FOO=1 ls`).
     pub assignments: Vec<String>,
+    /// The same assignments as written, unquoted: `LD_PRELOAD=./x.so`.
+    pub prefix: Vec<String>,
+    /// `xargs` appends arguments read from its input (or `-a FILE`): they are unknown.
+    pub args_from_input: bool,
+    /// The directory `env -C DIR` runs it in.
+    pub chdir: Option<String>,
 }
 
 /// The last path component, so `/usr/bin/env` is recognised as `env`.
@@ -48,13 +46,15 @@ pub(crate) fn basename(word: &str) -> &str {
 /// Removes leading assignments and every wrapper in front of the command that really runs.
 /// A wrapper with nothing after it (`nice` alone) is itself the command.
 pub(crate) fn strip_wrappers(mut words: Vec<Word>) -> Stripped {
-    let mut assignments = Vec::new();
+    let mut out = Stripped::default();
     let mut i = 0;
     while let Some(name) = words.get(i).and_then(|w| assignment_name(&w.raw)) {
-        assignments.push(name.to_string());
+        out.assignments.push(name.to_string());
+        out.prefix.push(words[i].value.clone());
         i += 1;
     }
     while let Some(first) = words.get(i) {
+        out.args_from_input |= basename(&first.value) == "xargs";
         let next = match basename(&first.value) {
             "timeout" => skip_options(&words, i + 1, TIMEOUT).map(|j| j + 1),
             "nice" => after_nice(&words, i + 1),
@@ -66,7 +66,7 @@ pub(crate) fn strip_wrappers(mut words: Vec<Word>) -> Stripped {
             "exec" => skip_options(&words, i + 1, EXEC),
             "xargs" => skip_options(&words, i + 1, XARGS),
             "command" => skip_options(&words, i + 1, COMMAND),
-            "env" => after_env(&mut words, i + 1, &mut assignments),
+            "env" => after_env(&mut words, i + 1, &mut out),
             _ => None,
         };
         match next {
@@ -74,10 +74,8 @@ pub(crate) fn strip_wrappers(mut words: Vec<Word>) -> Stripped {
             _ => break,
         }
     }
-    Stripped {
-        words: words.drain(i..).map(|w| w.value).collect(),
-        assignments,
-    }
+    out.words = words.drain(i..).map(|w| w.value).collect();
+    out
 }
 
 /// Options of one wrapper: flags that stand alone and flags that take a value.
@@ -202,7 +200,7 @@ fn after_nice(words: &[Word], i: usize) -> Option<usize> {
 }
 
 /// `env [-i] [-u NAME] [-C DIR] [-S 'words'] [NAME=value]… command`; `-S` is split in place.
-fn after_env(words: &mut Vec<Word>, mut i: usize, assignments: &mut Vec<String>) -> Option<usize> {
+fn after_env(words: &mut Vec<Word>, mut i: usize, out: &mut Stripped) -> Option<usize> {
     const ALONE: &[&str] = &[
         "-i",
         "-",
@@ -224,6 +222,13 @@ fn after_env(words: &mut Vec<Word>, mut i: usize, assignments: &mut Vec<String>)
             words.splice(i..i + split.0, split.1.into_iter().map(Word::plain));
         } else if word == "--" || ALONE.contains(&word.as_str()) {
             i += 1;
+        } else if let Some(dir) = chdir(&word, words.get(i + 1)) {
+            out.chdir = Some(dir);
+            i += if matches!(word.as_str(), "-C" | "--chdir") {
+                2
+            } else {
+                1
+            };
         } else if VALUED.contains(&word.as_str()) {
             i += 2;
         } else if VALUED.iter().any(|v| attached_value(&word, v)) {
@@ -231,13 +236,25 @@ fn after_env(words: &mut Vec<Word>, mut i: usize, assignments: &mut Vec<String>)
         } else if word.starts_with('-') {
             return None;
         } else if let Some((name, _)) = word.split_once('=').filter(|(n, _)| !n.is_empty()) {
-            assignments.push(name.to_string());
+            out.assignments.push(name.to_string());
+            out.prefix.push(word.clone());
             i += 1;
         } else {
             break;
         }
     }
     Some(i)
+}
+
+/// The directory of `env -C DIR`, `-CDIR`, `--chdir DIR` or `--chdir=DIR` at this word.
+fn chdir(word: &str, next: Option<&Word>) -> Option<String> {
+    match word {
+        "-C" | "--chdir" => next.map(|w| w.value.clone()),
+        _ => word
+            .strip_prefix("--chdir=")
+            .or_else(|| word.strip_prefix("-C").filter(|d| !d.is_empty()))
+            .map(str::to_string),
+    }
 }
 
 /// For `env -S 'a b'` (or `-Sa b`, `--split-string=…`) at `i`: how many words it spans and
@@ -254,63 +271,6 @@ fn split_string(words: &[Word], i: usize) -> Option<(usize, Vec<String>)> {
     };
     let split = shlex::split(text).unwrap_or_else(|| vec![text.to_string()]);
     Some((span, split))
-}
-
-/// The command line a command runs as code of its own: the string after a shell's `-c`, a
-/// shell's standard input (`bash <<EOF`, `sh <<< '…'`), or `eval`'s arguments.
-pub(crate) fn inner_script(words: &[String], stdin: Option<&str>) -> Option<String> {
-    let name = basename(words.first()?);
-    if name == "eval" {
-        return (words.len() > 1).then(|| words[1..].join(" "));
-    }
-    if !SHELLS.contains(&name) {
-        return None;
-    }
-    let mut has_c = false;
-    let mut i = 1;
-    while let Some(word) = words.get(i).map(String::as_str) {
-        if word == "--" || word == "-" {
-            i += 1;
-            break;
-        }
-        if matches!(word, "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file") {
-            i += 2;
-        } else if let Some(flags) = word.strip_prefix('-').filter(|f| !f.starts_with('-')) {
-            has_c |= flags.contains('c');
-            i += 1;
-        } else if word.starts_with("--") || word.starts_with('+') {
-            i += 1;
-        } else {
-            break;
-        }
-    }
-    match (words.get(i), has_c) {
-        (Some(script), true) => Some(script.clone()),
-        (None, false) => stdin.map(str::to_string),
-        _ => None,
-    }
-}
-
-/// The commands `find … -exec cmd {} ;` runs, one word list per action.
-pub(crate) fn find_exec(words: &[String]) -> Vec<Vec<String>> {
-    if words.first().map(|w| basename(w)) != Some("find") {
-        return Vec::new();
-    }
-    let mut found = Vec::new();
-    let mut i = 1;
-    while i < words.len() {
-        if FIND_EXEC.contains(&words[i].as_str()) {
-            let start = i + 1;
-            let len = words[start..]
-                .iter()
-                .position(|w| w == ";" || w == "+")
-                .unwrap_or(words.len() - start);
-            found.push(words[start..start + len].to_vec());
-            i = start + len;
-        }
-        i += 1;
-    }
-    found
 }
 
 #[cfg(test)]
@@ -359,40 +319,5 @@ mod tests {
             Word::plain("sudo rm -rf /".into()),
         ];
         assert_eq!(strip_wrappers(words).words, ["sudo", "rm", "-rf", "/"]);
-    }
-
-    #[test]
-    fn shell_dash_c_strings_and_eval_are_inner_scripts() {
-        let words = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
-        assert_eq!(
-            inner_script(&words("bash -lc ls"), None).as_deref(),
-            Some("ls")
-        );
-        assert_eq!(
-            inner_script(&words("/bin/sh -e -c ls x"), None).as_deref(),
-            Some("ls")
-        );
-        assert_eq!(
-            inner_script(&words("eval rm -rf /"), None).as_deref(),
-            Some("rm -rf /")
-        );
-        assert_eq!(
-            inner_script(&words("bash"), Some("sudo x")).as_deref(),
-            Some("sudo x")
-        );
-        assert_eq!(inner_script(&words("bash script.sh"), Some("x")), None);
-        assert_eq!(inner_script(&words("python -c x"), None), None);
-    }
-
-    #[test]
-    fn find_exec_actions_are_commands() {
-        let words: Vec<String> = "find . -name x -exec rm -rf {} ; -print -execdir sudo y {} +"
-            .split(' ')
-            .map(String::from)
-            .collect();
-        assert_eq!(
-            find_exec(&words),
-            [vec!["rm", "-rf", "{}"], vec!["sudo", "y", "{}"]]
-        );
     }
 }

@@ -11,11 +11,14 @@
 
 mod analyze;
 mod breakers;
+mod carrier;
 mod command;
 mod decision;
+mod git;
 mod part;
 mod readonly;
 mod rule;
+mod views;
 mod words;
 
 use std::collections::BTreeMap;
@@ -104,10 +107,9 @@ impl Policy {
     /// Compile the rules; a malformed pattern is an error naming it.
     pub fn new(config: &PolicyConfig) -> Result<Self, String> {
         let compile = |list: &str, patterns: &[String]| -> Result<Vec<Rule>, String> {
-            let compiled = patterns
-                .iter()
-                .enumerate()
-                .map(|(i, p)| Rule::parse(p).map_err(|e| format!("policy.{list}[{i}]: {e}")));
+            let compiled = patterns.iter().enumerate().map(|(i, p)| {
+                Rule::for_list(list, p).map_err(|e| format!("policy.{list}[{i}]: {e}"))
+            });
             compiled.collect()
         };
         Ok(Self {
@@ -159,13 +161,15 @@ impl Policy {
     }
 
     fn evaluate_shell(&self, args: &Value, extra: &[Rule]) -> Decision {
-        let analysis = args
-            .get("command")
-            .and_then(Value::as_str)
-            .ok_or(words::Unparsable)
-            .and_then(analyze::analyze);
+        let command = args.get("command").and_then(Value::as_str);
+        let analysis = command.ok_or(words::Unparsable).and_then(analyze::analyze);
         let Ok(analysis) = analysis else {
-            return Decision::by_mode(Verdict::Ask, UNPARSABLE);
+            // Unreadable: it asks, unless a deny rule names a program somewhere in it
+            // (`denies_any` is true only for deny-list rules).
+            let rough = analyze::rough(command.unwrap_or_default());
+            return self
+                .first_match(&[], |rule| rule.denies_any(&rough))
+                .unwrap_or_else(|| Decision::by_mode(Verdict::Ask, UNPARSABLE));
         };
         let decisions = analysis
             .parts
@@ -187,7 +191,7 @@ impl Policy {
 
     fn judge_part(&self, part: &Part, analysis: &Analysis, extra: &[Rule]) -> Decision {
         let decision = self
-            .first_match(extra, |rule| rule.matches_command(&part.text))
+            .first_match(extra, |rule| rule.matches_part(part))
             .unwrap_or_else(|| self.shell_default(part));
         match breakers::tripped(part, analysis) {
             Some(name) if decision.verdict != Verdict::Deny => {

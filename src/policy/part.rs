@@ -55,6 +55,12 @@ pub(crate) struct Part {
     pub words: Vec<String>,
     /// Variables assigned for it by leading `NAME=value` words or `env`.
     pub assignments: Vec<String>,
+    /// The same assignments as written, unquoted (`LD_PRELOAD=./x.so`).
+    pub prefix: Vec<String>,
+    /// Run by `xargs`, which appends arguments read from its input.
+    pub args_from_input: bool,
+    /// The directory `env -C DIR` runs it in.
+    pub chdir: Option<String>,
     /// Its redirections, in order.
     pub redirects: Vec<Redirect>,
     /// `sh -c`, `eval`, `bash <<EOF`: what it runs was parsed into parts of its own.
@@ -63,8 +69,11 @@ pub(crate) struct Part {
     pub background: bool,
     /// The innermost shell function whose body holds it.
     pub in_function: Option<String>,
-    /// Words joined by single spaces, then redirections: what shell rule globs match.
+    /// Assignments, `env -C DIR`, `xargs` when it runs the command, words, redirections,
+    /// joined by single spaces: what allow rules match and "Always allow" writes.
     pub text: String,
+    /// Only the words and redirections: what deny and ask rules match, besides `text`.
+    pub core: String,
 }
 
 impl Part {

@@ -1,6 +1,7 @@
 //! The curated read-only command set the `guarded` and `read_only` modes allow without asking:
 //! commands that only look (`ls`, `cat`, `grep`, read-only `git`, …) and write no file.
 
+use super::git;
 use super::part::Part;
 
 /// Commands that only read, whatever their arguments.
@@ -19,100 +20,71 @@ const HARMLESS_VARIABLES: &[&str] = &[
     "LANG", "TZ", "NO_COLOR", "TERM", "COLUMNS", "LINES", "CLICOLOR",
 ];
 
+/// ripgrep options that run a program: `--pre` on every file searched, `--hostname-bin` for
+/// hyperlinks, `-z`/`--search-zip` the decompressors found on `PATH`.
+const RG_RUNS: &[&str] = &["--pre", "--hostname-bin", "--search-zip"];
+
+/// Whether a variable may be set for a read-only command (or a transparent carrier).
+pub(crate) fn harmless_variable(name: &str) -> bool {
+    HARMLESS_VARIABLES.contains(&name) || name.starts_with("LC_")
+}
+
 /// Whether `part` is in the curated read-only set. The command name must be written bare
-/// (`/tmp/x/ls` is not `ls`), and no output may be redirected to a file.
+/// (`/tmp/x/ls` is not `ls`), no output may be redirected to a file, and its arguments must be
+/// known (`xargs` appends some read from its input).
 pub(crate) fn is_read_only(part: &Part) -> bool {
-    if part.redirects.iter().any(|r| r.writes()) {
-        return false;
-    }
-    let harmless =
-        |name: &String| HARMLESS_VARIABLES.contains(&name.as_str()) || name.starts_with("LC_");
-    if !part.assignments.iter().all(harmless) {
+    if part.redirects.iter().any(|r| r.writes()) || part.args_from_input {
         return false;
     }
     let Some((program, args)) = part.words.split_first() else {
-        return true;
+        return part.prefix.iter().all(|a| local_assignment(a));
     };
+    let harmless = |(name, word): (&String, &String)| {
+        harmless_variable(name) || (program == "git" && git::REQUIRED_ENV.contains(&word.as_str()))
+    };
+    if !part.assignments.iter().zip(&part.prefix).all(harmless) {
+        return false;
+    }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match program.as_str() {
         p if ALWAYS_READ_ONLY.contains(&p) => true,
-        // `--pre` runs a program on every file searched.
-        "rg" => !args
-            .iter()
-            .any(|a| *a == "--pre" || a.starts_with("--pre=")),
+        "rg" => !args.iter().any(|a| rg_runs_a_program(a)),
         "find" => !args.iter().any(|a| FIND_WRITES.contains(a)),
         "command" => matches!(args.first(), Some(&"-v" | &"-V")),
-        "git" => git_read_only(&args),
+        "git" => git::git_read_only(&part.prefix, &args),
         _ => false,
     }
 }
 
-/// `git status`, `log`, `diff`, `show`, `rev-parse`, `ls-files`, `blame`, `branch` (listing
-/// only) and `remote [-v]`, with no global option other than `--no-pager`, `-P` and `-C DIR`.
-fn git_read_only(args: &[&str]) -> bool {
-    let mut i = 0;
-    while let Some(arg) = args.get(i) {
-        match *arg {
-            "--no-pager" | "-P" | "--no-optional-locks" => i += 1,
-            "-C" => i += 2,
-            // `-c core.pager=…`, `--exec-path`, `--git-dir` and the like can run anything.
-            a if a.starts_with('-') => return false,
-            _ => break,
-        }
-    }
-    let Some((sub, rest)) = args.get(i..).and_then(<[&str]>::split_first) else {
+/// zsh's lower-case names tied to search paths: `path=./bin` is `PATH=./bin` there.
+const TIED_LOWER_CASE: &[&str] = &[
+    "path",
+    "cdpath",
+    "fpath",
+    "manpath",
+    "mailpath",
+    "module_path",
+];
+
+/// `NAME=value` alone, setting a shell variable: harmless when the name is lower-case (so not an
+/// inherited one such as `PATH` or `IFS`) and the value expands nothing (`${x@P}` or `$((x))`
+/// would run code stored in it).
+fn local_assignment(word: &str) -> bool {
+    let Some((name, value)) = word.split_once('=') else {
         return false;
     };
-    match *sub {
-        "status" | "rev-parse" | "ls-files" | "blame" => true,
-        // `--output=FILE` writes the result to a file.
-        "log" | "diff" | "show" => !rest.iter().any(|a| a.starts_with("--output")),
-        "branch" => branch_lists_only(rest),
-        "remote" => rest.iter().all(|a| matches!(*a, "-v" | "--verbose")),
-        _ => false,
-    }
+    let lower = name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    lower && !TIED_LOWER_CASE.contains(&name) && !value.contains(['$', '`', '['])
 }
 
-/// `git branch` that lists: no delete/move/copy/upstream flag, and a name only after `--list`.
-fn branch_lists_only(args: &[&str]) -> bool {
-    const MUTATING_LONG: &[&str] = &[
-        "--delete",
-        "--move",
-        "--copy",
-        "--force",
-        "--set-upstream-to",
-        "--unset-upstream",
-        "--edit-description",
-        "--track",
-        "--no-track",
-        "--create-reflog",
-    ];
-    const VALUED: &[&str] = &[
-        "--contains",
-        "--no-contains",
-        "--merged",
-        "--no-merged",
-        "--points-at",
-        "--sort",
-        "--format",
-    ];
-    let listing = args.iter().any(|a| matches!(*a, "--list" | "-l"));
-    let mut i = 0;
-    while let Some(arg) = args.get(i) {
-        let long = arg.split('=').next().unwrap_or(arg);
-        if MUTATING_LONG.contains(&long) {
-            return false;
-        }
-        if let Some(flags) = arg.strip_prefix('-').filter(|f| !f.starts_with('-')) {
-            if flags.chars().any(|c| "dDmMcCfut".contains(c)) {
-                return false;
-            }
-        } else if VALUED.contains(arg) {
-            i += 1;
-        } else if !arg.starts_with('-') && !listing {
-            return false;
-        }
-        i += 1;
+fn rg_runs_a_program(arg: &str) -> bool {
+    match arg.strip_prefix("--") {
+        Some(_) => RG_RUNS
+            .iter()
+            .any(|o| arg == *o || arg.strip_prefix(o).is_some_and(|r| r.starts_with('='))),
+        // A cluster of short flags with `z` in it; a value glued to `-e`/`-g` may over-ask.
+        None => arg.starts_with('-') && arg.contains('z'),
     }
-    true
 }

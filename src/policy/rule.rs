@@ -5,6 +5,9 @@
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
+use super::part::{Part, Redirect};
+use super::views::deny_views;
+
 /// The tool whose calls are shell command lines.
 pub(crate) const SHELL: &str = "shell";
 
@@ -28,10 +31,33 @@ pub(crate) struct Rule {
     pub source: String,
     tool: String,
     spec: Spec,
+    /// Which list it came from: a deny or ask rule matches every spelling of a command
+    /// ([`deny_views`]), an allow rule only the command as written.
+    list: Listed,
+}
+
+/// The rule list a pattern belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listed {
+    Deny,
+    Ask,
+    Allow,
 }
 
 impl Rule {
-    /// Parses `tool` or `tool(specifier)`; the error names the pattern and what is wrong.
+    /// Compiles a pattern of the `list` named (`deny`, `ask`, `allow`).
+    pub(crate) fn for_list(list: &str, pattern: &str) -> Result<Self, String> {
+        let mut rule = Self::parse(pattern)?;
+        rule.list = match list {
+            "deny" => Listed::Deny,
+            "ask" => Listed::Ask,
+            _ => Listed::Allow,
+        };
+        Ok(rule)
+    }
+
+    /// Parses `tool` or `tool(specifier)` as an allow rule; the error names the pattern and
+    /// what is wrong.
     pub(crate) fn parse(pattern: &str) -> Result<Self, String> {
         let fail = |why: &str| format!("invalid policy pattern `{pattern}`: {why}");
         let trimmed = pattern.trim();
@@ -78,17 +104,39 @@ impl Rule {
             source: trimmed.to_string(),
             tool: tool.to_string(),
             spec,
+            list: Listed::Allow,
         })
     }
 
-    /// Whether this `shell` rule matches one normalised simple command.
-    pub(crate) fn matches_command(&self, text: &str) -> bool {
-        self.tool == SHELL
-            && match &self.spec {
-                Spec::Any => true,
-                Spec::Command(glob) => glob.is_match(text),
-                Spec::Path(_) | Spec::Domain(_) => false,
-            }
+    /// Whether this `shell` rule matches one simple command. A deny or ask rule matches any of
+    /// its spellings. An allow rule matches the text as written, assignments and redirections
+    /// included, and a wildcard never stands for an assignment, an `env -C DIR` or a redirection
+    /// that writes: those must be spelled out in the pattern (`shell(npm test > out.txt)`).
+    pub(crate) fn matches_part(&self, part: &Part) -> bool {
+        let glob = match (&self.spec, self.tool == SHELL) {
+            (_, false) => return false,
+            (Spec::Any, true) => return true,
+            (Spec::Command(glob), true) => glob,
+            (Spec::Path(_) | Spec::Domain(_), true) => return false,
+        };
+        if self.list != Listed::Allow {
+            return deny_views(part).iter().any(|view| glob.is_match(view));
+        }
+        let spelled = |text: &str| {
+            [text.to_string(), escape(text, false), escape(text, true)]
+                .iter()
+                .any(|t| self.source.contains(t.as_str()))
+        };
+        let writes = part.redirects.iter().filter(|r| r.writes());
+        let chdir = part.chdir.as_ref().map(|dir| format!("env -C {dir}"));
+        glob.is_match(&part.text)
+            && part.prefix.iter().chain(&chdir).all(|a| spelled(a))
+            && writes.map(Redirect::render).all(|r| spelled(&r))
+    }
+
+    /// Whether this deny rule names a program of a line the parser could not read.
+    pub(crate) fn denies_any(&self, rough: &[Part]) -> bool {
+        self.list == Listed::Deny && rough.iter().any(|p| self.matches_part(p))
     }
 
     /// Whether this rule matches a call of a tool other than `shell`.

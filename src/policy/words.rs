@@ -25,7 +25,7 @@ pub(crate) fn substitutions(raw: &str, quotes: bool) -> Result<Vec<String>, Unpa
                 i += 1;
             }
             // Arithmetic `$((…))` runs nothing itself; substitutions inside it are still found.
-            ['$', '(', '(', ..] => i += 3,
+            ['$', '(', '(', ..] if arithmetic(&chars, i) => i += 3,
             ['$', '(', ..] => {
                 let close = matching_paren(&chars, i + 2)?;
                 found.push(chars[i + 2..close].iter().collect());
@@ -40,6 +40,16 @@ pub(crate) fn substitutions(raw: &str, quotes: bool) -> Result<Vec<String>, Unpa
         }
     }
     Ok(found)
+}
+
+/// Whether the `$((` at `at` is arithmetic: as in bash, only when the `)` matching its second
+/// `(` is followed at once by `)`. Otherwise (`$((touch x) )`) it is a command substitution
+/// whose script starts with a subshell. An unclosed one is read as the latter, and rejected.
+fn arithmetic(chars: &[char], at: usize) -> bool {
+    match matching_paren(chars, at + 3) {
+        Ok(close) => chars.get(close + 1) == Some(&')'),
+        Err(Unparsable) => false,
+    }
 }
 
 /// Index just past the `'` closing a single-quoted run that starts at `from`.
@@ -288,6 +298,15 @@ mod tests {
             substitutions("it's $(sudo x)\n", false).unwrap(),
             ["sudo x"]
         );
+    }
+
+    #[test]
+    fn dollar_double_paren_without_double_close_is_a_command_substitution() {
+        assert_eq!(
+            substitutions("ls $((touch x) )", true).unwrap(),
+            ["(touch x) "]
+        );
+        assert!(substitutions("$((1 + (2 * 3)))", true).unwrap().is_empty());
     }
 
     #[test]

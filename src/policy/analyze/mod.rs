@@ -8,8 +8,12 @@ use std::mem::take;
 use brush_parser::Token;
 
 mod redirects;
+mod rough;
 
-use super::command::{Stripped, Word, find_exec, inner_script, strip_wrappers};
+pub(crate) use rough::rough;
+
+use super::carrier::{find_exec, git_shell_aliases, inner_script, transparent};
+use super::command::{Stripped, Word, strip_wrappers};
 use super::part::{Analysis, Part, Redirect};
 use super::words::{Unparsable, substitutions, unquote};
 
@@ -266,7 +270,7 @@ impl<'a> Scan<'a> {
     fn flush(&mut self) -> Result<(), Unparsable> {
         let cmd = take(&mut self.cmd);
         let stripped = strip_wrappers(cmd.words);
-        if stripped.words.is_empty() && cmd.redirects.is_empty() {
+        if stripped.words.is_empty() && stripped.prefix.is_empty() && cmd.redirects.is_empty() {
             return Ok(());
         }
         let id = self.add_part(stripped, cmd.redirects);
@@ -290,16 +294,31 @@ impl<'a> Scan<'a> {
     fn add_part(&mut self, stripped: Stripped, redirects: Vec<Redirect>) -> usize {
         let id = self.out.parts.len();
         let in_function = self.frames.iter().rev().find_map(|f| f.function.clone());
-        let rendered = stripped
+        let core: Vec<String> = stripped
             .words
             .iter()
             .cloned()
-            .chain(redirects.iter().map(Redirect::render));
+            .chain(redirects.iter().map(Redirect::render))
+            .collect();
+        let chdir = stripped.chdir.as_ref().map(|dir| format!("env -C {dir}"));
+        let xargs = stripped.args_from_input.then(|| "xargs".to_string());
+        let text: Vec<String> = stripped
+            .prefix
+            .iter()
+            .cloned()
+            .chain(chdir)
+            .chain(xargs)
+            .chain(core.iter().cloned())
+            .collect();
         self.out.parts.push(Part {
             id,
-            text: rendered.collect::<Vec<_>>().join(" "),
+            text: text.join(" "),
+            core: core.join(" "),
             words: stripped.words,
             assignments: stripped.assignments,
+            prefix: stripped.prefix,
+            args_from_input: stripped.args_from_input,
+            chdir: stripped.chdir,
             redirects,
             carrier: false,
             background: false,
@@ -314,12 +333,29 @@ impl<'a> Scan<'a> {
     fn runs_inside(&mut self, id: usize, stdin: Option<&str>) -> Result<(), Unparsable> {
         let words = self.out.parts[id].words.clone();
         if let Some(inner) = inner_script(&words, stdin) {
-            self.out.parts[id].carrier = true;
-            let ids = self.nested(&inner)?;
+            self.out.parts[id].carrier = transparent(&self.out.parts[id]);
+            let mut ids = self.nested(&inner)?;
+            // Beside a `-c` string, the input is still there for the script to run
+            // (`bash -c '. /dev/stdin' <<EOF`): judged as code too.
+            if let Some(input) = stdin.filter(|text| *text != inner) {
+                ids.extend(self.nested(input)?);
+            }
             self.out.edges.extend(ids.into_iter().map(|x| (id, x)));
         }
+        for script in git_shell_aliases(&words) {
+            let ids = self.nested(&script)?;
+            self.out.edges.extend(ids.into_iter().map(|x| (id, x)));
+        }
+        // `{}` stands for found paths: unknown ones when the search starts outside.
+        let mut starts = words
+            .iter()
+            .skip(1)
+            .take_while(|a| !a.starts_with(['-', '(', '!']));
+        let found_outside =
+            starts.any(|s| s.starts_with(['/', '~']) || s.contains(['$', '`']) || s.contains(".."));
         for exec in find_exec(&words) {
-            let stripped = strip_wrappers(exec.into_iter().map(Word::plain).collect());
+            let mut stripped = strip_wrappers(exec.into_iter().map(Word::plain).collect());
+            stripped.args_from_input |= found_outside;
             if !stripped.words.is_empty() {
                 let sub = self.add_part(stripped, Vec::new());
                 self.runs_inside(sub, None)?;

@@ -37,6 +37,7 @@ const TESTED: &[&str] = &[
     "shutdown or reboot",
     "chmod -R 777",
     "write under a system directory",
+    "write to a start-up file or git hook",
     "kill every process",
     "fork bomb",
     "command name computed at run time",
@@ -69,8 +70,15 @@ fn rm_recursive_and_forced_outside_the_workspace_trips() {
             "rm -rfv .*",
             "rm -rf {,/}",
             "rm -rf \"$DIR\"/",
+            "cd / && rm -rf home",
+            "cd ~; rm -rf x",
+            "popd && rm -rf x",
+            "env -C .. rm -rf x",
+            "xargs rm -rf < dirs.txt",
         ],
         &[
+            "cd build && rm -rf out",
+            "env -C sub rm -rf x",
             "rm -rf build",
             "rm -rf ./target",
             "rm -r /",
@@ -217,6 +225,28 @@ fn writes_under_system_directories_trip() {
             "echo x > etc/x",
             "tee out.txt",
             "echo > /etcetera",
+        ],
+    );
+}
+
+#[test]
+fn writing_a_start_up_file_or_git_hook_trips() {
+    row(
+        "write to a start-up file or git hook",
+        &[
+            "echo x >> ~/.bashrc",
+            "cp evil ~/.profile",
+            "tee -a $HOME/.zshrc",
+            "echo x > .git/hooks/pre-commit",
+            "echo x >> sub/.git/config",
+            "cp a ~/.config/autostart/x.desktop",
+            "ln -s ./evil ~/.gitconfig",
+        ],
+        &[
+            "cat ~/.bashrc",
+            "echo x > bashrc.txt",
+            "cp .git/config backup.cfg",
+            "echo x > docs/hooks/pre-commit",
         ],
     );
 }

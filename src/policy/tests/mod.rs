@@ -2,8 +2,10 @@
 //! circuit breakers and "always allow" round trips.
 
 mod breakers;
+mod bypasses;
 mod modes;
 mod narrowest;
+mod peers;
 mod rules;
 mod shell;
 

@@ -32,7 +32,8 @@ fn read_only_mode_allows_looking_and_refuses_everything_else() {
         &policy(Mode::ReadOnly, &[], &[], &[]),
         &[
             ("ls -la", Allow),
-            ("git log -3", Allow),
+            (super::shell::HARDENED_LOG, Allow),
+            ("git log -3", Deny),
             ("npm install", Deny),
             ("ls > listing.txt", Deny),
             ("cat a | tee b", Deny),

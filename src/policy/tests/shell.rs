@@ -1,7 +1,19 @@
 //! Shell structure: each simple command is judged on its own, wherever it hides.
 
 use super::{check_table, policy, shell};
-use crate::policy::{Mode, Verdict::*};
+use crate::policy::{Mode, Verdict, Verdict::*};
+
+/// Read-only git as [`crate::policy::git`] requires it: config isolated, programs switched off.
+pub(super) const HARDENED: &str = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \
+    GIT_NO_LAZY_FETCH=1 git --no-pager -c core.fsmonitor=false -c core.hooksPath=/dev/null";
+
+/// The options that switch off diff and signature programs for `log` and `show`.
+const SAFE_DIFF: &str = "--no-ext-diff --no-textconv --no-show-signature";
+
+/// `git log` in the hardened form.
+pub(super) const HARDENED_LOG: &str = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \
+    GIT_NO_LAZY_FETCH=1 git --no-pager -c core.fsmonitor=false -c core.hooksPath=/dev/null \
+    log --no-ext-diff --no-textconv --no-show-signature --oneline -5";
 
 #[test]
 fn guarded_mode_allows_the_curated_read_only_commands() {
@@ -20,24 +32,22 @@ fn guarded_mode_allows_the_curated_read_only_commands() {
             ("pwd", Allow),
             ("which cargo", Allow),
             ("diff a.txt b.txt", Allow),
-            ("git status", Allow),
-            ("git log --oneline -5", Allow),
-            ("git diff HEAD~1 -- src", Allow),
-            ("git show HEAD:Cargo.toml", Allow),
-            ("git branch -a", Allow),
-            ("git branch --contains abc123", Allow),
-            ("git rev-parse HEAD", Allow),
-            ("git ls-files", Allow),
-            ("git blame src/lib.rs", Allow),
-            ("git remote -v", Allow),
-            ("git --no-pager -C sub log", Allow),
+            (HARDENED_LOG, Allow),
+            (format!("{HARDENED} diff --no-ext-diff --no-textconv --cached -- src").as_str(), Allow),
+            (format!("{HARDENED} show --no-ext-diff --no-textconv --no-show-signature --format=%H HEAD:Cargo.toml").as_str(), Allow),
+            (format!("{HARDENED} branch -a").as_str(), Allow),
+            (format!("{HARDENED} branch --contains abc123").as_str(), Allow),
+            (format!("{HARDENED} rev-parse HEAD").as_str(), Allow),
+            (format!("{HARDENED} ls-files").as_str(), Allow),
+            (format!("{HARDENED} remote -v").as_str(), Allow),
+            (format!("{HARDENED} -C sub --no-optional-locks rev-parse HEAD").as_str(), Allow),
             ("ls | grep x | wc -l", Allow),
             ("cat a && ls; pwd", Allow),
             ("LANG=C ls", Allow),
             ("ls 2>/dev/null", Allow),
             ("grep x f 2>&1 | head", Allow),
             ("command -v git", Allow),
-            ("timeout 5 git status", Allow),
+            (format!("{HARDENED} rev-parse HEAD").replace(" git ", " timeout 5 git ").as_str(), Allow),
         ],
     );
 }
@@ -63,6 +73,8 @@ fn guarded_mode_asks_for_everything_else() {
             ("git branch -D old", Ask),
             ("git branch -m a b", Ask),
             ("git branch new-feature", Ask),
+            ("git blame src/lib.rs", Ask),
+            ("git rev-parse HEAD", Ask),
             ("git commit -m wip", Ask),
             ("git push", Ask),
             ("git -c core.pager=sh log", Ask),
@@ -74,6 +86,30 @@ fn guarded_mode_asks_for_everything_else() {
             ("ls | tee copy.txt", Ask),
         ],
     );
+}
+
+#[test]
+fn hardened_git_still_asks_when_the_subcommand_could_run_a_program() {
+    let guarded = policy(Mode::Guarded, &[], &[], &[]);
+    let after_hardened = [
+        "status".to_string(),
+        "diff --no-ext-diff --no-textconv HEAD~1".to_string(),
+        "log --oneline".to_string(),
+        format!("log {SAFE_DIFF} -5"),
+        format!("log {SAFE_DIFF} --format=%G?%h"),
+        format!("log {SAFE_DIFF} --oneline --pretty=evil"),
+        format!("log {SAFE_DIFF} --oneline --ext-diff"),
+        "-c core.pager=sh rev-parse HEAD".to_string(),
+        "ls-files --modified".to_string(),
+        "branch --format=%(signature)".to_string(),
+    ];
+    let commands: Vec<String> = after_hardened
+        .iter()
+        .map(|rest| format!("{HARDENED} {rest}"))
+        .chain([format!("GIT_DIR=x {HARDENED} rev-parse HEAD")])
+        .collect();
+    let table: Vec<(&str, Verdict)> = commands.iter().map(|c| (c.as_str(), Ask)).collect();
+    check_table(&guarded, &table);
 }
 
 #[test]
