@@ -2,9 +2,13 @@
 //! every log line passes through one `Scrubber`, which redacts `key = value` credentials,
 //! well-known token shapes and the exact values of the secrets in the loaded config.
 
+mod holdback;
+
 use std::borrow::Cow;
 
 use regex::{Captures, Regex, RegexSet};
+
+pub use holdback::Holdback;
 
 /// What a redacted value becomes: its first 4 characters, then this.
 pub const REDACTED: &str = "*[REDACTED]";
@@ -43,6 +47,10 @@ pub struct Scrubber {
     pem: Regex,
     /// Exact configured secret values, longest first, as one alternation.
     exact: Option<Regex>,
+    /// The same values, for the streaming holdback's prefix test.
+    values: Vec<String>,
+    /// Every pattern as one lazy DFA, to tell whether a tail could still become a match.
+    prefixes: regex_automata::hybrid::dfa::DFA,
 }
 
 impl Default for Scrubber {
@@ -81,6 +89,8 @@ impl Scrubber {
                 .collect(),
             pem: Regex::new(PEM).expect("compiles"),
             exact,
+            values,
+            prefixes: holdback::prefix_automaton(),
         }
     }
 

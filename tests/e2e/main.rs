@@ -7,6 +7,7 @@ mod approvals;
 mod audit;
 mod config;
 mod helpers;
+mod holdback;
 mod leak;
 mod memory;
 mod memory_store;
