@@ -1,17 +1,31 @@
 //! The outbound path: every text the conversation layer sends (streamed answers, approval
 //! prompts, notices) leaves through [`Outbound`], which owns the channels, the per-chat
-//! governor, the scrubber and the draft pacing, so no caller can post around them.
+//! governor, the scrubber and the draft pacing, so no caller can post around them. The
+//! channels themselves stay private to this module: the rest of the core names a chat's
+//! channel by an opaque [`Route`], which can be written through nothing but [`Outbound`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use switchboard_channel::{
-    Button, ButtonPress, Channel, ChannelError, ConversationKey, MessageRef,
+    Button, ButtonPress, Channel, ChannelError, ConversationKey, Limits, MessageRef,
 };
 
 use crate::draft::{Draft, DraftOutcome, DraftSettings, PostedHook};
 use crate::governor::Governor;
 use crate::scrub::Scrubber;
+
+/// One configured channel as the core sees it: it can tell its limits, and every write to
+/// it goes through [`Outbound`] (the handle inside is private to this module).
+#[derive(Clone)]
+pub struct Route(Arc<dyn Channel>);
+
+impl Route {
+    /// The channel's limits in `key` (message length, buttons, edit pacing).
+    pub fn limits_for(&self, key: &ConversationKey) -> Limits {
+        self.0.limits_for(key)
+    }
+}
 
 /// Channels plus what every message to them passes through.
 pub struct Outbound {
@@ -44,9 +58,14 @@ impl Outbound {
         }
     }
 
-    /// The channel instance named `name`, if configured.
-    pub fn channel(&self, name: &str) -> Option<&Arc<dyn Channel>> {
-        self.channels.get(name)
+    /// The route to the channel instance named `name`, if configured.
+    pub fn route(&self, name: &str) -> Option<Route> {
+        self.channels.get(name).map(|c| Route(Arc::clone(c)))
+    }
+
+    /// Show the typing indicator in `key` (best effort).
+    pub async fn typing(&self, route: &Route, key: &ConversationKey) {
+        let _ = route.0.typing(key).await;
     }
 
     /// The scrubber outbound text and stored history pass through.
@@ -58,12 +77,12 @@ impl Outbound {
     /// instead of sent again (a turn resumed after a restart); `hook` learns of new ones.
     pub fn draft(
         &self,
-        channel: &Arc<dyn Channel>,
+        route: &Route,
         key: &ConversationKey,
         posted: Vec<MessageRef>,
         hook: Option<PostedHook>,
     ) -> Draft {
-        Draft::new(Arc::clone(channel), key.clone(), self.draft, posted, hook)
+        Draft::new(Arc::clone(&route.0), key.clone(), self.draft, posted, hook)
             .scrubbed(Arc::clone(&self.scrubber))
             .governed(Arc::clone(&self.governor))
     }
@@ -71,12 +90,12 @@ impl Outbound {
     /// Post one complete message (with `buttons`, if any) in `key`.
     pub async fn post(
         &self,
-        channel: &Arc<dyn Channel>,
+        route: &Route,
         key: &ConversationKey,
         text: &str,
         buttons: Vec<Button>,
     ) -> Result<DraftOutcome, ChannelError> {
-        self.draft(channel, key, Vec::new(), None)
+        self.draft(route, key, Vec::new(), None)
             .with_buttons(buttons)
             .finish(text)
             .await
@@ -86,14 +105,15 @@ impl Outbound {
     /// edit is scrubbed and waits for the chat's budget like any other write.
     pub async fn edit(
         &self,
-        channel: &Arc<dyn Channel>,
+        route: &Route,
         key: &ConversationKey,
         message: &MessageRef,
         text: &str,
     ) -> Result<(), ChannelError> {
         let text = self.scrubber.scrub(text).into_owned();
-        self.governor.take(key, &channel.limits_for(key)).await;
-        channel
+        self.governor.take(key, &route.limits_for(key)).await;
+        route
+            .0
             .edit(key, message, &switchboard_channel::Outbound::text(text))
             .await
     }
@@ -102,14 +122,14 @@ impl Outbound {
     /// a new message), otherwise as a message in the chat. Best effort: a failure is logged.
     pub async fn notice(
         &self,
-        channel: &Arc<dyn Channel>,
+        route: &Route,
         key: &ConversationKey,
         press: Option<&ButtonPress>,
         text: &str,
     ) {
         let sent = match press {
-            Some(press) => channel.answer_button(press, text).await,
-            None => self.post(channel, key, text, Vec::new()).await.map(|_| ()),
+            Some(press) => route.0.answer_button(press, text).await,
+            None => self.post(route, key, text, Vec::new()).await.map(|_| ()),
         };
         if let Err(err) = sent {
             tracing::warn!(%key, error = %err, "could not deliver a notice");

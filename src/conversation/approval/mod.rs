@@ -18,14 +18,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use switchboard_channel::{Button, Channel, ConversationKey};
+use switchboard_channel::{Button, ConversationKey};
 use tokio::sync::mpsc;
 
 pub(super) use decide::Request;
 pub use expiry::Expiries;
 pub(super) use gate::PolicyGate;
 
-use super::Outbound;
+use super::{Outbound, Route};
 use crate::agent::Suspension;
 use crate::clock::Clock;
 use crate::command::{Action, ApprovalButton};
@@ -101,7 +101,7 @@ impl Approvals {
     pub async fn suspend(
         &self,
         out: &Outbound,
-        channel: &Arc<dyn Channel>,
+        channel: &Route,
         key: &ConversationKey,
         requester: &str,
         state: Suspended,

@@ -10,14 +10,12 @@
 mod report;
 mod run;
 
-use std::sync::Arc;
-
-use switchboard_channel::{ButtonPress, Channel, ChannelEvent, ConversationKey, Inbound, UserRef};
+use switchboard_channel::{ButtonPress, ChannelEvent, ConversationKey, Inbound, UserRef};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::Deps;
 use super::approval::Request;
+use super::{Deps, Route};
 use crate::command::{Action, ApprovalButton, Command, Intent};
 use crate::memory::{autosave, compact_if_needed, scope_for};
 use crate::provider::{ChatMessage, Role};
@@ -30,7 +28,7 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
     let trace = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let span = tracing::info_span!("turn", %key, inbox = row.id, %trace);
     let now = || deps.lifecycle.clock().now_ms();
-    let Some(channel) = deps.outbound.channel(&key.channel).cloned() else {
+    let Some(route) = deps.outbound.route(&key.channel) else {
         tracing::warn!(%key, "event for a channel that is not configured; dropped");
         let _ = deps
             .store
@@ -41,7 +39,7 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
     let turn = Turn {
         deps,
         row: &row,
-        channel: &channel,
+        channel: &route,
         trace: &trace,
     };
     async {
@@ -58,7 +56,8 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
 struct Turn<'a> {
     deps: &'a Deps,
     row: &'a InboxRow,
-    channel: &'a Arc<dyn Channel>,
+    /// Where the answer goes (written only through the outbound path).
+    channel: &'a Route,
     trace: &'a str,
 }
 

@@ -60,7 +60,7 @@ impl Turn<'_> {
         let agent_side = self.agent_side(&agent, start, &cancel, tx, started);
         let typing = async {
             loop {
-                let _ = self.channel.typing(self.key()).await;
+                deps.outbound.typing(self.channel, self.key()).await;
                 tokio::time::sleep(TYPING_EVERY).await;
             }
         };
