@@ -137,6 +137,22 @@ impl Scrubber {
         Cow::Owned(out)
     }
 
+    /// `value` with every string in it scrubbed (tool-call arguments for history, audit and
+    /// approvals).
+    pub fn scrub_json(&self, value: &serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match value {
+            Value::String(s) => Value::String(self.scrub(s).into_owned()),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.scrub_json(v)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), self.scrub_json(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
     /// Scrub in place.
     pub fn scrub_string(&self, text: &mut String) {
         if let Cow::Owned(clean) = self.scrub(text) {

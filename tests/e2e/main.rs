@@ -2,6 +2,7 @@
 //! in-process stand-ins in `tests/support`.
 
 mod agent_loop;
+mod approval_secrets;
 mod approval_store;
 mod approvals;
 mod audit;

@@ -136,13 +136,15 @@ impl Approvals {
     ) -> anyhow::Result<Approval> {
         let call = &state.suspension.pending;
         let now = self.clock.now_ms();
+        // Everything but `state` is shown or kept: only `state` holds the raw call.
+        let scrubbed = |text: &str| out.scrubber().scrub(text).into_owned();
         Ok(Approval {
             id: ApprovalId::random(),
             conversation: key.clone(),
             tool: call.name.clone(),
-            args: out.scrubber().scrub(&shown_args(call)).into_owned(),
-            rule: narrowest_rule(&call.name, &call.args),
-            reason: state.suspension.decision.reason.clone(),
+            args: scrubbed(&shown_args(call)),
+            rule: scrubbed(&narrowest_rule(&call.name, &call.args)),
+            reason: scrubbed(&state.suspension.decision.reason),
             requester: requester.to_owned(),
             status: ApprovalStatus::Pending,
             decided_by: None,

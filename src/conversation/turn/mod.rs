@@ -183,7 +183,8 @@ impl Turn<'_> {
             .await?;
         let scope = scope_for(memory, key, &inbound.user.id);
         let clock = deps.lifecycle.clock();
-        let saved = autosave(deps.store.as_ref(), memory, &scope, &inbound.text, clock).await;
+        let text = deps.outbound.scrubber().scrub(&inbound.text);
+        let saved = autosave(deps.store.as_ref(), memory, &scope, &text, clock).await;
         if let Err(err) = saved {
             tracing::warn!(error = %err, "autosave failed");
         }

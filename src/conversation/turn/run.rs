@@ -152,8 +152,12 @@ impl Turn<'_> {
                 }
             }
         }
+        let scrubber = deps.outbound.scrubber();
         for message in &mut stored {
-            deps.outbound.scrubber().scrub_string(&mut message.content);
+            scrubber.scrub_string(&mut message.content);
+            for call in &mut message.tool_calls {
+                call.args = scrubber.scrub_json(&call.args);
+            }
         }
         deps.store
             .complete(self.row.id, self.key(), &stored, self.now())
