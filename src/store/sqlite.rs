@@ -43,7 +43,10 @@ impl SqlStore<Sqlite> {
             // last transactions, which the platforms then redeliver.
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(5))
-            .foreign_keys(true);
+            .foreign_keys(true)
+            // Freed space is zeroed, so an overwritten or deleted value (a decided approval's
+            // raw call) is not left readable in the file.
+            .pragma("secure_delete", "ON");
         if let Some(dir) = options.get_filename().parent()
             && !dir.as_os_str().is_empty()
         {

@@ -8,7 +8,7 @@ use switchboard_standins::Reply;
 
 use crate::approvals::{POLICY, buttons_channel, prompt};
 use crate::audit::wait_audit;
-use crate::helpers::{TestApp, key, wait_inbox_idle, wait_transcript};
+use crate::helpers::{TestApp, WAIT, key, wait_inbox_idle, wait_transcript};
 
 /// The provider key `test_config` configures.
 const SECRET: &str = "test-key-not-real";
@@ -64,4 +64,20 @@ async fn a_secret_in_tool_arguments_is_redacted_everywhere_but_the_approved_call
         format!("{history:?}").contains("[REDACTED]"),
         "{history:#?}"
     );
+    let deadline = std::time::Instant::now() + WAIT;
+    while !app
+        .store()
+        .approval(&id)
+        .await
+        .unwrap()
+        .unwrap()
+        .state
+        .is_empty()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the raw call was kept after it ran"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }

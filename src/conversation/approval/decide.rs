@@ -70,7 +70,6 @@ impl Approvals {
                 return Ok(None);
             }
         };
-        let state: Suspended = serde_json::from_str(&approval.state)?;
         let outcome = self.judge(&approval, &request);
         if !self.record(&approval, &outcome, &request).await? {
             let current = self.store.approval(&approval.id).await?;
@@ -79,6 +78,8 @@ impl Approvals {
             }
             return Ok(None);
         }
+        // Read only once this answer won: a decided approval's call may be forgotten by now.
+        let state: Suspended = serde_json::from_str(&approval.state)?;
         let waited = (self.clock.now_ms() - approval.created_at).max(0) as f64 / 1000.0;
         self.metrics
             .approval_seconds

@@ -156,7 +156,11 @@ impl Turn<'_> {
             Some(decided) => {
                 let start = Start::Resume(Box::new(decided.state.suspension), decided.resolution);
                 let requester = &decided.approval.requester;
-                self.run(decided.state.user, requester, start, cancel).await
+                self.run(decided.state.user, requester, start, cancel)
+                    .await?;
+                // The call has run (or was refused): its raw arguments are no longer kept.
+                let id = &decided.approval.id;
+                Ok(self.deps.store.forget_approval_call(id).await?)
             }
         }
     }
