@@ -256,6 +256,10 @@ where
             .bind(id.as_str())
             .execute(&self.pool)
             .await?;
+        let flush = DB::DIALECT.flush_journal;
+        if !flush.is_empty() {
+            sqlx::query(flush).execute(&self.pool).await?;
+        }
         Ok(())
     }
 

@@ -26,6 +26,8 @@ impl Backend for Sqlite {
              JOIN memories m ON m.id = f.rowid \
              WHERE memories_fts MATCH $1 AND m.scope = $2 ORDER BY bm25(memories_fts) LIMIT $3",
         search_query: fts5_query,
+        // Copy the WAL into the file (where secure_delete zeroed the old value) and empty it.
+        flush_journal: "PRAGMA wal_checkpoint(TRUNCATE)",
     };
 
     fn rows_affected(result: &SqliteQueryResult) -> u64 {

@@ -17,6 +17,7 @@ mod selfhost;
 mod slack;
 mod spine;
 mod store_contract;
+mod stored_secrets;
 mod telegram;
 mod tools;
 mod web;
