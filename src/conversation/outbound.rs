@@ -119,7 +119,8 @@ impl Outbound {
     }
 
     /// Tell the user something short: on the pressed button when there is one (a toast, not
-    /// a new message), otherwise as a message in the chat. Best effort: a failure is logged.
+    /// a new message), otherwise as a message in the chat; scrubbed either way. Best effort:
+    /// a failure is logged.
     pub async fn notice(
         &self,
         route: &Route,
@@ -128,11 +129,69 @@ impl Outbound {
         text: &str,
     ) {
         let sent = match press {
-            Some(press) => route.0.answer_button(press, text).await,
+            Some(press) => {
+                let text = self.scrubber.scrub(text);
+                route.0.answer_button(press, &text).await
+            }
             None => self.post(route, key, text, Vec::new()).await.map(|_| ()),
         };
         if let Err(err) = sent {
             tracing::warn!(%key, error = %err, "could not deliver a notice");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use switchboard_channel::UserRef;
+    use switchboard_standins::FakeChannel;
+
+    use super::*;
+
+    const SECRET: &str = "configured-secret-value";
+
+    fn outbound(fake: &Arc<FakeChannel>) -> Outbound {
+        let channel: Arc<dyn Channel> = fake.clone();
+        let draft = DraftSettings {
+            chunk_min_chars: 1,
+            min_interval: Duration::ZERO,
+        };
+        let scrubber = Arc::new(Scrubber::new([SECRET]));
+        Outbound::new(&[channel], Arc::new(Governor::new()), scrubber, draft)
+    }
+
+    #[tokio::test]
+    async fn posts_edits_notices_and_button_answers_are_all_scrubbed() {
+        let fake = FakeChannel::new("fake");
+        let out = outbound(&fake);
+        let key = ConversationKey::new("fake", "c1");
+        let route = out.route("fake").expect("configured");
+        let text = format!("the key is {SECRET}");
+        let posted = out.post(&route, &key, &text, Vec::new()).await.unwrap();
+        out.edit(&route, &key, &posted.messages[0], &text)
+            .await
+            .unwrap();
+        out.notice(&route, &key, None, &text).await;
+        let press = ButtonPress {
+            key: key.clone(),
+            event_id: "p1".into(),
+            user: UserRef {
+                id: "alice".into(),
+                name: None,
+            },
+            payload: "x".into(),
+            message: None,
+            reply_token: None,
+        };
+        out.notice(&route, &key, Some(&press), &text).await;
+        let calls = fake.calls();
+        assert_eq!(calls.len(), 4, "{calls:#?}");
+        for call in calls {
+            assert!(!call.text.contains(SECRET), "{call:?}");
+            assert!(call.text.contains("conf*[REDACTED]"), "{call:?}");
+        }
+        assert!(out.route("elsewhere").is_none());
     }
 }
