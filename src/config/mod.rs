@@ -298,7 +298,8 @@ impl Config {
             .flat_map(|channel| channel.settings().secrets());
         let urls = std::iter::once(&*self.gateway.database_url)
             .chain(self.provider.base_url.as_deref())
-            .flat_map(url_password);
+            .flat_map(url_password)
+            .chain(passwords_in_any_url(self));
         std::iter::once(&self.provider.api_key)
             .chain(channel_secrets)
             .filter_map(Secret::expose)
@@ -307,6 +308,19 @@ impl Config {
             .filter(|v| !v.is_empty())
             .collect()
     }
+}
+
+/// Passwords of every `scheme://user:pass@` anywhere in the loaded config (a channel's
+/// `api_url` through a proxy, say), read from its debug form, where `Secret`s are hidden.
+fn passwords_in_any_url(config: &Config) -> Vec<String> {
+    static USERINFO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"[A-Za-z][A-Za-z0-9+.\-]*://[^\s/@"?#]*@"#).expect("compiles")
+    });
+    let text = format!("{config:?}");
+    USERINFO
+        .find_iter(&text)
+        .flat_map(|m| url_password(m.as_str()))
+        .collect()
 }
 
 /// The password in `scheme://user:pass@host…`, as written and percent-decoded.
@@ -341,10 +355,20 @@ database_url = "postgres://app:pa%24s-word@db.internal/switchboard"
 [provider]
 base_url = "https://proxy:proxy-secret-9@llm.internal/v1"
 api_key = ""
+[channels.slack]
+kind = "slack"
+bot_token = "xoxb-1"
+signing_secret = "s"
+api_url = "https://relay:relay-secret-7@slack.internal/api"
 "#;
         let config = super::parse(text, "t.toml", &[]).unwrap();
         let secrets = config.secret_values();
-        for expected in ["pa%24s-word", "pa$s-word", "proxy-secret-9"] {
+        for expected in [
+            "pa%24s-word",
+            "pa$s-word",
+            "proxy-secret-9",
+            "relay-secret-7",
+        ] {
             assert!(secrets.iter().any(|s| s == expected), "{secrets:?}");
         }
         assert!(!secrets.iter().any(String::is_empty), "{secrets:?}");
