@@ -2,9 +2,13 @@
 //! every log line passes through one `Scrubber`, which redacts `key = value` credentials,
 //! well-known token shapes and the exact values of the secrets in the loaded config.
 
+mod holdback;
+
 use std::borrow::Cow;
 
 use regex::{Captures, Regex, RegexSet};
+
+pub use holdback::Holdback;
 
 /// What a redacted value becomes: its first 4 characters, then this.
 pub const REDACTED: &str = "*[REDACTED]";
@@ -43,6 +47,10 @@ pub struct Scrubber {
     pem: Regex,
     /// Exact configured secret values, longest first, as one alternation.
     exact: Option<Regex>,
+    /// The same values, for the streaming holdback's prefix test.
+    values: Vec<String>,
+    /// Every pattern as one lazy DFA, to tell whether a tail could still become a match.
+    prefixes: regex_automata::hybrid::dfa::DFA,
 }
 
 impl Default for Scrubber {
@@ -59,6 +67,7 @@ impl Scrubber {
             .into_iter()
             .map(|s| s.as_ref().to_owned())
             .filter(|s| s.chars().count() >= 4)
+            .flat_map(|s| encoded_forms(&s))
             .collect();
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
         values.dedup();
@@ -81,6 +90,8 @@ impl Scrubber {
                 .collect(),
             pem: Regex::new(PEM).expect("compiles"),
             exact,
+            values,
+            prefixes: holdback::prefix_automaton(),
         }
     }
 
@@ -127,12 +138,54 @@ impl Scrubber {
         Cow::Owned(out)
     }
 
+    /// `value` with every string in it scrubbed (tool-call arguments for history, audit and
+    /// approvals).
+    pub fn scrub_json(&self, value: &serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match value {
+            Value::String(s) => Value::String(self.scrub(s).into_owned()),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.scrub_json(v)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), self.scrub_json(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
     /// Scrub in place.
     pub fn scrub_string(&self, text: &mut String) {
         if let Cow::Owned(clean) = self.scrub(text) {
             *text = clean;
         }
     }
+}
+
+/// What RFC 3986 percent-encoding escapes (it leaves the unreserved marks; some encoders
+/// escape those too, so both forms are patterns).
+const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `value` and the forms it travels in: base64 (standard and URL-safe, unpadded) and
+/// percent-encoded.
+fn encoded_forms(value: &str) -> Vec<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    let mut forms = vec![
+        value.to_owned(),
+        STANDARD_NO_PAD.encode(value),
+        URL_SAFE_NO_PAD.encode(value),
+        utf8_percent_encode(value, NON_ALPHANUMERIC).to_string(),
+        utf8_percent_encode(value, UNRESERVED).to_string(),
+    ];
+    forms.sort();
+    forms.dedup();
+    forms
 }
 
 /// First 4 characters (UTF-8 safe) and the marker. Already-redacted text stays as it is.
@@ -200,6 +253,19 @@ mod tests {
     fn configured_secret_values_are_redacted_wherever_they_appear() {
         let out = scrub("the value is hunter2-configured-secret, ok");
         assert_eq!(out, format!("the value is hunt{REDACTED}, ok"));
+    }
+
+    #[test]
+    fn base64_and_url_encoded_forms_of_a_configured_secret_are_redacted() {
+        let scrubber = Scrubber::new(["p@ss:word/secret", ""]);
+        for form in ["cEBzczp3b3JkL3NlY3JldA", "p%40ss%3Aword%2Fsecret"] {
+            let out = scrubber.scrub(&format!("auth {form} end")).into_owned();
+            assert!(!out.contains(form), "{out}");
+        }
+        assert!(matches!(
+            scrubber.scrub("an empty value matches nothing"),
+            Cow::Borrowed(_)
+        ));
     }
 
     #[test]

@@ -29,7 +29,12 @@ impl AgentLoop {
         calls: &[ToolCall],
         on_event: &mut impl FnMut(AgentEvent),
     ) -> Batch {
-        let decisions = self.gate_all(calls).await;
+        let mut decisions = self.gate_all(calls).await;
+        // The reason quotes the call; it is shown, audited and stored, so it is scrubbed once
+        // here (the resolved decision of a suspended call comes from the stored approval).
+        for decision in &mut decisions {
+            self.scrubber.scrub_string(&mut decision.reason);
+        }
         let concurrent = calls.len() > 1
             && calls
                 .iter()
@@ -109,7 +114,7 @@ impl AgentLoop {
             id: call.id.clone(),
             name: call.name.clone(),
             summary: self.scrubber.scrub(&summarize(&call.args)).into_owned(),
-            args: scrub_value(&self.scrubber, &call.args),
+            args: self.scrubber.scrub_json(&call.args),
             decision,
         });
     }
@@ -125,7 +130,7 @@ impl AgentLoop {
         on_event(AgentEvent::ApprovalResolved {
             id: call.id.clone(),
             name: call.name.clone(),
-            args: scrub_value(&self.scrubber, &call.args),
+            args: self.scrubber.scrub_json(&call.args),
             resolution: resolution.clone(),
             decision: decision.clone(),
         });
@@ -197,22 +202,6 @@ fn validate(tool: &dyn Tool, args: &Value) -> Result<(), String> {
         Ok(())
     } else {
         Err(problems.join("; "))
-    }
-}
-
-/// `args` with every string scrubbed (for events and the audit log).
-fn scrub_value(scrubber: &crate::scrub::Scrubber, args: &Value) -> Value {
-    match args {
-        Value::String(s) => Value::String(scrubber.scrub(s).into_owned()),
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|v| scrub_value(scrubber, v)).collect())
-        }
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), scrub_value(scrubber, v)))
-                .collect(),
-        ),
-        other => other.clone(),
     }
 }
 

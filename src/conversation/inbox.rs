@@ -34,9 +34,13 @@ impl Inbox {
 
 #[async_trait]
 impl EventSink for Inbox {
-    async fn deliver(&self, event: ChannelEvent) -> Result<Delivery, SinkError> {
-        let intent = Intent::of(&event);
+    async fn deliver(&self, mut event: ChannelEvent) -> Result<Delivery, SinkError> {
         let deps = &self.registry.deps;
+        // Nothing is stored unscrubbed, not even the event waiting in the inbox.
+        if let ChannelEvent::Message(message) = &mut event {
+            deps.outbound.scrubber().scrub_string(&mut message.text);
+        }
+        let intent = Intent::of(&event);
         let now = deps.lifecycle.clock().now_ms();
         let inserted = deps
             .store

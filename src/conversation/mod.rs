@@ -28,7 +28,7 @@ pub use agents::{Agents, TurnSettings};
 pub use approval::{Approvals, Expiries, SYSTEM_USER};
 pub use inbox::Inbox;
 pub use lifecycle::Lifecycle;
-pub use outbound::Outbound;
+pub use outbound::{Outbound, Route};
 pub use registry::Registry;
 
 use crate::metrics::Metrics;

@@ -1,17 +1,31 @@
 //! The outbound path: every text the conversation layer sends (streamed answers, approval
 //! prompts, notices) leaves through [`Outbound`], which owns the channels, the per-chat
-//! governor, the scrubber and the draft pacing, so no caller can post around them.
+//! governor, the scrubber and the draft pacing, so no caller can post around them. The
+//! channels themselves stay private to this module: the rest of the core names a chat's
+//! channel by an opaque [`Route`], which can be written through nothing but [`Outbound`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use switchboard_channel::{
-    Button, ButtonPress, Channel, ChannelError, ConversationKey, MessageRef,
+    Button, ButtonPress, Channel, ChannelError, ConversationKey, Limits, MessageRef,
 };
 
 use crate::draft::{Draft, DraftOutcome, DraftSettings, PostedHook};
 use crate::governor::Governor;
 use crate::scrub::Scrubber;
+
+/// One configured channel as the core sees it: it can tell its limits, and every write to
+/// it goes through [`Outbound`] (the handle inside is private to this module).
+#[derive(Clone)]
+pub struct Route(Arc<dyn Channel>);
+
+impl Route {
+    /// The channel's limits in `key` (message length, buttons, edit pacing).
+    pub fn limits_for(&self, key: &ConversationKey) -> Limits {
+        self.0.limits_for(key)
+    }
+}
 
 /// Channels plus what every message to them passes through.
 pub struct Outbound {
@@ -44,9 +58,14 @@ impl Outbound {
         }
     }
 
-    /// The channel instance named `name`, if configured.
-    pub fn channel(&self, name: &str) -> Option<&Arc<dyn Channel>> {
-        self.channels.get(name)
+    /// The route to the channel instance named `name`, if configured.
+    pub fn route(&self, name: &str) -> Option<Route> {
+        self.channels.get(name).map(|c| Route(Arc::clone(c)))
+    }
+
+    /// Show the typing indicator in `key` (best effort).
+    pub async fn typing(&self, route: &Route, key: &ConversationKey) {
+        let _ = route.0.typing(key).await;
     }
 
     /// The scrubber outbound text and stored history pass through.
@@ -58,12 +77,12 @@ impl Outbound {
     /// instead of sent again (a turn resumed after a restart); `hook` learns of new ones.
     pub fn draft(
         &self,
-        channel: &Arc<dyn Channel>,
+        route: &Route,
         key: &ConversationKey,
         posted: Vec<MessageRef>,
         hook: Option<PostedHook>,
     ) -> Draft {
-        Draft::new(Arc::clone(channel), key.clone(), self.draft, posted, hook)
+        Draft::new(Arc::clone(&route.0), key.clone(), self.draft, posted, hook)
             .scrubbed(Arc::clone(&self.scrubber))
             .governed(Arc::clone(&self.governor))
     }
@@ -71,12 +90,12 @@ impl Outbound {
     /// Post one complete message (with `buttons`, if any) in `key`.
     pub async fn post(
         &self,
-        channel: &Arc<dyn Channel>,
+        route: &Route,
         key: &ConversationKey,
         text: &str,
         buttons: Vec<Button>,
     ) -> Result<DraftOutcome, ChannelError> {
-        self.draft(channel, key, Vec::new(), None)
+        self.draft(route, key, Vec::new(), None)
             .with_buttons(buttons)
             .finish(text)
             .await
@@ -86,33 +105,93 @@ impl Outbound {
     /// edit is scrubbed and waits for the chat's budget like any other write.
     pub async fn edit(
         &self,
-        channel: &Arc<dyn Channel>,
+        route: &Route,
         key: &ConversationKey,
         message: &MessageRef,
         text: &str,
     ) -> Result<(), ChannelError> {
         let text = self.scrubber.scrub(text).into_owned();
-        self.governor.take(key, &channel.limits_for(key)).await;
-        channel
+        self.governor.take(key, &route.limits_for(key)).await;
+        route
+            .0
             .edit(key, message, &switchboard_channel::Outbound::text(text))
             .await
     }
 
     /// Tell the user something short: on the pressed button when there is one (a toast, not
-    /// a new message), otherwise as a message in the chat. Best effort: a failure is logged.
+    /// a new message), otherwise as a message in the chat; scrubbed either way. Best effort:
+    /// a failure is logged.
     pub async fn notice(
         &self,
-        channel: &Arc<dyn Channel>,
+        route: &Route,
         key: &ConversationKey,
         press: Option<&ButtonPress>,
         text: &str,
     ) {
         let sent = match press {
-            Some(press) => channel.answer_button(press, text).await,
-            None => self.post(channel, key, text, Vec::new()).await.map(|_| ()),
+            Some(press) => {
+                let text = self.scrubber.scrub(text);
+                route.0.answer_button(press, &text).await
+            }
+            None => self.post(route, key, text, Vec::new()).await.map(|_| ()),
         };
         if let Err(err) = sent {
             tracing::warn!(%key, error = %err, "could not deliver a notice");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use switchboard_channel::UserRef;
+    use switchboard_standins::FakeChannel;
+
+    use super::*;
+
+    const SECRET: &str = "configured-secret-value";
+
+    fn outbound(fake: &Arc<FakeChannel>) -> Outbound {
+        let channel: Arc<dyn Channel> = fake.clone();
+        let draft = DraftSettings {
+            chunk_min_chars: 1,
+            min_interval: Duration::ZERO,
+        };
+        let scrubber = Arc::new(Scrubber::new([SECRET]));
+        Outbound::new(&[channel], Arc::new(Governor::new()), scrubber, draft)
+    }
+
+    #[tokio::test]
+    async fn posts_edits_notices_and_button_answers_are_all_scrubbed() {
+        let fake = FakeChannel::new("fake");
+        let out = outbound(&fake);
+        let key = ConversationKey::new("fake", "c1");
+        let route = out.route("fake").expect("configured");
+        let text = format!("the key is {SECRET}");
+        let posted = out.post(&route, &key, &text, Vec::new()).await.unwrap();
+        out.edit(&route, &key, &posted.messages[0], &text)
+            .await
+            .unwrap();
+        out.notice(&route, &key, None, &text).await;
+        let press = ButtonPress {
+            key: key.clone(),
+            event_id: "p1".into(),
+            user: UserRef {
+                id: "alice".into(),
+                name: None,
+            },
+            payload: "x".into(),
+            message: None,
+            reply_token: None,
+        };
+        out.notice(&route, &key, Some(&press), &text).await;
+        let calls = fake.calls();
+        assert_eq!(calls.len(), 4, "{calls:#?}");
+        for call in calls {
+            assert!(!call.text.contains(SECRET), "{call:?}");
+            assert!(call.text.contains("conf*[REDACTED]"), "{call:?}");
+        }
+        assert!(out.route("elsewhere").is_none());
     }
 }

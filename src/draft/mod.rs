@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use crate::agent::AgentEvent;
 use crate::governor::Governor;
-use crate::scrub::Scrubber;
+use crate::scrub::{Holdback, Scrubber};
 
 /// Generic patterns only, for drafts built without the config's secrets.
 static DEFAULT_SCRUBBER: std::sync::LazyLock<Arc<Scrubber>> =
@@ -59,6 +59,9 @@ pub struct Draft {
     settings: DraftSettings,
     on_posted: Option<PostedHook>,
     answer: String,
+    /// The streamed answer's undecided tail (a credential's possible start) stays out of
+    /// every intermediate update; `finish` scrubs the whole answer.
+    holdback: Holdback,
     /// Progress lines by tool call id.
     progress: Vec<(String, String)>,
     shown: String,
@@ -93,6 +96,7 @@ impl Draft {
             settings,
             on_posted,
             answer: String::new(),
+            holdback: Holdback::default(),
             progress: Vec::new(),
             shown: String::new(),
             last_edit: None,
@@ -198,11 +202,14 @@ impl Draft {
         lines.join("\n")
     }
 
+    /// What an intermediate update shows: progress lines and the settled part of the
+    /// answer, scrubbed.
     pub(super) fn visible(&self) -> String {
-        let text = match (self.progress.is_empty(), self.answer.trim().is_empty()) {
-            (true, _) => self.answer.clone(),
+        let answer = self.holdback.settled(&self.scrubber, &self.answer);
+        let text = match (self.progress.is_empty(), answer.trim().is_empty()) {
+            (true, _) => answer.to_owned(),
             (false, true) => self.progress_text(),
-            (false, false) => format!("{}\n\n{}", self.progress_text(), self.answer),
+            (false, false) => format!("{}\n\n{answer}", self.progress_text()),
         };
         self.scrubber.scrub(&text).into_owned()
     }

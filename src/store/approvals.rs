@@ -111,6 +111,9 @@ pub trait ApprovalStore {
         id: &ApprovalId,
         prompt_ref: &str,
     ) -> Result<(), StoreError>;
+    /// Drop the raw call a decided approval kept to resume its turn, once that turn ran it:
+    /// `state` is the one column holding unscrubbed arguments, and only until then.
+    async fn forget_approval_call(&self, id: &ApprovalId) -> Result<(), StoreError>;
     /// Add an "always allow" rule for a conversation.
     async fn add_allow_rule(
         &self,
@@ -245,6 +248,18 @@ where
             .bind(id.as_str())
             .execute(&self.pool)
             .await?;
+        Ok(())
+    }
+
+    async fn forget_approval_call(&self, id: &ApprovalId) -> Result<(), StoreError> {
+        sqlx::query("UPDATE approvals SET state = '' WHERE id = $1 AND status <> 'pending'")
+            .bind(id.as_str())
+            .execute(&self.pool)
+            .await?;
+        let flush = DB::DIALECT.flush_journal;
+        if !flush.is_empty() {
+            sqlx::query(flush).execute(&self.pool).await?;
+        }
         Ok(())
     }
 

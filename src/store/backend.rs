@@ -26,6 +26,9 @@ pub struct Dialect {
     pub recall_sql: &'static str,
     /// Renders free text as this dialect's search query (`None` when no words are left).
     pub search_query: fn(&str) -> Option<String>,
+    /// Run after a raw value is overwritten so no older copy stays in a journal file
+    /// (SQLite's WAL); empty when the database keeps none a file grep could find.
+    pub flush_journal: &'static str,
 }
 
 mod sealed {

@@ -19,6 +19,7 @@ impl Backend for Postgres {
         recall_sql: "SELECT scope, key, content, category, updated_at FROM memories, websearch_to_tsquery('english', $1) q \
              WHERE scope = $2 AND search @@ q ORDER BY ts_rank(search, q) DESC, id DESC LIMIT $3",
         search_query: websearch_query,
+        flush_journal: "",
     };
 
     fn rows_affected(result: &PgQueryResult) -> u64 {

@@ -26,6 +26,8 @@ impl Backend for Sqlite {
              JOIN memories m ON m.id = f.rowid \
              WHERE memories_fts MATCH $1 AND m.scope = $2 ORDER BY bm25(memories_fts) LIMIT $3",
         search_query: fts5_query,
+        // Copy the WAL into the file (where secure_delete zeroed the old value) and empty it.
+        flush_journal: "PRAGMA wal_checkpoint(TRUNCATE)",
     };
 
     fn rows_affected(result: &SqliteQueryResult) -> u64 {
@@ -43,7 +45,10 @@ impl SqlStore<Sqlite> {
             // last transactions, which the platforms then redeliver.
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(5))
-            .foreign_keys(true);
+            .foreign_keys(true)
+            // Freed space is zeroed, so an overwritten or deleted value (a decided approval's
+            // raw call) is not left readable in the file.
+            .pragma("secure_delete", "ON");
         if let Some(dir) = options.get_filename().parent()
             && !dir.as_os_str().is_empty()
         {

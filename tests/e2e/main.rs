@@ -2,11 +2,13 @@
 //! in-process stand-ins in `tests/support`.
 
 mod agent_loop;
+mod approval_secrets;
 mod approval_store;
 mod approvals;
 mod audit;
 mod config;
 mod helpers;
+mod holdback;
 mod leak;
 mod memory;
 mod memory_store;
@@ -17,6 +19,7 @@ mod selfhost;
 mod slack;
 mod spine;
 mod store_contract;
+mod stored_secrets;
 mod telegram;
 mod tools;
 mod web;

@@ -239,7 +239,7 @@ impl Channel for DiscordChannel {
         key: &ConversationKey,
         msg: &Outbound,
     ) -> Result<MessageRef, ChannelError> {
-        let body = message_body(msg, false)?;
+        let body = message_body(msg, false, self.inner.config.link_previews)?;
         let id = self.inner.api.create_message(target(key), &body).await?;
         Ok(MessageRef::new(id))
     }
@@ -250,7 +250,7 @@ impl Channel for DiscordChannel {
         msg_ref: &MessageRef,
         msg: &Outbound,
     ) -> Result<(), ChannelError> {
-        let body = message_body(msg, true)?;
+        let body = message_body(msg, true, self.inner.config.link_previews)?;
         self.inner
             .api
             .edit_message(target(key), &msg_ref.id, &body)

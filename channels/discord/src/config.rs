@@ -40,6 +40,10 @@ pub struct DiscordConfig {
     /// In guild channels, answer only messages that mention the bot or reply to it.
     #[serde(default = "true_")]
     pub require_mention_in_guilds: bool,
+    /// Let Discord show link embeds under the bot's messages. Off by default: an embed
+    /// fetches a URL the model wrote with nobody clicking it (zero-click exfiltration).
+    #[serde(default)]
+    pub link_previews: bool,
 }
 
 fn default_api_url() -> String {
@@ -61,6 +65,7 @@ impl DiscordConfig {
             allowed_channels: Vec::new(),
             always_on_channels: Vec::new(),
             require_mention_in_guilds: true,
+            link_previews: false,
         }
     }
 

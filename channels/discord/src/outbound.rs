@@ -21,6 +21,9 @@ const SECONDARY: u8 = 2;
 const ACTION_ROW: u8 = 1;
 const BUTTON: u8 = 2;
 
+/// Message flag that hides link embeds (`SUPPRESS_EMBEDS`, 1 << 2).
+pub const SUPPRESS_EMBEDS: u64 = 1 << 2;
+
 /// `allowed_mentions` that allows nothing: no @everyone/@here, role or user pings, even when
 /// the text contains a mention the renderer did not catch, and no reply ping.
 pub fn no_mentions() -> Value {
@@ -28,12 +31,16 @@ pub fn no_mentions() -> Value {
 }
 
 /// The body of a create (`is_edit` false) or an edit. An edit always names its components,
-/// so buttons the new text no longer has disappear.
-pub fn message_body(msg: &Outbound, is_edit: bool) -> Result<Value, ChannelError> {
+/// so buttons the new text no longer has disappear. Without `previews`, embeds are
+/// suppressed: an embed fetches a link nobody clicked.
+pub fn message_body(msg: &Outbound, is_edit: bool, previews: bool) -> Result<Value, ChannelError> {
     let mut body = json!({
         "content": render(&msg.text, Target::DiscordMarkdown),
         "allowed_mentions": no_mentions(),
     });
+    if !previews {
+        body["flags"] = json!(SUPPRESS_EMBEDS);
+    }
     if is_edit || !msg.buttons.is_empty() {
         body["components"] = Value::Array(action_rows(&msg.buttons)?);
     }
@@ -99,7 +106,7 @@ mod tests {
 
     #[test]
     fn every_body_allows_no_mentions_and_renders_the_markdown() {
-        let body = message_body(&Outbound::text("hi @everyone and <@123>"), false).unwrap();
+        let body = message_body(&Outbound::text("hi @everyone and <@123>"), false, false).unwrap();
         assert_eq!(body["allowed_mentions"]["parse"], json!([]));
         let content = body["content"].as_str().unwrap();
         assert!(
@@ -107,7 +114,7 @@ mod tests {
             "{content}"
         );
         assert!(body.get("components").is_none());
-        let edit = message_body(&Outbound::text("plain"), true).unwrap();
+        let edit = message_body(&Outbound::text("plain"), true, false).unwrap();
         assert_eq!(edit["components"], json!([]));
     }
 

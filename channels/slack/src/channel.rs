@@ -207,6 +207,10 @@ impl Channel for SlackChannel {
         if let Some(thread) = &key.thread {
             body["thread_ts"] = json!(thread);
         }
+        // No preview unless the channel opted in: a preview fetches a link with no click.
+        let previews = self.inner.config.link_previews;
+        body["unfurl_links"] = json!(previews);
+        body["unfurl_media"] = json!(previews);
         let reply = self.inner.api.call("chat.postMessage", &body).await?;
         reply
             .ts

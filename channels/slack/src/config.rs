@@ -38,6 +38,10 @@ pub struct SlackConfig {
     /// Answer a top-level message in a thread under it (one conversation per thread).
     #[serde(default = "true_")]
     pub reply_in_thread: bool,
+    /// Let Slack unfurl links and media in the bot's messages. Off by default: a preview
+    /// fetches a URL the model wrote with nobody clicking it (zero-click exfiltration).
+    #[serde(default)]
+    pub link_previews: bool,
 }
 
 fn default_api_url() -> String {
@@ -58,6 +62,7 @@ impl SlackConfig {
             allowed_users: Vec::new(),
             allowed_channels: Vec::new(),
             reply_in_thread: true,
+            link_previews: false,
         }
     }
 

@@ -4,21 +4,19 @@
 //! reports the outcome as `AgentEvent::ApprovalResolved`, which the audit records.
 //! Every outcome is answered on the button (or in chat) and never runs a tool twice.
 
-use std::sync::Arc;
-
-use switchboard_channel::{ButtonPress, Channel, ConversationKey, MessageRef, UserRef};
+use switchboard_channel::{ButtonPress, ConversationKey, MessageRef, UserRef};
 
 use super::{Approvals, SYSTEM_USER, Suspended};
 use crate::agent::Resolution;
 use crate::command::{Action, ApprovalButton};
-use crate::conversation::Outbound;
+use crate::conversation::{Outbound, Route};
 use crate::ids::ApprovalStatus;
 use crate::store::Approval;
 
 /// One answer to an approval: who gave it, what they asked for, and where it came from.
 pub struct Request<'a> {
     /// The channel it came in on (and the prompt lives on).
-    pub channel: &'a Arc<dyn Channel>,
+    pub channel: &'a Route,
     /// The conversation.
     pub key: &'a ConversationKey,
     /// Who answered ([`SYSTEM_USER`] for expiry).
@@ -72,7 +70,6 @@ impl Approvals {
                 return Ok(None);
             }
         };
-        let state: Suspended = serde_json::from_str(&approval.state)?;
         let outcome = self.judge(&approval, &request);
         if !self.record(&approval, &outcome, &request).await? {
             let current = self.store.approval(&approval.id).await?;
@@ -81,6 +78,8 @@ impl Approvals {
             }
             return Ok(None);
         }
+        // Read only once this answer won: a decided approval's call may be forgotten by now.
+        let state: Suspended = serde_json::from_str(&approval.state)?;
         let waited = (self.clock.now_ms() - approval.created_at).max(0) as f64 / 1000.0;
         self.metrics
             .approval_seconds

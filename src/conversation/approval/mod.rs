@@ -18,14 +18,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use switchboard_channel::{Button, Channel, ConversationKey};
+use switchboard_channel::{Button, ConversationKey};
 use tokio::sync::mpsc;
 
 pub(super) use decide::Request;
 pub use expiry::Expiries;
 pub(super) use gate::PolicyGate;
 
-use super::Outbound;
+use super::{Outbound, Route};
 use crate::agent::Suspension;
 use crate::clock::Clock;
 use crate::command::{Action, ApprovalButton};
@@ -101,7 +101,7 @@ impl Approvals {
     pub async fn suspend(
         &self,
         out: &Outbound,
-        channel: &Arc<dyn Channel>,
+        channel: &Route,
         key: &ConversationKey,
         requester: &str,
         state: Suspended,
@@ -136,13 +136,15 @@ impl Approvals {
     ) -> anyhow::Result<Approval> {
         let call = &state.suspension.pending;
         let now = self.clock.now_ms();
+        // Everything but `state` is shown or kept: only `state` holds the raw call.
+        let scrubbed = |text: &str| out.scrubber().scrub(text).into_owned();
         Ok(Approval {
             id: ApprovalId::random(),
             conversation: key.clone(),
             tool: call.name.clone(),
-            args: out.scrubber().scrub(&shown_args(call)).into_owned(),
-            rule: narrowest_rule(&call.name, &call.args),
-            reason: state.suspension.decision.reason.clone(),
+            args: scrubbed(&shown_args(call)),
+            rule: scrubbed(&narrowest_rule(&call.name, &call.args)),
+            reason: scrubbed(&state.suspension.decision.reason),
             requester: requester.to_owned(),
             status: ApprovalStatus::Pending,
             decided_by: None,

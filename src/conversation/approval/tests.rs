@@ -11,7 +11,7 @@ use switchboard_standins::FakeChannel;
 use super::decide::Decided;
 use super::*;
 use crate::agent::{Resolution, Suspension};
-use crate::conversation::Outbound;
+use crate::conversation::{Outbound, Route};
 use crate::draft::DraftSettings;
 use crate::governor::Governor;
 use crate::policy::{Decider, Decision, Verdict};
@@ -25,7 +25,7 @@ const TIMEOUT: Duration = Duration::from_secs(300);
 struct Fixture {
     approvals: Approvals,
     out: Outbound,
-    channel: Arc<dyn Channel>,
+    channel: Route,
     fake: Arc<FakeChannel>,
     store: Arc<dyn Store>,
     clock: Clock,
@@ -65,6 +65,7 @@ async fn fixture() -> Fixture {
         clock.clone(),
         metrics,
     );
+    let channel = out.route("fake").expect("configured");
     Fixture {
         approvals,
         out,

@@ -10,14 +10,12 @@
 mod report;
 mod run;
 
-use std::sync::Arc;
-
-use switchboard_channel::{ButtonPress, Channel, ChannelEvent, ConversationKey, Inbound, UserRef};
+use switchboard_channel::{ButtonPress, ChannelEvent, ConversationKey, Inbound, UserRef};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::Deps;
 use super::approval::Request;
+use super::{Deps, Route};
 use crate::command::{Action, ApprovalButton, Command, Intent};
 use crate::memory::{autosave, compact_if_needed, scope_for};
 use crate::provider::{ChatMessage, Role};
@@ -30,7 +28,7 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
     let trace = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let span = tracing::info_span!("turn", %key, inbox = row.id, %trace);
     let now = || deps.lifecycle.clock().now_ms();
-    let Some(channel) = deps.outbound.channel(&key.channel).cloned() else {
+    let Some(route) = deps.outbound.route(&key.channel) else {
         tracing::warn!(%key, "event for a channel that is not configured; dropped");
         let _ = deps
             .store
@@ -41,7 +39,7 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
     let turn = Turn {
         deps,
         row: &row,
-        channel: &channel,
+        channel: &route,
         trace: &trace,
     };
     async {
@@ -58,7 +56,8 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
 struct Turn<'a> {
     deps: &'a Deps,
     row: &'a InboxRow,
-    channel: &'a Arc<dyn Channel>,
+    /// Where the answer goes (written only through the outbound path).
+    channel: &'a Route,
     trace: &'a str,
 }
 
@@ -157,7 +156,11 @@ impl Turn<'_> {
             Some(decided) => {
                 let start = Start::Resume(Box::new(decided.state.suspension), decided.resolution);
                 let requester = &decided.approval.requester;
-                self.run(decided.state.user, requester, start, cancel).await
+                self.run(decided.state.user, requester, start, cancel)
+                    .await?;
+                // The call has run (or was refused): its raw arguments are no longer kept.
+                let id = &decided.approval.id;
+                Ok(self.deps.store.forget_approval_call(id).await?)
             }
         }
     }
@@ -184,7 +187,8 @@ impl Turn<'_> {
             .await?;
         let scope = scope_for(memory, key, &inbound.user.id);
         let clock = deps.lifecycle.clock();
-        let saved = autosave(deps.store.as_ref(), memory, &scope, &inbound.text, clock).await;
+        let text = deps.outbound.scrubber().scrub(&inbound.text);
+        let saved = autosave(deps.store.as_ref(), memory, &scope, &text, clock).await;
         if let Err(err) = saved {
             tracing::warn!(error = %err, "autosave failed");
         }

@@ -60,7 +60,7 @@ impl Turn<'_> {
         let agent_side = self.agent_side(&agent, start, &cancel, tx, started);
         let typing = async {
             loop {
-                let _ = self.channel.typing(self.key()).await;
+                deps.outbound.typing(self.channel, self.key()).await;
                 tokio::time::sleep(TYPING_EVERY).await;
             }
         };
@@ -152,8 +152,12 @@ impl Turn<'_> {
                 }
             }
         }
+        let scrubber = deps.outbound.scrubber();
         for message in &mut stored {
-            deps.outbound.scrubber().scrub_string(&mut message.content);
+            scrubber.scrub_string(&mut message.content);
+            for call in &mut message.tool_calls {
+                call.args = scrubber.scrub_json(&call.args);
+            }
         }
         deps.store
             .complete(self.row.id, self.key(), &stored, self.now())

@@ -28,6 +28,25 @@ async fn channel_and_fake() -> (DiscordChannel, FakeDiscord) {
 }
 
 #[tokio::test]
+async fn bot_messages_suppress_embeds_unless_the_channel_opts_in() {
+    let (channel, discord) = channel_and_fake().await;
+    let link = Outbound::text("see https://attacker.example/?q=secret");
+    let sent = channel.send(&key(), &link).await.unwrap();
+    channel.edit(&key(), &sent, &link).await.unwrap();
+    let shown = discord.messages(CHAT);
+    assert!(!shown[0].shows_embeds(), "{shown:?}");
+    assert_eq!(shown[0].edits, 1);
+
+    let mut config = config_for(&discord);
+    config.link_previews = true;
+    let opted_in = DiscordChannel::new("discord", config);
+    let sent = opted_in.send(&key(), &link).await.unwrap();
+    let shown = discord.messages(CHAT);
+    let posted = shown.iter().find(|m| m.id == sent.id).unwrap();
+    assert!(posted.shows_embeds(), "{posted:?}");
+}
+
+#[tokio::test]
 async fn send_and_edit_carry_empty_allowed_mentions_and_the_rendered_text() {
     let (channel, discord) = channel_and_fake().await;
     let sent = channel

@@ -53,6 +53,24 @@ async fn send_edit_and_delete_reach_slack_in_the_conversation_thread() {
 }
 
 #[tokio::test]
+async fn bot_messages_go_out_without_link_previews_unless_the_channel_opts_in() {
+    let (channel, slack) = channel_and_fake().await;
+    let key = ConversationKey::new("slack", "C1");
+    let link = Outbound::text("see https://attacker.example/?q=secret");
+    channel.send(&key, &link).await.unwrap();
+    assert!(!slack.messages("C1")[0].unfurls, "{:?}", slack.calls());
+
+    let mut config = config_for(&slack);
+    config.link_previews = true;
+    let opted_in = SlackChannel::new("slack", config);
+    opted_in
+        .send(&ConversationKey::new("slack", "C2"), &link)
+        .await
+        .unwrap();
+    assert!(slack.messages("C2")[0].unfurls);
+}
+
+#[tokio::test]
 async fn a_message_outside_a_thread_has_no_thread_ts() {
     let (channel, slack) = channel_and_fake().await;
     channel

@@ -256,6 +256,9 @@ fn apply_edit(message: &mut FakeMessage, body: &Value) {
         message.components = components.clone();
     }
     message.allowed_mentions = body.get("allowed_mentions").cloned().unwrap_or(Value::Null);
+    if let Some(flags) = body.get("flags").and_then(Value::as_u64) {
+        message.flags = flags;
+    }
     message.edits += 1;
 }
 

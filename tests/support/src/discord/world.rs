@@ -65,10 +65,17 @@ pub struct FakeMessage {
     pub components: Value,
     /// The `allowed_mentions` of the last create or edit (`Null` when not sent).
     pub allowed_mentions: Value,
-    /// Message flags (64: ephemeral).
+    /// Message flags (4: embeds suppressed, 64: ephemeral), as last created or edited.
     pub flags: u64,
     /// How many times it was edited.
     pub edits: u32,
+}
+
+impl FakeMessage {
+    /// Whether Discord would show link embeds under it (`SUPPRESS_EMBEDS` not set).
+    pub fn shows_embeds(&self) -> bool {
+        self.flags & 4 == 0
+    }
 }
 
 /// One interaction callback (`POST /interactions/{id}/{token}/callback`) as received.

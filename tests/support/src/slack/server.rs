@@ -64,6 +64,9 @@ pub struct FakeMessage {
     pub blocks: Option<Value>,
     /// How many times it was updated.
     pub edits: u32,
+    /// Whether Slack would unfurl links or media in it: true unless the post said
+    /// `unfurl_links` and `unfurl_media` false (Slack unfurls media by default).
+    pub unfurls: bool,
 }
 
 #[derive(Default)]
@@ -294,6 +297,11 @@ fn dispatch(world: &mut World, method: &str, body: &Value) -> Result<Value, Stri
     }
 }
 
+/// Whether a flag was sent as `false` (JSON, or `"false"` in a form body).
+fn is_false(value: Option<&Value>) -> bool {
+    matches!(value, Some(Value::Bool(false))) || value.and_then(Value::as_str) == Some("false")
+}
+
 fn post_message(world: &mut World, body: &Value) -> Result<Value, String> {
     let channel = field(body, "channel").map_err(|_| "channel_not_found".to_owned())?;
     let (text, blocks) = content(body)?;
@@ -311,6 +319,7 @@ fn post_message(world: &mut World, body: &Value) -> Result<Value, String> {
         text,
         blocks,
         edits: 0,
+        unfurls: !(is_false(body.get("unfurl_links")) && is_false(body.get("unfurl_media"))),
     };
     let shown = shape(&message);
     world
