@@ -77,7 +77,7 @@ async fn drain(
             let now = deps.lifecycle.clock().now_ms();
             let _ = deps
                 .store
-                .fail(row.id, "gave up after repeated attempts", now)
+                .fail(row.claim(), "gave up after repeated attempts", now)
                 .await;
             continue;
         }

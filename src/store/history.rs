@@ -4,9 +4,10 @@
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Transaction, Type};
 use switchboard_channel::ConversationKey;
 
-use super::StoreError;
 use super::backend::{Backend, SqlStore};
+use super::inbox::fenced;
 use super::rows::{MessageRecord, convert};
+use super::{Claim, StoreError};
 use crate::provider::{ChatMessage, Role};
 
 impl<DB> SqlStore<DB>
@@ -43,16 +44,27 @@ where
         Ok(messages)
     }
 
-    /// Append a turn's messages and mark its inbox row done, in one transaction.
+    /// Mark the claimed inbox row done and append its turn's messages, in one transaction
+    /// that stores nothing when the claim was superseded (the fence comes first).
     pub(super) async fn complete_turn(
         &self,
-        inbox_id: i64,
+        claim: Claim,
         key: &ConversationKey,
         messages: &[ChatMessage],
         now_ms: i64,
     ) -> Result<(), StoreError> {
         let key_text = key.to_string();
         let mut tx = self.pool.begin().await?;
+        let done = sqlx::query(
+            "UPDATE inbox SET status = 'done', owner = NULL, lease_until = NULL, updated_at = $1 \
+             WHERE id = $2 AND status = 'processing' AND attempts = $3",
+        )
+        .bind(now_ms)
+        .bind(claim.id)
+        .bind(claim.attempt)
+        .execute(&mut *tx)
+        .await?;
+        fenced(claim, DB::rows_affected(&done))?;
         sqlx::query(
             "INSERT INTO conversations (key, channel, created_at, updated_at) VALUES ($1, $2, $3, $3) \
              ON CONFLICT (key) DO UPDATE SET updated_at = $3",
@@ -62,14 +74,7 @@ where
         .bind(now_ms)
         .execute(&mut *tx)
         .await?;
-        Self::insert_messages(&mut tx, &key_text, messages, Some(inbox_id), now_ms).await?;
-        sqlx::query(
-            "UPDATE inbox SET status = 'done', owner = NULL, lease_until = NULL, updated_at = $1 WHERE id = $2",
-        )
-        .bind(now_ms)
-        .bind(inbox_id)
-        .execute(&mut *tx)
-        .await?;
+        Self::insert_messages(&mut tx, &key_text, messages, Some(claim.id), now_ms).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -9,7 +9,7 @@ use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
 use super::backend::{Backend, SqlStore};
 use super::rows::{InboxRecord, conversation_key};
-use super::{InboxCounts, InboxRow, Insert, Store, StoreError};
+use super::{Claim, InboxCounts, InboxRow, Insert, Store, StoreError};
 use crate::ids::InboxKind;
 use crate::provider::ChatMessage;
 
@@ -22,6 +22,15 @@ const CLAIMABLE_ROW: &str = "SELECT id FROM inbox \
        AND NOT EXISTS (SELECT 1 FROM inbox busy WHERE busy.conversation_key = $4 \
            AND busy.status = 'processing' AND busy.owner <> $1 AND busy.lease_until >= $3) \
      ORDER BY id LIMIT 1";
+
+/// `Ok` when a fenced update changed the claimed row, `Superseded` when the claim was lost.
+pub(super) fn fenced(claim: Claim, rows: u64) -> Result<(), StoreError> {
+    if rows == 0 {
+        Err(StoreError::Superseded(claim.id))
+    } else {
+        Ok(())
+    }
+}
 
 /// The claim: take the row [`CLAIMABLE_ROW`] selects, locked with `lock` where the
 /// database needs it.
@@ -117,36 +126,39 @@ where
 
     async fn complete(
         &self,
-        inbox_id: i64,
+        claim: Claim,
         key: &ConversationKey,
         messages: &[ChatMessage],
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        self.complete_turn(inbox_id, key, messages, now_ms).await
+        self.complete_turn(claim, key, messages, now_ms).await
     }
 
-    async fn fail(&self, inbox_id: i64, error: &str, now_ms: i64) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE inbox SET status = 'failed', error = $1, owner = NULL, lease_until = NULL, updated_at = $2 WHERE id = $3",
+    async fn fail(&self, claim: Claim, error: &str, now_ms: i64) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE inbox SET status = 'failed', error = $1, owner = NULL, lease_until = NULL, updated_at = $2 \
+             WHERE id = $3 AND status = 'processing' AND attempts = $4",
         )
         .bind(error)
         .bind(now_ms)
-        .bind(inbox_id)
+        .bind(claim.id)
+        .bind(claim.attempt)
         .execute(&self.pool)
         .await?;
-        Ok(())
+        fenced(claim, DB::rows_affected(&done))
     }
 
-    async fn release(&self, inbox_id: i64, now_ms: i64) -> Result<(), StoreError> {
-        sqlx::query(
+    async fn release(&self, claim: Claim, now_ms: i64) -> Result<(), StoreError> {
+        let done = sqlx::query(
             "UPDATE inbox SET status = 'pending', owner = NULL, lease_until = NULL, updated_at = $1 \
-             WHERE id = $2 AND status = 'processing'",
+             WHERE id = $2 AND status = 'processing' AND attempts = $3",
         )
         .bind(now_ms)
-        .bind(inbox_id)
+        .bind(claim.id)
+        .bind(claim.attempt)
         .execute(&self.pool)
         .await?;
-        Ok(())
+        fenced(claim, DB::rows_affected(&done))
     }
 
     async fn history(

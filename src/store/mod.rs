@@ -53,6 +53,21 @@ pub enum StoreError {
     /// A stored row could not be decoded.
     #[error("corrupt stored row: {0}")]
     Corrupt(String),
+    /// The claim is no longer this process's: the row was claimed again (a restart, or a
+    /// lease that ran out) or already finished. Nothing was written.
+    #[error("inbox row {0} was claimed again; this claim's result is dropped")]
+    Superseded(i64),
+}
+
+/// One claim of an inbox row: the row and which attempt this is. Finishing a row is fenced
+/// on both, so a process that lost its claim (killed but not yet dead, or too slow for its
+/// lease) cannot store a second answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim {
+    /// The inbox row id.
+    pub id: i64,
+    /// The row's `attempts` counter as this claim set it.
+    pub attempt: i64,
 }
 
 /// Result of offering an event to the inbox.
@@ -75,6 +90,16 @@ pub struct InboxRow {
     pub attempts: i64,
     /// Messages already posted for this event's answer before a restart.
     pub draft_refs: Vec<MessageRef>,
+}
+
+impl InboxRow {
+    /// This claim of the row, to finish it with.
+    pub fn claim(&self) -> Claim {
+        Claim {
+            id: self.id,
+            attempt: self.attempts,
+        }
+    }
 }
 
 /// How many inbox rows are in each state.
@@ -124,20 +149,21 @@ pub trait Store: AuditLog + ApprovalStore + MemoryStore + Send + Sync {
     /// Remember which messages this event's answer already posted.
     async fn set_draft_refs(&self, inbox_id: i64, refs: &[MessageRef]) -> Result<(), StoreError>;
 
-    /// Append the turn's messages to history and mark the event done, atomically.
+    /// Append the turn's messages to history and mark the event done, atomically; a
+    /// claim that was superseded stores nothing (`StoreError::Superseded`).
     async fn complete(
         &self,
-        inbox_id: i64,
+        claim: Claim,
         key: &ConversationKey,
         messages: &[ChatMessage],
         now_ms: i64,
     ) -> Result<(), StoreError>;
 
     /// Give up on an event (it is never retried).
-    async fn fail(&self, inbox_id: i64, error: &str, now_ms: i64) -> Result<(), StoreError>;
+    async fn fail(&self, claim: Claim, error: &str, now_ms: i64) -> Result<(), StoreError>;
 
     /// Hand a claimed event back unprocessed (graceful shutdown mid-turn).
-    async fn release(&self, inbox_id: i64, now_ms: i64) -> Result<(), StoreError>;
+    async fn release(&self, claim: Claim, now_ms: i64) -> Result<(), StoreError>;
 
     /// The last `limit` messages of a conversation, oldest first.
     async fn history(

@@ -224,7 +224,10 @@ async fn seed_long_history(store: &Arc<dyn Store>, chat: &ConversationKey) {
         .await
         .unwrap()
         .unwrap();
-    store.complete(row.id, chat, &messages, 0).await.unwrap();
+    store
+        .complete(row.claim(), chat, &messages, 0)
+        .await
+        .unwrap();
 }
 
 fn assert_compacted(history: &[ChatMessage]) {

@@ -102,7 +102,7 @@ async fn claims_in_order(store: Arc<dyn Store>) {
             .expect("a row");
         assert_eq!(text_of(&row.event), expected);
         assert_eq!(row.attempts, 1);
-        store.complete(row.id, &k, &[], 21).await.unwrap();
+        store.complete(row.claim(), &k, &[], 21).await.unwrap();
     }
     assert!(
         store
@@ -213,7 +213,7 @@ async fn release_and_fail(store: Arc<dyn Store>) {
         .await
         .unwrap()
         .unwrap();
-    store.release(row.id, 2).await.unwrap();
+    store.release(row.claim(), 2).await.unwrap();
     assert!(
         store
             .claimable_conversations("someone-else", 3)
@@ -226,7 +226,7 @@ async fn release_and_fail(store: Arc<dyn Store>) {
         .await
         .unwrap()
         .unwrap();
-    store.fail(row.id, "boom", 4).await.unwrap();
+    store.fail(row.claim(), "boom", 4).await.unwrap();
     let next = store
         .claim_next(&k, "someone-else", 5, LEASE, false)
         .await
@@ -265,7 +265,7 @@ async fn history(store: Arc<dyn Store>) {
         ChatMessage::tool_result("c1", "file.txt"),
         ChatMessage::new(Role::Assistant, "There is file.txt."),
     ];
-    store.complete(row.id, &k, &turn, 2).await.unwrap();
+    store.complete(row.claim(), &k, &turn, 2).await.unwrap();
     assert_eq!(store.history(&k, 10).await.unwrap(), turn);
     // A window that would start on a tool result starts after it instead.
     let window = store.history(&k, 2).await.unwrap();
@@ -296,7 +296,7 @@ async fn control_only(store: Arc<dyn Store>) {
         .unwrap()
         .unwrap();
     assert_eq!(text_of(&control.event), "/approve abc123");
-    store.complete(control.id, &k, &[], 2).await.unwrap();
+    store.complete(control.claim(), &k, &[], 2).await.unwrap();
     assert!(
         store
             .claim_next(&k, "me", 3, LEASE, true)
@@ -310,4 +310,48 @@ async fn control_only(store: Arc<dyn Store>) {
         .unwrap()
         .unwrap();
     assert_eq!(text_of(&normal.event), "a normal message");
+}
+
+#[tokio::test]
+async fn a_claim_taken_over_by_a_later_claim_can_neither_finish_nor_fail_the_row() {
+    on_both_databases(superseded_claim).await;
+}
+
+async fn superseded_claim(store: Arc<dyn Store>) {
+    let k = ConversationKey::new("tg", "fence");
+    store
+        .insert_event(&event(&k, "f1", "hi"), InboxKind::Message, 1)
+        .await
+        .unwrap();
+    let first = store.claim_next(&k, "a", 1, LEASE, false).await.unwrap();
+    let first = first.expect("claimable").claim();
+    // The same owner restarted and reclaimed its own row: a second attempt.
+    let second = store.claim_next(&k, "a", 2, LEASE, false).await.unwrap();
+    let second = second.expect("reclaimable by its owner").claim();
+    assert_eq!(second.attempt, first.attempt + 1);
+
+    let answer = [
+        ChatMessage::new(Role::User, "hi"),
+        ChatMessage::new(Role::Assistant, "hello"),
+    ];
+    let late = store.complete(first, &k, &answer, 3).await;
+    assert!(
+        matches!(late, Err(store::StoreError::Superseded(_))),
+        "{late:?}"
+    );
+    assert!(matches!(
+        store.fail(first, "late failure", 3).await,
+        Err(store::StoreError::Superseded(_))
+    ));
+    assert!(
+        store.history(&k, 10).await.unwrap().is_empty(),
+        "the lost claim stored nothing"
+    );
+    store.complete(second, &k, &answer, 4).await.unwrap();
+    assert_eq!(store.history(&k, 10).await.unwrap(), answer);
+    assert_eq!(store.inbox_counts().await.unwrap().done, 1);
+    assert!(matches!(
+        store.release(second, 5).await,
+        Err(store::StoreError::Superseded(_))
+    ));
 }

@@ -19,7 +19,7 @@ use super::{Deps, Route};
 use crate::command::{Action, ApprovalButton, Command, Intent};
 use crate::memory::{autosave, compact_if_needed, scope_for};
 use crate::provider::{ChatMessage, Role};
-use crate::store::InboxRow;
+use crate::store::{InboxRow, StoreError};
 use run::Start;
 
 /// Process one claimed event to completion (or hand it back on abort).
@@ -32,7 +32,7 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
         tracing::warn!(%key, "event for a channel that is not configured; dropped");
         let _ = deps
             .store
-            .fail(row.id, "channel not configured", now())
+            .fail(row.claim(), "channel not configured", now())
             .await;
         return;
     };
@@ -43,13 +43,28 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
         trace: &trace,
     };
     async {
-        if let Err(err) = turn.dispatch(cancel).await {
-            tracing::error!(error = %err, "turn failed");
-            let _ = deps.store.fail(row.id, &err.to_string(), now()).await;
+        match turn.dispatch(cancel).await {
+            Ok(()) => {}
+            Err(err) if superseded(&err) => {
+                // Another claim of this event (a restart, an expired lease) answers it.
+                tracing::warn!(error = %err, "turn lost its claim; its result was not stored");
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "turn failed");
+                let _ = deps.store.fail(row.claim(), &err.to_string(), now()).await;
+            }
         }
     }
     .instrument(span)
     .await
+}
+
+/// Whether a turn ended because its claim was taken over (nothing to mark failed).
+fn superseded(err: &anyhow::Error) -> bool {
+    matches!(
+        err.downcast_ref::<StoreError>(),
+        Some(StoreError::Superseded(_))
+    )
 }
 
 /// One claimed event being processed.
@@ -101,7 +116,7 @@ impl Turn<'_> {
     async fn done(&self) -> anyhow::Result<()> {
         self.deps
             .store
-            .complete(self.row.id, self.key(), &[], self.now())
+            .complete(self.row.claim(), self.key(), &[], self.now())
             .await?;
         Ok(())
     }

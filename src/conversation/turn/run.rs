@@ -123,7 +123,7 @@ impl Turn<'_> {
         let deps = self.deps;
         if deps.lifecycle.aborted() && matches!(result, Err(AgentError::Cancelled { .. })) {
             // Shutdown ran out of grace: hand the event back so the next start answers it.
-            deps.store.release(self.row.id, self.now()).await?;
+            deps.store.release(self.row.claim(), self.now()).await?;
             return Ok(());
         }
         let mut stored = vec![user.clone()];
@@ -160,7 +160,7 @@ impl Turn<'_> {
             }
         }
         deps.store
-            .complete(self.row.id, self.key(), &stored, self.now())
+            .complete(self.row.claim(), self.key(), &stored, self.now())
             .await?;
         Ok(())
     }
