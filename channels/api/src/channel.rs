@@ -71,6 +71,9 @@ pub enum Delivery {
     Stored,
     /// Seen before (a platform redelivery); dropped.
     Duplicate,
+    /// Not let in (access refused, or answered with a pairing code); acknowledged and
+    /// never stored.
+    Refused,
 }
 
 /// Why the sink could not take an event. The channel must not acknowledge it, so the

@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use switchboard_channel::settings::{collect, expanded, is_http_url};
-use switchboard_channel::{BuildError, Channel, ChannelSettings, Secret, SettingsError, Site};
+use switchboard_channel::{
+    AccessRules, BuildError, Channel, ChannelSettings, DmPolicy, GroupPolicy, Secret,
+    SettingsError, Site,
+};
 
 /// The public Discord API host; REST lives under `/api/v10`.
 pub const DEFAULT_API_URL: &str = "https://discord.com";
@@ -28,6 +31,13 @@ pub struct DiscordConfig {
     /// (refused ids are logged once so the owner can add them).
     #[serde(default)]
     pub allowed_users: Vec<String>,
+    /// Direct messages: `pairing` (default), `allowlist` or `open`; `None` when not written.
+    #[serde(default)]
+    pub dm_policy: Option<DmPolicy>,
+    /// Guild channels: `allowlist` (default: `allowed_guilds`/`allowed_channels`), `open`
+    /// or `disabled`.
+    #[serde(default)]
+    pub group_policy: GroupPolicy,
     /// Guild (server) ids the bot answers in; empty allows any. DMs are not checked here.
     #[serde(default)]
     pub allowed_guilds: Vec<String>,
@@ -57,6 +67,8 @@ impl DiscordConfig {
             token: Secret::new(token),
             api_url: default_api_url(),
             allowed_users: Vec::new(),
+            dm_policy: None,
+            group_policy: GroupPolicy::default(),
             allowed_guilds: Vec::new(),
             allowed_channels: Vec::new(),
             always_on_channels: Vec::new(),
@@ -102,6 +114,7 @@ impl ChannelSettings for DiscordConfig {
         if !is_http_url(&self.api_url) {
             errors.push(SettingsError::new("api_url", "must be an http(s) URL"));
         }
+        errors.extend(self.access().problems(self.dm_policy.is_some()));
         collect(errors)
     }
 
@@ -111,6 +124,16 @@ impl ChannelSettings for DiscordConfig {
 
     fn missing_credential(&self) -> Option<&'static str> {
         (!self.token.is_set()).then_some("token")
+    }
+
+    fn access(&self) -> AccessRules {
+        let groups = self.allowed_guilds.iter().chain(&self.allowed_channels);
+        AccessRules {
+            dm_policy: self.dm_policy.unwrap_or_default(),
+            group_policy: self.group_policy,
+            allowed_users: self.allowed_users.clone(),
+            allowed_groups: groups.cloned().collect(),
+        }
     }
 
     fn build(&self, site: &Site<'_>) -> Result<Arc<dyn Channel>, BuildError> {
@@ -144,6 +167,8 @@ impl fmt::Debug for DiscordConfig {
             .field("token", &self.token)
             .field("api_url", &self.api_url)
             .field("allowed_users", &self.allowed_users)
+            .field("dm_policy", &self.dm_policy)
+            .field("group_policy", &self.group_policy)
             .field("allowed_guilds", &self.allowed_guilds)
             .field("allowed_channels", &self.allowed_channels)
             .field("always_on_channels", &self.always_on_channels)

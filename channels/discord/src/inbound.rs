@@ -11,7 +11,7 @@ use serenity::model::application::{ComponentInteraction, ComponentInteractionDat
 use serenity::model::channel::{Message, MessageType};
 use serenity::model::user::User;
 use switchboard_channel::{
-    ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef, UserRef,
+    ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef, Place as ChatPlace, UserRef,
 };
 
 use crate::config::{DiscordConfig, Place};
@@ -78,6 +78,7 @@ pub fn message_verdict(ctx: &Context<'_>, msg: &Message, parent: Option<&str>) -
     };
     let guild = msg.guild_id.map(|g| g.to_string());
     let in_guild = guild.is_some();
+    let chat_place = chat_place(guild.as_deref(), &place);
     if let Some(refused) = ctx.check_place(guild, &place) {
         return refused;
     }
@@ -97,6 +98,7 @@ pub fn message_verdict(ctx: &Context<'_>, msg: &Message, parent: Option<&str>) -
         event_id: format!("m{}", msg.id),
         user: user_ref(&msg.author, nick),
         text,
+        place: chat_place,
     }))
 }
 
@@ -114,7 +116,9 @@ pub fn press_verdict(
         channel: &channel,
         parent,
     };
-    if let Some(refused) = ctx.check_place(press.guild_id.map(|g| g.to_string()), &place) {
+    let guild = press.guild_id.map(|g| g.to_string());
+    let chat_place = chat_place(guild.as_deref(), &place);
+    if let Some(refused) = ctx.check_place(guild, &place) {
         return refused;
     }
     let user = press.user.id.to_string();
@@ -134,7 +138,20 @@ pub fn press_verdict(
         payload: press.data.custom_id.clone(),
         message: Some(MessageRef::new(press.message.id.to_string())),
         reply_token: Some(token.encode()),
+        place: chat_place,
     }))
+}
+
+/// A DM, or a guild place known by its channel, thread parent and guild ids (what
+/// `allowed_channels` and `allowed_guilds` list).
+fn chat_place(guild: Option<&str>, place: &Place<'_>) -> ChatPlace {
+    let Some(guild) = guild else {
+        return ChatPlace::Direct;
+    };
+    let ids = [Some(place.channel), place.parent, Some(guild)];
+    ChatPlace::Group {
+        ids: ids.into_iter().flatten().map(str::to_owned).collect(),
+    }
 }
 
 /// Whether a guild message is for the bot: it mentions the bot, or replies to its message.

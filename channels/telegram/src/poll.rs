@@ -146,7 +146,6 @@ impl Poller {
                 tracing::debug!(channel = %self.client.name, update_id = update.id.0, "skipped {why}");
                 Ok(())
             }
-            Verdict::Refused => Ok(()),
         }
     }
 

@@ -134,7 +134,7 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         },
-        Verdict::Skip(_) | Verdict::Refused => StatusCode::OK,
+        Verdict::Skip(_) => StatusCode::OK,
     }
 }
 

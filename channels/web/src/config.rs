@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use switchboard_channel::settings::{collect, expanded};
 use switchboard_channel::{
-    BuildError, Channel, ChannelSettings, HttpRoute, Secret, SettingsError, Site,
+    AccessRules, BuildError, Channel, ChannelSettings, HttpRoute, Secret, SettingsError, Site,
 };
 
 /// Default longest message a person may type, in characters.
@@ -128,6 +128,12 @@ impl WebConfig {
 impl ChannelSettings for WebConfig {
     fn validate(&self, site: &Site<'_>) -> Result<(), Vec<SettingsError>> {
         collect(self.problems(site.listen))
+    }
+
+    /// Open: whoever reaches the page is let in by the web chat's own gate (the access
+    /// token, required off loopback, and the loopback `Host` check without one).
+    fn access(&self) -> AccessRules {
+        AccessRules::open()
     }
 
     fn secrets(&self) -> Vec<&Secret> {
