@@ -1,5 +1,5 @@
-//! The command line: `run`, `check`, `migrate`, `audit`, `approvals`, `healthcheck` and
-//! `memory`, each a thin layer over library code.
+//! The command line: `run`, `check`, `migrate`, `audit`, `approvals`, `healthcheck`,
+//! `memory` and `access`, each a thin layer over library code.
 //!
 //! Every subcommand loads the config through [`config::load`], which parses it and then runs
 //! every check, including each channel crate's own `validate()` and the route collisions
@@ -47,6 +47,19 @@ pub enum Command {
     Healthcheck(HealthcheckArgs),
     /// List, search or forget remembered facts.
     Memory(MemoryArgs),
+    /// Who may talk to the bot: pending pairing codes, allow, approver, revoke, list.
+    Access(AccessArgs),
+}
+
+/// `switchboard access` options.
+#[derive(Debug, Args)]
+pub struct AccessArgs {
+    /// Config file, for the database URL.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub action: crate::access::cli::AccessAction,
 }
 
 /// `switchboard memory` options.
@@ -359,6 +372,18 @@ pub async fn memory(args: MemoryArgs) -> anyhow::Result<ExitCode> {
             m.content.replace('\n', " ")
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `switchboard access`.
+pub async fn access(args: AccessArgs) -> anyhow::Result<ExitCode> {
+    let config = args.config.load()?;
+    let store = store::connect(&config.gateway.database_url).await?;
+    let now = crate::clock::Clock::wall().now_ms();
+    println!(
+        "{}",
+        crate::access::cli::apply(&*store, &args.action, now).await?
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::access::Access;
 use crate::agent::{ContextProvider, Tool};
 use crate::clock::Clock;
 use crate::config::Config;
@@ -179,10 +180,11 @@ impl Gateway {
         )
         .with_tools(self.tools.clone())
         .with_context(self.context.clone());
+        let access = Arc::new(Access::new(config, Arc::clone(&store), self.clock.clone()));
         let (approvals, expiries) = Approvals::new(
             Arc::clone(&store),
             Duration::from_secs(config.policy.approval_timeout_secs.max(1)),
-            config.policy.approvers.clone(),
+            Arc::clone(&access),
             self.clock.clone(),
             Arc::clone(&metrics),
         );
@@ -200,6 +202,7 @@ impl Gateway {
         );
         let deps = Deps {
             store,
+            access,
             agents,
             approvals,
             outbound,

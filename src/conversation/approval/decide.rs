@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use switchboard_channel::{ButtonPress, Channel, ConversationKey, MessageRef, UserRef};
+use switchboard_channel::{ButtonPress, Channel, ConversationKey, MessageRef, Place, UserRef};
 
 use super::{Approvals, SYSTEM_USER, Suspended};
 use crate::agent::Resolution;
@@ -27,6 +27,9 @@ pub struct Request<'a> {
     pub button: &'a ApprovalButton,
     /// The button press, when it was one (notices go on it instead of into the chat).
     pub press: Option<&'a ButtonPress>,
+    /// Where the answer was given: a requester may approve their own request only in a
+    /// private chat.
+    pub place: &'a Place,
 }
 
 impl Request<'_> {
@@ -102,18 +105,41 @@ impl Approvals {
         let Some(approval) = found.filter(|a| &a.conversation == request.key) else {
             return Ok(Err("Unknown or expired approval."));
         };
-        let user = &request.user.id;
         if request.expiring() != request.sent_by_gateway() {
             return Ok(Err("Not yours to approve."));
         }
-        let approver = self
-            .approvers
-            .get(&request.key.channel)
-            .is_some_and(|a| a.contains(user));
-        if !(request.sent_by_gateway() || *user == approval.requester || approver) {
+        if request.sent_by_gateway() {
+            return Ok(Ok(approval));
+        }
+        Ok(self
+            .may_answer(request, &approval)
+            .await?
+            .map(|()| approval))
+    }
+
+    /// Approval rights: an approver (`[policy.approvers]` or an approver grant) may answer
+    /// anything; the requester may deny their own request anywhere but approve it only in
+    /// a private chat on a channel whose access is not open (they asked, and they were let
+    /// in). Whoever else presses is told privately; the buttons stay for the right person.
+    async fn may_answer(
+        &self,
+        request: &Request<'_>,
+        approval: &Approval,
+    ) -> anyhow::Result<Result<(), &'static str>> {
+        let (channel, user) = (&request.key.channel, &request.user.id);
+        if self.access.is_approver(channel, user).await? {
+            return Ok(Ok(()));
+        }
+        if *user != approval.requester {
             return Ok(Err("Not yours to approve."));
         }
-        Ok(Ok(approval))
+        let open = self.access.is_open(channel);
+        if request.button.action == Action::Deny || (request.place.is_direct() && !open) {
+            return Ok(Ok(()));
+        }
+        Ok(Err(
+            "Only an approver for this channel can approve this here (`switchboard access approver`).",
+        ))
     }
 
     /// What the answer amounts to now: past its deadline every answer is an expiry.

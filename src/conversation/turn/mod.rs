@@ -146,6 +146,7 @@ impl Turn<'_> {
             user,
             button,
             press,
+            place: self.row.event.place(),
         };
         match self
             .deps
