@@ -121,7 +121,7 @@ async fn healthcheck_fails_while_a_channel_cannot_receive_and_passes_once_it_can
     let llm = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
     let extra = format!(
-        "[channels.slack]\nkind = \"slack\"\nbot_token = \"{FAKE_BOT_TOKEN}\"\nsigning_secret = \"{FAKE_SIGNING_SECRET}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\n",
+        "[channels.slack]\nkind = \"slack\"\nbot_token = \"{FAKE_BOT_TOKEN}\"\nsigning_secret = \"{FAKE_SIGNING_SECRET}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\ndm_policy = \"open\"\ngroup_policy = \"open\"\n",
         slack.api_url()
     );
     let config = test_config(&llm.openai_url(), dir.path(), &extra);

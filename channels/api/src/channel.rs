@@ -179,6 +179,14 @@ pub trait Channel: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Answer a press so that only the presser sees it, leaving the message and its buttons
+    /// for the person they are meant for (a refused approval). The default is
+    /// [`answer_button`](Self::answer_button), which is already private on Telegram (a
+    /// callback answer) and on Discord for texts starting with "Not yours" (ephemeral).
+    async fn answer_privately(&self, press: &ButtonPress, text: &str) -> Result<(), ChannelError> {
+        self.answer_button(press, text).await
+    }
+
     /// Whether the channel can currently receive.
     fn health(&self) -> Health {
         Health::ready("ok")

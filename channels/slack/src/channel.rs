@@ -228,6 +228,23 @@ impl Channel for SlackChannel {
         self.inner.api.call("chat.update", &body).await.map(drop)
     }
 
+    /// `chat.postEphemeral`: only the presser sees it, and the buttons stay.
+    async fn answer_privately(&self, press: &ButtonPress, text: &str) -> Result<(), ChannelError> {
+        let mut body = json!({
+            "channel": press.key.chat,
+            "user": press.user.id,
+            "text": render(text, Target::SlackMrkdwn),
+        });
+        if let Some(thread) = &press.key.thread {
+            body["thread_ts"] = json!(thread);
+        }
+        self.inner
+            .api
+            .call("chat.postEphemeral", &body)
+            .await
+            .map(drop)
+    }
+
     fn health(&self) -> Health {
         self.inner
             .health

@@ -71,7 +71,7 @@ impl Approvals {
         let approval = match self.find(&request).await? {
             Ok(approval) => approval,
             Err(refusal) => {
-                tell(out, &request, refusal).await;
+                refuse(out, &request, refusal).await;
                 return Ok(None);
             }
         };
@@ -138,7 +138,8 @@ impl Approvals {
             return Ok(Ok(()));
         }
         Ok(Err(
-            "Only an approver for this channel can approve this here (`switchboard access approver`).",
+            "Not yours to approve here: in a group, or where anyone may write, only an approver \
+             for this channel can (`switchboard access approver`).",
         ))
     }
 
@@ -214,6 +215,17 @@ async fn tell(out: &Outbound, request: &Request<'_>, text: &str) {
     if !request.sent_by_gateway() {
         out.notice(request.channel, request.key, request.press, text)
             .await;
+    }
+}
+
+/// Tell whoever answered why their answer does not count: privately on a press, so the
+/// prompt and its buttons stay for the right person; in the chat for a typed `/approve`.
+async fn refuse(out: &Outbound, request: &Request<'_>, text: &str) {
+    let Some(press) = request.press else {
+        return tell(out, request, text).await;
+    };
+    if let Err(err) = request.channel.answer_privately(press, text).await {
+        tracing::warn!(key = %request.key, error = %err, "could not answer a refused press");
     }
 }
 

@@ -239,7 +239,10 @@ async fn in_a_group_the_requesters_own_approval_is_refused_privately_and_an_appr
             .is_none()
     );
     let refusal = f.fake.button_answers().last().cloned().unwrap_or_default();
-    assert!(refusal.starts_with("Only an approver"), "{refusal}");
+    assert!(
+        refusal.starts_with("Not yours to approve here"),
+        "{refusal}"
+    );
     let stored = f.store.approval(&id).await.unwrap().unwrap();
     assert_eq!(stored.status, ApprovalStatus::Pending, "the buttons stay");
     let decided = f.answer_as(&id, Action::Once, boss(), group.clone()).await;
