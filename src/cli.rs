@@ -48,18 +48,7 @@ pub enum Command {
     /// List, search or forget remembered facts.
     Memory(MemoryArgs),
     /// Who may talk to the bot: pending pairing codes, allow, approver, revoke, list.
-    Access(AccessArgs),
-}
-
-/// `switchboard access` options.
-#[derive(Debug, Args)]
-pub struct AccessArgs {
-    /// Config file, for the database URL.
-    #[command(flatten)]
-    pub config: ConfigArgs,
-    /// What to do.
-    #[command(subcommand)]
-    pub action: crate::access::cli::AccessAction,
+    Access(crate::access::cli::AccessArgs),
 }
 
 /// `switchboard memory` options.
@@ -162,7 +151,8 @@ impl ConfigArgs {
         }
     }
 
-    fn load(&self) -> Result<Config, ConfigError> {
+    /// The config in effect, parsed and checked.
+    pub(crate) fn load(&self) -> Result<Config, ConfigError> {
         let (path, fallback) = self.path();
         let config = config::load(&path)?;
         if fallback {
@@ -179,6 +169,9 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     telemetry::init(config.gateway.log_format, scrubber(&config));
     if fallback {
         tracing::info!("{DEFAULT_CONFIG} not found; using {EXAMPLE_CONFIG}");
+    }
+    for warning in crate::access::warnings(&config) {
+        tracing::warn!("{warning}");
     }
     // Listen for signals before serving, so a SIGTERM right after start-up is a clean stop.
     let stop = shutdown_signal()?;
@@ -218,6 +211,9 @@ pub fn check(args: ConfigArgs) -> anyhow::Result<ExitCode> {
                 .collect();
             if !skipped.is_empty() {
                 println!("skipped at run: {}", skipped.join(", "));
+            }
+            for warning in crate::access::warnings(&config) {
+                println!("warning: {warning}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -372,18 +368,6 @@ pub async fn memory(args: MemoryArgs) -> anyhow::Result<ExitCode> {
             m.content.replace('\n', " ")
         );
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `switchboard access`.
-pub async fn access(args: AccessArgs) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
-    let store = store::connect(&config.gateway.database_url).await?;
-    let now = crate::clock::Clock::wall().now_ms();
-    println!(
-        "{}",
-        crate::access::cli::apply(&*store, &args.action, now).await?
-    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -16,7 +16,7 @@ async fn main() -> ExitCode {
         Command::Approvals(args) => switchboard::cli::approvals(args).await,
         Command::Healthcheck(args) => switchboard::cli::healthcheck(args).await,
         Command::Memory(args) => switchboard::cli::memory(args).await,
-        Command::Access(args) => switchboard::cli::access(args).await,
+        Command::Access(args) => switchboard::access::cli::run(args).await,
     };
     match result {
         Ok(code) => code,

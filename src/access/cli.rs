@@ -2,9 +2,33 @@
 //! approvers, or take access away. Works on the database alone, so it runs beside a live
 //! gateway (and on any host sharing its PostgreSQL).
 
-use clap::Subcommand;
+use std::process::ExitCode;
 
-use crate::store::{AccessRole, Grant, Store, StoreError};
+use clap::{Args, Subcommand};
+
+use crate::cli::ConfigArgs;
+use crate::clock::Clock;
+use crate::store::{self, AccessRole, Grant, Store, StoreError};
+
+/// `switchboard access` options.
+#[derive(Debug, Args)]
+pub struct AccessArgs {
+    /// Config file, for the database URL.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub action: AccessAction,
+}
+
+/// `switchboard access`: load the config, open its database, carry out the action.
+pub async fn run(args: AccessArgs) -> anyhow::Result<ExitCode> {
+    let config = args.config.load()?;
+    let store = store::connect(&config.gateway.database_url).await?;
+    let now = Clock::wall().now_ms();
+    println!("{}", apply(&*store, &args.action, now).await?);
+    Ok(ExitCode::SUCCESS)
+}
 
 /// `switchboard access` actions.
 #[derive(Debug, Clone, Subcommand, PartialEq, Eq)]

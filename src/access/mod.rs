@@ -7,9 +7,11 @@
 //! - this file: [`Access`], [`Verdict`] and the decision.
 //! - `pairing`: codes, their lifetime and the one reply.
 //! - `cli`: the bodies of `switchboard access pending | allow | revoke | list | approver`.
+//! - `warnings`: risky but valid settings, for `check` and start-up.
 
 pub mod cli;
 mod pairing;
+mod warnings;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use std::sync::Arc;
 use switchboard_channel::{AccessRules, ChannelEvent, DmPolicy, GroupPolicy, Place, UserRef};
 
 pub use pairing::{MAX_PENDING_PER_CHANNEL, PAIRING_TTL_MS, pairing_code, pairing_reply};
+pub use warnings::warnings;
 
 use crate::clock::Clock;
 use crate::config::Config;

@@ -113,12 +113,13 @@ impl AccessRules {
             return Vec::new();
         }
         let message = if dm_policy_written {
-            "= [\"*\"] lets anyone in and is only accepted with dm_policy = \"open\"; list the \
-             user ids instead, or change dm_policy to \"open\""
+            "is [\"*\"], which lets anyone in and is only accepted with dm_policy = \"open\"; \
+             list the user ids instead, or change dm_policy to \"open\""
                 .to_owned()
         } else {
-            "= [\"*\"] now needs dm_policy written out: add the line `dm_policy = \"open\"` to \
-             this table to keep letting anyone in, or remove \"*\" to pair new people instead"
+            "is [\"*\"], which now needs dm_policy written out: add the line \
+             `dm_policy = \"open\"` to this table to keep letting anyone in, or remove \"*\" to \
+             pair new people instead"
                 .to_owned()
         };
         vec![SettingsError::new("allowed_users", message)]

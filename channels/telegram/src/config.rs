@@ -124,14 +124,8 @@ impl TelegramConfig {
         if !is_http_url(&self.api_url) {
             errors.push(SettingsError::new("api_url", "must be an http(s) URL"));
         }
-        match crate::access::usernames(&self.allowed_users) {
-            Err(message) => errors.push(SettingsError::new("allowed_users", message)),
-            Ok(names) if !names.is_empty() => tracing::warn!(
-                "allowed_users names {} by username; a username can change hands, so prefer \
-                 the numeric id (`switchboard access pending` shows it)",
-                names.join(", ")
-            ),
-            Ok(_) => {}
+        if let Err(message) = crate::access::usernames(&self.allowed_users) {
+            errors.push(SettingsError::new("allowed_users", message));
         }
         errors.extend(self.access().problems(self.dm_policy.is_some()));
         if self.mode == Mode::Webhook {

@@ -5,6 +5,7 @@
 //! restart keeps it; in a group the requester's own press on a mutating call is refused
 //! privately and an approver's press runs it once.
 
+mod check;
 mod slack;
 mod telegram;
 
