@@ -132,6 +132,7 @@ impl Gateway {
                 channels: self.channels.clone(),
                 metrics: Arc::clone(&deps.metrics),
                 registry: Arc::clone(&registry),
+                metrics_token: config.gateway.metrics_token.expose().map(str::to_owned),
             },
             routes,
             config.gateway.max_body_bytes,
@@ -253,6 +254,8 @@ fn serve(
 ) {
     let stop = shutdown.child_token();
     background.spawn(async move {
+        // The peer address, so /metrics can tell loopback scrapes from others.
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
         let served = axum::serve(listener, app)
             .with_graceful_shutdown(stop.cancelled_owned())
             .await;
