@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use switchboard_channel::{ButtonPress, Channel, ConversationKey, MessageRef, Place, UserRef};
 
+use super::fence::{fenced, inline_code};
 use super::{Approvals, SYSTEM_USER, Suspended};
 use crate::agent::Resolution;
 use crate::command::{Action, ApprovalButton};
@@ -198,7 +199,7 @@ impl Approvals {
         let text = outcome_text(approval, request, status);
         tell(out, request, &text).await;
         if let Some(prompt) = &approval.prompt_ref {
-            let shown = format!("{text}\n```\n{}\n```", approval.args);
+            let shown = format!("{text}\n{}", fenced(&approval.args));
             let prompt = MessageRef::new(prompt.clone());
             if let Err(err) = out
                 .edit(request.channel, request.key, &prompt, &shown)
@@ -235,13 +236,16 @@ fn outcome_text(approval: &Approval, request: &Request<'_>, status: ApprovalStat
     let who = user.name.as_deref().unwrap_or(&user.id);
     match status {
         ApprovalStatus::Approved if request.button.action == Action::Always => format!(
-            "✅ Always allowed by {who} in this conversation: `{}`",
-            approval.rule
+            "✅ Always allowed by {who} in this conversation: {}",
+            inline_code(&approval.rule)
         ),
-        ApprovalStatus::Approved => format!("✅ Approved by {who}: `{}`", approval.tool),
-        ApprovalStatus::Denied => format!("🚫 Denied by {who}: `{}`", approval.tool),
-        ApprovalStatus::Expired | ApprovalStatus::Pending => {
-            format!("⌛ Expired — nobody approved `{}` in time.", approval.tool)
+        ApprovalStatus::Approved => {
+            format!("✅ Approved by {who}: {}", inline_code(&approval.tool))
         }
+        ApprovalStatus::Denied => format!("🚫 Denied by {who}: {}", inline_code(&approval.tool)),
+        ApprovalStatus::Expired | ApprovalStatus::Pending => format!(
+            "⌛ Expired — nobody approved {} in time.",
+            inline_code(&approval.tool)
+        ),
     }
 }

@@ -11,6 +11,7 @@
 
 mod decide;
 mod expiry;
+mod fence;
 mod gate;
 
 use std::sync::Arc;
@@ -158,8 +159,10 @@ impl Approvals {
 fn prompt_text(approval: &Approval, timeout: Duration, buttons: bool) -> String {
     let minutes = timeout.as_secs().div_ceil(60);
     let mut text = format!(
-        "🔐 **Approval needed** for `{}`:\n```\n{}\n```\n{}\nExpires in {minutes} min.",
-        approval.tool, approval.args, approval.reason
+        "🔐 **Approval needed** for {}:\n{}\n{}\nExpires in {minutes} min.",
+        fence::inline_code(&approval.tool),
+        fence::fenced(&approval.args),
+        approval.reason
     );
     if !buttons {
         let id = &approval.id;
