@@ -201,7 +201,7 @@ async fn on_message(inner: &Inner, sink: &dyn EventSink, msg: &Message) {
     match message_verdict(&ctx, msg, parent.as_deref()) {
         Verdict::Deliver(event) => {
             // A failure is logged inside; there is no one to tell.
-            let _ = deliver(inner, sink, event).await;
+            let _ = deliver(inner, sink, *event).await;
         }
         Verdict::Ignore(reason) => {
             tracing::trace!(channel = %inner.name, reason, "ignored a Discord message")
@@ -240,7 +240,7 @@ async fn on_press(inner: &Inner, sink: &dyn EventSink, press: &ComponentInteract
     };
     match press_verdict(&ctx, press, parent.as_deref()) {
         Verdict::Deliver(event) => {
-            if deliver(inner, sink, event).await.is_err() {
+            if deliver(inner, sink, *event).await.is_err() {
                 inner
                     .presses
                     .answer_now(&token, Some(NOT_STORED_NOTICE))

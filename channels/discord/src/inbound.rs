@@ -20,8 +20,8 @@ use crate::presses::PressToken;
 /// What to do with one gateway event.
 #[derive(Debug, PartialEq)]
 pub enum Verdict {
-    /// Hand this to the sink.
-    Deliver(ChannelEvent),
+    /// Hand this to the sink (boxed: an event is far larger than the other variants).
+    Deliver(Box<ChannelEvent>),
     /// Drop it; the reason is logged at trace.
     Ignore(&'static str),
     /// Drop it: the user is not on `allowed_users` (logged once at warn).
@@ -93,13 +93,13 @@ pub fn message_verdict(ctx: &Context<'_>, msg: &Message, parent: Option<&str>) -
         return Verdict::Ignore("no text besides the mention (or an attachment only)");
     }
     let nick = msg.member.as_ref().and_then(|m| m.nick.clone());
-    Verdict::Deliver(ChannelEvent::Message(Inbound {
+    Verdict::Deliver(Box::new(ChannelEvent::Message(Inbound {
         key: ctx.key(&channel),
         event_id: format!("m{}", msg.id),
         user: user_ref(&msg.author, nick),
         text,
         place: chat_place,
-    }))
+    })))
 }
 
 /// Decide what a component interaction becomes. Only buttons are delivered.
@@ -131,7 +131,7 @@ pub fn press_verdict(
         token: press.token.clone(),
     };
     let nick = press.member.as_ref().and_then(|m| m.nick.clone());
-    Verdict::Deliver(ChannelEvent::Button(ButtonPress {
+    Verdict::Deliver(Box::new(ChannelEvent::Button(ButtonPress {
         key: ctx.key(&channel),
         event_id: format!("i{}", press.id),
         user: user_ref(&press.user, nick),
@@ -139,7 +139,7 @@ pub fn press_verdict(
         message: Some(MessageRef::new(press.message.id.to_string())),
         reply_token: Some(token.encode()),
         place: chat_place,
-    }))
+    })))
 }
 
 /// A DM, or a guild place known by its channel, thread parent and guild ids (what

@@ -36,7 +36,10 @@ fn verdict(config: &DiscordConfig, message: &IncomingMessage, parent: Option<&st
 
 fn delivered_text(verdict: Verdict) -> (ConversationKey, String) {
     match verdict {
-        Verdict::Deliver(ChannelEvent::Message(m)) => (m.key, m.text),
+        Verdict::Deliver(event) => match *event {
+            ChannelEvent::Message(m) => (m.key, m.text),
+            other => panic!("expected a message, got {other:?}"),
+        },
         other => panic!("expected a delivered message, got {other:?}"),
     }
 }
@@ -229,8 +232,11 @@ fn a_button_press_carries_its_payload_message_and_reply_token() {
         config: &config,
         bot_id: FAKE_BOT_ID,
     };
-    let Verdict::Deliver(ChannelEvent::Button(event)) = press_verdict(&ctx, &press, None) else {
+    let Verdict::Deliver(delivered) = press_verdict(&ctx, &press, None) else {
         panic!("a delivered press");
+    };
+    let ChannelEvent::Button(event) = *delivered else {
+        panic!("a press, not a message");
     };
     assert_eq!(event.event_id, "i52");
     assert_eq!(event.payload, "approve:7");

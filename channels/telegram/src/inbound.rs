@@ -26,8 +26,8 @@ pub(crate) struct Reader<'a> {
 /// What becomes of one update.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Verdict {
-    /// Hand it to the sink.
-    Deliver(ChannelEvent),
+    /// Hand it to the sink (boxed: an event is far larger than a skip reason).
+    Deliver(Box<ChannelEvent>),
     /// Not for us (other kinds, bots, unaddressed group chatter); acknowledged and dropped.
     Skip(&'static str),
 }
@@ -69,13 +69,13 @@ impl Reader<'_> {
         if text.is_empty() {
             return Verdict::Skip("a mention without text");
         }
-        Verdict::Deliver(ChannelEvent::Message(Inbound {
+        Verdict::Deliver(Box::new(ChannelEvent::Message(Inbound {
             key: self.key(msg),
             event_id: format!("u{update_id}"),
             user: user_ref(from),
             text,
             place: place(&msg.chat),
-        }))
+        })))
     }
 
     /// The text the core should see, or `None` when a group message is not for the bot.
@@ -116,7 +116,7 @@ impl Reader<'_> {
         if let MaybeInaccessibleMessage::Regular(msg) = message {
             key = self.key(msg);
         }
-        Verdict::Deliver(ChannelEvent::Button(ButtonPress {
+        Verdict::Deliver(Box::new(ChannelEvent::Button(ButtonPress {
             key,
             event_id: format!("cb{}", query.id.0),
             user: user_ref(&query.from),
@@ -124,7 +124,7 @@ impl Reader<'_> {
             message: Some(MessageRef::new(message.id().0.to_string())),
             reply_token: Some(query.id.0.clone()),
             place: place(message.chat()),
-        }))
+        })))
     }
 }
 

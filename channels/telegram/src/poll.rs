@@ -127,7 +127,7 @@ impl Poller {
 
     async fn store(&self, me: &BotIdentity, update: &teloxide::types::Update) -> Result<(), Step> {
         match self.client.reader(me).read(update) {
-            Verdict::Deliver(event) => match self.sink.deliver(event).await {
+            Verdict::Deliver(event) => match self.sink.deliver(*event).await {
                 Ok(_) => Ok(()),
                 Err(err) => {
                     tracing::warn!(
