@@ -27,8 +27,8 @@ pub struct DiscordConfig {
     /// `<api_url>/api/v10/gateway`, so a proxy or a test stand-in can replace Discord.
     #[serde(default = "default_api_url", deserialize_with = "expanded")]
     pub api_url: String,
-    /// User ids allowed to talk to the bot; `["*"]` allows everyone, empty allows no one
-    /// (refused ids are logged once so the owner can add them).
+    /// User ids let in besides those granted with `switchboard access`; `["*"]` only with
+    /// `dm_policy = "open"`. The core decides, in its sink.
     #[serde(default)]
     pub allowed_users: Vec<String>,
     /// Direct messages: `pairing` (default), `allowlist` or `open`; `None` when not written.
@@ -74,11 +74,6 @@ impl DiscordConfig {
             always_on_channels: Vec::new(),
             require_mention_in_guilds: true,
         }
-    }
-
-    /// Whether `user` may talk to the bot.
-    pub(crate) fn user_allowed(&self, user: &str) -> bool {
-        self.allowed_users.iter().any(|u| u == "*" || u == user)
     }
 
     /// Whether the bot answers in `guild`.
@@ -227,13 +222,17 @@ mod tests {
     }
 
     #[test]
-    fn a_star_allows_every_user_and_an_empty_list_allows_none() {
+    fn access_rules_carry_the_users_and_both_group_lists_to_the_core() {
         let mut config = DiscordConfig::new("t");
-        assert!(!config.user_allowed("1"));
-        config.allowed_users = vec!["*".into()];
-        assert!(config.user_allowed("1"));
         config.allowed_users = vec!["2".into()];
-        assert!(!config.user_allowed("1") && config.user_allowed("2"));
+        config.allowed_guilds = vec!["g".into()];
+        config.allowed_channels = vec!["c".into()];
+        let rules = config.access();
+        assert_eq!(rules.dm_policy, DmPolicy::Pairing);
+        assert!(rules.lists_user("2") && !rules.lists_user("1"));
+        assert!(rules.lists_group(&["x".into(), "c".into()]) && rules.lists_group(&["g".into()]));
+        config.allowed_users = vec!["*".into()];
+        assert_eq!(config.access().problems(false)[0].key, "allowed_users");
     }
 
     #[test]

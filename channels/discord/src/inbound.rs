@@ -1,7 +1,8 @@
 //! serenity's MESSAGE_CREATE and component INTERACTION_CREATE models → `ChannelEvent`: the
 //! edge where Discord types stop. Runs in the gateway handler before the sink; decides what is
 //! delivered, what is ignored (bots, system messages, unmentioned guild chatter) and what is
-//! refused (allowlists).
+//! refused (guild and channel allow lists). Who may talk to the bot is the core's decision,
+//! made in its sink: every person's event is delivered with its place.
 //!
 //! Conversations: `chat` is the channel the message was written in — the DM channel, the
 //! guild text channel, or the thread (a thread is a channel of its own on Discord, so each
@@ -24,8 +25,6 @@ pub enum Verdict {
     Deliver(Box<ChannelEvent>),
     /// Drop it; the reason is logged at trace.
     Ignore(&'static str),
-    /// Drop it: the user is not on `allowed_users` (logged once at warn).
-    RefusedUser(String),
     /// Drop it: the guild or channel is not on `allowed_guilds` / `allowed_channels`.
     RefusedPlace(String),
 }
@@ -85,9 +84,6 @@ pub fn message_verdict(ctx: &Context<'_>, msg: &Message, parent: Option<&str>) -
     if in_guild && !ctx.config.always_on(&place) && !addresses_bot(msg, ctx.bot_id) {
         return Verdict::Ignore("a guild message that neither mentions nor replies to the bot");
     }
-    if !ctx.config.user_allowed(&author) {
-        return Verdict::RefusedUser(author);
-    }
     let text = strip_mention(&msg.content, ctx.bot_id);
     if text.is_empty() {
         return Verdict::Ignore("no text besides the mention (or an attachment only)");
@@ -120,10 +116,6 @@ pub fn press_verdict(
     let chat_place = chat_place(guild.as_deref(), &place);
     if let Some(refused) = ctx.check_place(guild, &place) {
         return refused;
-    }
-    let user = press.user.id.to_string();
-    if !ctx.config.user_allowed(&user) {
-        return Verdict::RefusedUser(user);
     }
     let token = PressToken {
         interaction_id: press.id.to_string(),
