@@ -42,6 +42,7 @@ fn inbox_insert(c: &mut Criterion) {
                     name: None,
                 },
                 text: "hello there, how are you today?".into(),
+                place: switchboard_channel::Place::Direct,
             });
             let store = Arc::clone(&store);
             async move {

@@ -1,5 +1,5 @@
-//! The command line: `run`, `check`, `migrate`, `audit`, `approvals`, `healthcheck` and
-//! `memory`, each a thin layer over library code.
+//! The command line: `run`, `check`, `migrate`, `audit`, `approvals`, `healthcheck`,
+//! `memory` and `access`, each a thin layer over library code.
 //!
 //! Every subcommand loads the config through [`config::load`], which parses it and then runs
 //! every check, including each channel crate's own `validate()` and the route collisions
@@ -50,6 +50,8 @@ pub enum Command {
     /// The sandbox supervisor the gateway starts for every tool process (internal).
     #[command(hide = true)]
     Supervise(crate::sandbox::SupervisorArgs),
+    /// Who may talk to the bot: pending pairing codes, allow, approver, revoke, list.
+    Access(crate::access::cli::AccessArgs),
 }
 
 /// `switchboard memory` options.
@@ -152,7 +154,8 @@ impl ConfigArgs {
         }
     }
 
-    fn load(&self) -> Result<Config, ConfigError> {
+    /// The config in effect, parsed and checked.
+    pub(crate) fn load(&self) -> Result<Config, ConfigError> {
         let (path, fallback) = self.path();
         let config = config::load(&path)?;
         if fallback {
@@ -169,6 +172,9 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     telemetry::init(config.gateway.log_format, scrubber(&config));
     if fallback {
         tracing::info!("{DEFAULT_CONFIG} not found; using {EXAMPLE_CONFIG}");
+    }
+    for warning in crate::access::warnings(&config) {
+        tracing::warn!("{warning}");
     }
     // Listen for signals before serving, so a SIGTERM right after start-up is a clean stop.
     let stop = shutdown_signal()?;
@@ -210,6 +216,9 @@ pub fn check(args: ConfigArgs) -> anyhow::Result<ExitCode> {
                 println!("skipped at run: {}", skipped.join(", "));
             }
             crate::sandbox::check_report(&config.sandbox, &config.gateway.data_dir);
+            for warning in crate::access::warnings(&config) {
+                println!("warning: {warning}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(err) => {

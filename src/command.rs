@@ -186,6 +186,7 @@ mod tests {
                 name: None,
             },
             text: text.into(),
+            place: switchboard_channel::Place::Direct,
         })
     }
 
@@ -200,6 +201,7 @@ mod tests {
             payload: payload.into(),
             message: None,
             reply_token: None,
+            place: switchboard_channel::Place::Direct,
         })
     }
 

@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::access::Access;
 use crate::agent::{ContextProvider, Tool};
 use crate::clock::Clock;
 use crate::config::Config;
@@ -132,6 +133,7 @@ impl Gateway {
                 metrics: Arc::clone(&deps.metrics),
                 registry: Arc::clone(&registry),
                 sandbox: Arc::clone(deps.agents.sandbox()),
+                metrics_token: config.gateway.metrics_token.expose().map(str::to_owned),
             },
             routes,
             config.gateway.max_body_bytes,
@@ -180,10 +182,11 @@ impl Gateway {
         )
         .with_tools(self.tools.clone())
         .with_context(self.context.clone());
+        let access = Arc::new(Access::new(config, Arc::clone(&store), self.clock.clone()));
         let (approvals, expiries) = Approvals::new(
             Arc::clone(&store),
             Duration::from_secs(config.policy.approval_timeout_secs.max(1)),
-            config.policy.approvers.clone(),
+            Arc::clone(&access),
             self.clock.clone(),
             Arc::clone(&metrics),
         );
@@ -201,6 +204,7 @@ impl Gateway {
         );
         let deps = Deps {
             store,
+            access,
             agents,
             approvals,
             outbound,
@@ -251,6 +255,8 @@ fn serve(
 ) {
     let stop = shutdown.child_token();
     background.spawn(async move {
+        // The peer address, so /metrics can tell loopback scrapes from others.
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
         let served = axum::serve(listener, app)
             .with_graceful_shutdown(stop.cancelled_owned())
             .await;

@@ -1,11 +1,15 @@
 //! The shared HTTP server: health endpoints, and the mount point where channels put their
-//! webhook routes. One body limit for all (413 beyond it).
+//! webhook routes. One body limit for all (413 beyond it). `/metrics` answers only loopback
+//! peers, or anyone with `gateway.metrics_token` when it is set: the counters name
+//! channels, tools and traffic, which is nobody else's business.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::StatusCode;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
+use axum::http::header::AUTHORIZATION;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json};
 use axum::routing::get;
 use serde_json::json;
@@ -29,6 +33,8 @@ pub struct HealthState {
     pub registry: Arc<Registry>,
     /// The tool sandbox, whose posture `/readyz` shows (informational: never gates readiness).
     pub sandbox: Arc<crate::sandbox::Sandbox>,
+    /// `gateway.metrics_token`: when set, every scrape must send it as a bearer token.
+    pub metrics_token: Option<String>,
 }
 
 /// The gateway's own paths; a channel claiming one of them is a config error.
@@ -53,8 +59,34 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
+/// Whether a scrape from `peer` with `authorization` may read the metrics: with a token
+/// configured, only `Bearer <token>` (compared in constant time); without one, only a
+/// loopback peer (an IPv4-mapped loopback address counts).
+pub fn metrics_allowed(peer: SocketAddr, token: Option<&str>, authorization: Option<&str>) -> bool {
+    match token {
+        Some(expected) => authorization
+            .and_then(|a| a.strip_prefix("Bearer "))
+            .is_some_and(|given| same(expected.as_bytes(), given.trim().as_bytes())),
+        None => peer.ip().to_canonical().is_loopback(),
+    }
+}
+
+/// Constant-time equality (the length may show).
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// Prometheus text format; gauges read from the store at scrape time.
-async fn metrics(State(state): State<HealthState>) -> impl IntoResponse {
+async fn metrics(
+    State(state): State<HealthState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> axum::response::Response {
+    let authorization = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
+    if !metrics_allowed(peer, state.metrics_token.as_deref(), authorization) {
+        let text = "metrics are served to loopback only, or with gateway.metrics_token\n";
+        return (StatusCode::FORBIDDEN, text).into_response();
+    }
     let m = &state.metrics;
     if let Ok(counts) = state.store.inbox_counts().await {
         m.inbox_pending.set(counts.pending + counts.processing);
@@ -70,6 +102,7 @@ async fn metrics(State(state): State<HealthState>) -> impl IntoResponse {
         )],
         m.render(),
     )
+        .into_response()
 }
 
 /// The database answers and every channel can receive.
@@ -102,4 +135,48 @@ async fn readyz(State(state): State<HealthState>) -> impl IntoResponse {
         StatusCode::SERVICE_UNAVAILABLE
     };
     (status, Json(json!({ "ready": ready, "checks": checks })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(addr: &str) -> SocketAddr {
+        addr.parse().unwrap()
+    }
+
+    #[test]
+    fn without_a_token_only_loopback_peers_may_scrape() {
+        assert!(metrics_allowed(peer("127.0.0.1:5000"), None, None));
+        assert!(metrics_allowed(peer("127.8.9.10:5000"), None, None));
+        assert!(metrics_allowed(peer("[::1]:5000"), None, None));
+        assert!(metrics_allowed(peer("[::ffff:127.0.0.1]:5000"), None, None));
+        assert!(!metrics_allowed(peer("10.0.0.7:5000"), None, None));
+        assert!(!metrics_allowed(
+            peer("[2001:db8::1]:5000"),
+            None,
+            Some("Bearer x")
+        ));
+    }
+
+    #[test]
+    fn with_a_token_every_peer_needs_the_bearer_token() {
+        let token = Some("s3cret");
+        assert!(metrics_allowed(
+            peer("10.0.0.7:5000"),
+            token,
+            Some("Bearer s3cret")
+        ));
+        assert!(!metrics_allowed(peer("10.0.0.7:5000"), token, None));
+        assert!(!metrics_allowed(
+            peer("10.0.0.7:5000"),
+            token,
+            Some("Bearer s3cres")
+        ));
+        assert!(!metrics_allowed(
+            peer("127.0.0.1:5000"),
+            token,
+            Some("s3cret")
+        ));
+    }
 }

@@ -3,6 +3,8 @@
 //! Layout, in the order an event flows through it:
 //! - [`config`]: the TOML file (plus `${VAR}` and `SWITCHBOARD__…` overrides) as types.
 //! - [`channels`]: builds the configured `Channel`s (crates under `channels/`).
+//! - [`access`]: who may talk to the bot (`dm_policy`, `group_policy`, pairing, grants),
+//!   decided in the sink before the inbox.
 //! - [`command`]: what an inbound event asks for (message, chat command, approval button),
 //!   classified once where it enters the inbox.
 //! - [`conversation`]: the `Inbox` sink channels deliver into, the registry of per-conversation
@@ -30,6 +32,7 @@
 
 #![warn(clippy::too_many_lines)]
 
+pub mod access;
 pub mod agent;
 pub mod channels;
 pub mod cli;

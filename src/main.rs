@@ -25,6 +25,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Healthcheck(args) => switchboard::cli::healthcheck(args).await,
         Command::Memory(args) => switchboard::cli::memory(args).await,
         Command::Supervise(args) => return switchboard::sandbox::supervise(&args),
+        Command::Access(args) => switchboard::access::cli::run(args).await,
     };
     match result {
         Ok(code) => code,

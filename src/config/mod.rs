@@ -77,6 +77,8 @@ pub struct GatewayConfig {
     pub conversation_idle_secs: u64,
     /// How long a claimed inbox row belongs to this process before another may take it.
     pub inbox_lease_secs: u64,
+    /// Bearer token `/metrics` requires from every scraper; unset serves loopback only.
+    pub metrics_token: Secret,
 }
 
 impl Default for GatewayConfig {
@@ -91,6 +93,7 @@ impl Default for GatewayConfig {
             max_body_bytes: 1024 * 1024,
             conversation_idle_secs: 300,
             inbox_lease_secs: 600,
+            metrics_token: Secret::default(),
         }
     }
 }
@@ -303,7 +306,8 @@ impl Config {
             .chain(self.provider.base_url.as_deref())
             .flat_map(url_password)
             .chain(passwords_in_any_url(self));
-        std::iter::once(&self.provider.api_key)
+        [&self.provider.api_key, &self.gateway.metrics_token]
+            .into_iter()
             .chain(channel_secrets)
             .filter_map(Secret::expose)
             .map(str::to_owned)

@@ -33,6 +33,9 @@ pub struct TurnSettings {
     pub memory: MemoryConfig,
 }
 
+/// The memory tools' names (offered when memory is enabled).
+const MEMORY_TOOL_NAMES: &[&str] = &["memory_store", "memory_recall", "memory_forget"];
+
 /// Builds each conversation's agent loop.
 pub struct Agents {
     /// The LLM.
@@ -90,6 +93,18 @@ impl Agents {
     pub fn with_context(mut self, context: Vec<Arc<dyn ContextProvider>>) -> Self {
         self.context.extend(context);
         self
+    }
+
+    /// `name` as a metric label: a tool the gateway offers keeps its name, anything the
+    /// model invented is `other`, so it cannot grow the label set without bound.
+    pub fn tool_label<'a>(&self, name: &'a str) -> &'a str {
+        let built_in =
+            crate::config::TOOL_NAMES.contains(&name) || MEMORY_TOOL_NAMES.contains(&name);
+        if built_in || self.extra_tools.iter().any(|t| t.name() == name) {
+            name
+        } else {
+            "other"
+        }
     }
 
     /// The LLM (also used for compaction).

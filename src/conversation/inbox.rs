@@ -1,5 +1,6 @@
-//! The `EventSink` channels deliver into: classify the event once, store it with its inbox
-//! kind, then wake the conversation. Storing comes first so nothing acknowledged is lost.
+//! The `EventSink` channels deliver into: decide access (a refused or pairing event is
+//! acknowledged and never stored), classify the event once, store it with its inbox kind,
+//! then wake the conversation. Storing comes first so nothing acknowledged is lost.
 
 use std::sync::Arc;
 
@@ -7,6 +8,7 @@ use async_trait::async_trait;
 use switchboard_channel::{ChannelEvent, Delivery, EventSink, SinkError};
 
 use super::Registry;
+use crate::access::{Verdict, pairing_reply};
 use crate::command::{Command, Intent};
 use crate::store::Insert;
 
@@ -30,11 +32,56 @@ impl Inbox {
             .with_label_values(&[channel, outcome])
             .inc();
     }
+
+    /// Whether `event` may enter the inbox; a refusal is logged and a new pairing code sent.
+    async fn admitted(&self, event: &ChannelEvent) -> Result<bool, SinkError> {
+        let deps = &self.registry.deps;
+        let verdict = deps.access.decide(event).await.map_err(|e| {
+            tracing::error!(error = %e, "access check failed; the platform will redeliver");
+            self.count(event, "error");
+            SinkError(e.to_string())
+        })?;
+        let (key, user) = (event.key(), &event.user().id);
+        match verdict {
+            Verdict::Admit => return Ok(true),
+            Verdict::Refuse(why) => {
+                tracing::info!(%key, user, "refused an event: {why}");
+            }
+            Verdict::Pair(None) => {
+                tracing::debug!(%key, user, "a stranger wrote again; their code is still pending");
+            }
+            Verdict::Pair(Some(code)) => {
+                tracing::warn!(
+                    %key, user,
+                    "a stranger asked for access; `switchboard access pending` lists them"
+                );
+                self.send_pairing_reply(event, &code).await;
+            }
+        }
+        self.count(event, "refused");
+        Ok(false)
+    }
+
+    /// The one reply a stranger gets, through the core's outbound path (scrubbed, governed).
+    async fn send_pairing_reply(&self, event: &ChannelEvent, code: &str) {
+        let out = &self.registry.deps.outbound;
+        let key = event.key();
+        let Some(route) = out.route(&key.channel) else {
+            return;
+        };
+        let text = pairing_reply(&key.channel, code);
+        if let Err(err) = out.post(&route, key, &text, Vec::new()).await {
+            tracing::warn!(%key, error = %err, "could not send the pairing code");
+        }
+    }
 }
 
 #[async_trait]
 impl EventSink for Inbox {
     async fn deliver(&self, mut event: ChannelEvent) -> Result<Delivery, SinkError> {
+        if !self.admitted(&event).await? {
+            return Ok(Delivery::Refused);
+        }
         let deps = &self.registry.deps;
         // Nothing is stored unscrubbed, not even the event waiting in the inbox.
         if let ChannelEvent::Message(message) = &mut event {

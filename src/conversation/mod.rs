@@ -3,8 +3,9 @@
 //! queue is the durable inbox itself, so a full or lost wake-up never loses an event.
 //!
 //! Layout, in the order an event meets it:
-//! - `inbox`: [`Inbox`], the sink channels deliver into; it classifies each event once
-//!   ([`crate::command::Intent`]) and stores it with its inbox kind.
+//! - `inbox`: [`Inbox`], the sink channels deliver into; it lets in only what
+//!   [`crate::access`] admits, classifies each event once ([`crate::command::Intent`]) and
+//!   stores it with its inbox kind.
 //! - `registry`: [`Registry`], the live actors by conversation.
 //! - `actor`: one actor's loop: claim, run a turn, repeat, retire.
 //! - `turn`: one claimed event processed to completion.
@@ -31,6 +32,7 @@ pub use lifecycle::Lifecycle;
 pub use outbound::{Outbound, Route};
 pub use registry::Registry;
 
+use crate::access::Access;
 use crate::metrics::Metrics;
 use crate::store::Store;
 
@@ -38,6 +40,8 @@ use crate::store::Store;
 pub struct Deps {
     /// Durable state: the inbox, history, approvals, audit, memory.
     pub store: Arc<dyn Store>,
+    /// Who may talk to the bot and who may approve, decided before the inbox.
+    pub access: Arc<Access>,
     /// Builds each conversation's agent loop; holds the turn settings.
     pub agents: Agents,
     /// Approval requests, their answers and their expiry.

@@ -139,6 +139,18 @@ impl Outbound {
             tracing::warn!(%key, error = %err, "could not deliver a notice");
         }
     }
+
+    /// Answer a button press so only the person who pressed it sees the answer (a refused
+    /// approval), scrubbed; the prompt and its buttons stay for the right person.
+    pub async fn answer_privately(
+        &self,
+        route: &Route,
+        press: &ButtonPress,
+        text: &str,
+    ) -> Result<(), ChannelError> {
+        let text = self.scrubber.scrub(text);
+        route.0.answer_privately(press, &text).await
+    }
 }
 
 #[cfg(test)]
@@ -184,10 +196,12 @@ mod tests {
             payload: "x".into(),
             message: None,
             reply_token: None,
+            place: switchboard_channel::Place::Direct,
         };
         out.notice(&route, &key, Some(&press), &text).await;
+        out.answer_privately(&route, &press, &text).await.unwrap();
         let calls = fake.calls();
-        assert_eq!(calls.len(), 4, "{calls:#?}");
+        assert_eq!(calls.len(), 5, "{calls:#?}");
         for call in calls {
             assert!(!call.text.contains(SECRET), "{call:?}");
             assert!(call.text.contains("conf*[REDACTED]"), "{call:?}");

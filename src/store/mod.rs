@@ -1,5 +1,5 @@
 //! Storage: the durable inbox every event passes through, conversation history, approvals,
-//! the audit log and memories. One `Store` trait (the seam the core sees), one
+//! the audit log, memories and access grants. One `Store` trait (the seam the core sees), one
 //! implementation: [`SqlStore<DB>`], whose queries are written once as ordinary generic
 //! functions over a `sqlx` pool and run on SQLite (embedded default) or PostgreSQL
 //! (replicas). What differs between the two, the row-lock clause of a claim and the
@@ -12,9 +12,11 @@
 //! - `sqlite.rs`, `postgres.rs`: connecting and each database's dialect.
 //! - `inbox.rs`: `Store` for `SqlStore` (insert, claim under a lease, finish, counts).
 //! - `history.rs`: history reads and the atomic history writes.
-//! - `approvals.rs`, `audit.rs`, `memory.rs`: each half-trait, its types and its SQL.
+//! - `approvals.rs`, `audit.rs`, `memory.rs`, `access.rs`: each half-trait, its types and
+//!   its SQL.
 //! - `rows.rs`: selected rows as records, converted to the types above.
 
+mod access;
 mod approvals;
 mod audit;
 mod backend;
@@ -31,6 +33,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
+pub use access::{AccessRole, AccessStore, Grant, Pairing, PairingRequest};
 pub use approvals::{Approval, ApprovalCounts, ApprovalStore};
 pub use audit::{AuditEntry, AuditLog};
 pub use backend::{Backend, Dialect, SqlStore};
@@ -117,7 +120,7 @@ pub struct InboxCounts {
 
 /// Durable state. Time is passed in (Unix ms) so leases behave alike on both databases.
 #[async_trait]
-pub trait Store: AuditLog + ApprovalStore + MemoryStore + Send + Sync {
+pub trait Store: AuditLog + ApprovalStore + MemoryStore + AccessStore + Send + Sync {
     /// Store a new event of the given kind (classified by the caller); a redelivery of a
     /// stored event is reported as `Duplicate`.
     async fn insert_event(

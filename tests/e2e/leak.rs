@@ -102,6 +102,8 @@ bot_token = "${{LEAK_TEST_BOT_TOKEN}}"
 signing_secret = "{FAKE_SIGNING_SECRET}"
 api_url = "{api}"
 allowed_users = ["*"]
+dm_policy = "open"
+group_policy = "open"
 "#,
         d = dir.display(),
     )

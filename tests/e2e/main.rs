@@ -1,6 +1,8 @@
 //! End-to-end tests: the real gateway (store, actors, providers, drafts, HTTP) against the
 //! in-process stand-ins in `tests/support`.
 
+mod access;
+mod access_store;
 mod agent_loop;
 mod approval_secrets;
 mod approval_store;

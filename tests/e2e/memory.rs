@@ -213,6 +213,7 @@ async fn seed_long_history(store: &Arc<dyn Store>, chat: &ConversationKey) {
                     name: None,
                 },
                 text: "seed".into(),
+                place: switchboard_channel::Place::Direct,
             }),
             InboxKind::Message,
             0,

@@ -1,14 +1,17 @@
 //! Self-hosting checks: no OpenSSL in the binary, the Dockerfile only copies what exists and
-//! runs real subcommands, `/metrics` parses and moves, and `switchboard healthcheck` follows
-//! a channel's readiness.
+//! runs real subcommands, `/metrics` parses and moves (to loopback or with its token, and
+//! with no label the model made up), and `switchboard healthcheck` follows a channel's
+//! readiness.
 
 use std::process::Command;
 use std::time::Duration;
 
+use serde_json::json;
 use switchboard::Gateway;
 use switchboard::channels;
-use switchboard_standins::FakeLlm;
+use switchboard::config::Secret;
 use switchboard_standins::slack::{FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, Failure, FakeSlack};
+use switchboard_standins::{FakeChannel, FakeLlm, Reply};
 
 use crate::helpers::{TestApp, WAIT, key, test_config, wait_transcript};
 
@@ -121,7 +124,7 @@ async fn healthcheck_fails_while_a_channel_cannot_receive_and_passes_once_it_can
     let llm = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
     let extra = format!(
-        "[channels.slack]\nkind = \"slack\"\nbot_token = \"{FAKE_BOT_TOKEN}\"\nsigning_secret = \"{FAKE_SIGNING_SECRET}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\n",
+        "[channels.slack]\nkind = \"slack\"\nbot_token = \"{FAKE_BOT_TOKEN}\"\nsigning_secret = \"{FAKE_SIGNING_SECRET}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\ndm_policy = \"open\"\ngroup_policy = \"open\"\n",
         slack.api_url()
     );
     let config = test_config(&llm.openai_url(), dir.path(), &extra);
@@ -156,4 +159,57 @@ async fn healthcheck_fails_while_a_channel_cannot_receive_and_passes_once_it_can
     }
     gateway.shutdown().await;
     assert_eq!(check().await, Some(1), "a stopped gateway is not ready");
+}
+
+#[tokio::test]
+async fn with_a_metrics_token_a_scrape_needs_it_even_from_loopback() {
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(&llm.openai_url(), dir.path(), "");
+    config.gateway.metrics_token = Secret::new("scrape-token-123");
+    let gateway = Gateway::new(config)
+        .channel(FakeChannel::new("fake"))
+        .start(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap())
+        .await
+        .unwrap();
+    let url = format!("http://{}/metrics", gateway.addr());
+    let client = reqwest::Client::new();
+    let bare = client.get(&url).send().await.unwrap();
+    assert_eq!(bare.status().as_u16(), 403);
+    let wrong = client.get(&url).bearer_auth("nope").send().await.unwrap();
+    assert_eq!(wrong.status().as_u16(), 403);
+    let scraped = client
+        .get(&url)
+        .bearer_auth("scrape-token-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(scraped.status().as_u16(), 200);
+    assert!(scraped.text().await.unwrap().contains("switchboard_"));
+    gateway.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tool_name_the_model_invents_is_counted_as_other() {
+    let app = TestApp::spawn_with("[policy]\nmode = \"autonomous\"\n").await;
+    app.llm
+        .push(Reply::tool_call("made_up_tool_7f3a", json!({})))
+        .push(Reply::text("no such tool"));
+    let chat = key("invented");
+    app.channel
+        .say(&chat, "u1", "use your secret tool")
+        .await
+        .unwrap();
+    wait_transcript(&app.channel, &chat, |t| {
+        t.last().is_some_and(|m| m == "no such tool")
+    })
+    .await;
+    let url = format!("http://{}/metrics", app.gateway().addr());
+    let text = reqwest::get(&url).await.unwrap().text().await.unwrap();
+    assert!(!text.contains("made_up_tool_7f3a"), "{text}");
+    assert!(
+        text.contains("switchboard_tool_calls_total{decision="),
+        "{text}"
+    );
+    assert!(text.contains("tool=\"other\""), "{text}");
 }

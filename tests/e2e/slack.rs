@@ -26,7 +26,7 @@ async fn spawn(extra: &str) -> SlackApp {
     let llm = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
     let channel = format!(
-        "[channels.slack]\nkind = \"slack\"\nbot_token = \"{FAKE_BOT_TOKEN}\"\nsigning_secret = \"{FAKE_SIGNING_SECRET}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\n{extra}",
+        "[channels.slack]\nkind = \"slack\"\nbot_token = \"{FAKE_BOT_TOKEN}\"\nsigning_secret = \"{FAKE_SIGNING_SECRET}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\ndm_policy = \"open\"\ngroup_policy = \"open\"\n{extra}",
         slack.api_url()
     );
     let config: Config = test_config(&llm.openai_url(), dir.path(), &channel);

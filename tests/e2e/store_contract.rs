@@ -22,6 +22,7 @@ fn event(key: &ConversationKey, id: &str, text: &str) -> ChannelEvent {
             name: None,
         },
         text: text.into(),
+        place: switchboard_channel::Place::Direct,
     })
 }
 

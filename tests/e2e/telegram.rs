@@ -25,7 +25,7 @@ struct TgApp {
 
 fn config(tg: &FakeTelegram, llm: &FakeLlm, dir: &tempfile::TempDir, extra: &str) -> Config {
     let channel = format!(
-        "{extra}[channels.telegram]\nkind = \"telegram\"\ntoken = \"{FAKE_BOT_TOKEN}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\npoll_timeout_secs = 1\n",
+        "{extra}[channels.telegram]\nkind = \"telegram\"\ntoken = \"{FAKE_BOT_TOKEN}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\ndm_policy = \"open\"\ngroup_policy = \"open\"\npoll_timeout_secs = 1\n",
         tg.api_url()
     );
     test_config(&llm.openai_url(), dir.path(), &channel)
@@ -202,7 +202,8 @@ async fn a_restart_between_fetching_and_answering_produces_exactly_one_answer() 
 
 #[tokio::test]
 async fn an_approval_button_press_through_telegram_runs_the_tool() {
-    let extra = "[tools]\nenabled = [\"shell\"]\n";
+    // These tests open access (dm_policy = "open"), where only an approver may approve.
+    let extra = "[tools]\nenabled = [\"shell\"]\n[policy.approvers]\ntelegram = [\"1001\"]\n";
     let app = spawn(extra).await;
     app.llm
         .push(Reply::tool_call(

@@ -3,6 +3,7 @@
 //! `browser` drives the page in headless Chromium.
 
 mod browser;
+mod host;
 mod socket;
 
 use std::net::SocketAddr;

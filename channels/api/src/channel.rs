@@ -71,6 +71,9 @@ pub enum Delivery {
     Stored,
     /// Seen before (a platform redelivery); dropped.
     Duplicate,
+    /// Not let in (access refused, or answered with a pairing code); acknowledged and
+    /// never stored.
+    Refused,
 }
 
 /// Why the sink could not take an event. The channel must not acknowledge it, so the
@@ -174,6 +177,14 @@ pub trait Channel: Send + Sync + 'static {
     /// Acknowledge a button press with a short notice ("Approved", "Expired").
     async fn answer_button(&self, _press: &ButtonPress, _text: &str) -> Result<(), ChannelError> {
         Ok(())
+    }
+
+    /// Answer a press so that only the presser sees it, leaving the message and its buttons
+    /// for the person they are meant for (a refused approval). The default is
+    /// [`answer_button`](Self::answer_button), which is already private on Telegram (a
+    /// callback answer) and on Discord for texts starting with "Not yours" (ephemeral).
+    async fn answer_privately(&self, press: &ButtonPress, text: &str) -> Result<(), ChannelError> {
+        self.answer_button(press, text).await
     }
 
     /// Whether the channel can currently receive.

@@ -1,6 +1,8 @@
 //! switchboard-channel: the boundary between Switchboard's core and chat platforms.
 //!
 //! Layout:
+//! - [`access`]: `dm_policy`/`group_policy` settings and where an event was written
+//!   (`Place`), for the core's access decision.
 //! - [`types`]: normalized events and messages (`ConversationKey`, `ChannelEvent`, `Outbound`).
 //! - [`channel`]: the `Channel` trait adapters implement, its `Limits` and error enum, and the
 //!   `EventSink` through which adapters hand events to the core's durable inbox.
@@ -12,6 +14,7 @@
 //!   types the core's own config uses too.
 //! - [`recent`]: a capped map for a channel's memory of recent events.
 
+pub mod access;
 pub mod channel;
 pub mod recent;
 pub mod render;
@@ -19,6 +22,7 @@ pub mod settings;
 pub mod split;
 pub mod types;
 
+pub use access::{AccessRules, DmPolicy, GroupPolicy, Place};
 pub use channel::{Channel, ChannelError, Delivery, EventSink, Health, Limits, SinkError};
 pub use recent::Recent;
 pub use render::{Target, render};

@@ -6,6 +6,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::access::Place;
+
 /// Which conversation an event belongs to: one agent loop, one history, one turn at a time.
 ///
 /// `channel` is the configured instance name (`telegram`, `support-bot`, …), `chat` the
@@ -104,6 +106,9 @@ pub struct Inbound {
     pub user: UserRef,
     /// Text (or caption), with the bot mention already removed.
     pub text: String,
+    /// A private chat or a group, for the core's access decision.
+    #[serde(default)]
+    pub place: Place,
 }
 
 /// A press of a button the bot posted earlier.
@@ -123,6 +128,9 @@ pub struct ButtonPress {
     /// response_url); opaque to the core.
     #[serde(default)]
     pub reply_token: Option<String>,
+    /// A private chat or a group, for access and approval rights.
+    #[serde(default)]
+    pub place: Place,
 }
 
 /// Everything a channel delivers to the core.
@@ -149,6 +157,14 @@ impl ChannelEvent {
         match self {
             Self::Message(m) => &m.event_id,
             Self::Button(b) => &b.event_id,
+        }
+    }
+
+    /// Where it was written: a private chat or a group.
+    pub fn place(&self) -> &Place {
+        match self {
+            Self::Message(m) => &m.place,
+            Self::Button(b) => &b.place,
         }
     }
 
@@ -220,6 +236,7 @@ mod tests {
                 name: None,
             },
             text: "hi".into(),
+            place: Place::Direct,
         });
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json["type"], "message");

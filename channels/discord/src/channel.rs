@@ -3,7 +3,6 @@
 //! it renders markdown for Discord and calls REST (see `api`); button answers go through
 //! `presses`, which also keeps Discord's 3-second deadline.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -24,8 +23,6 @@ use switchboard_channel::Recent;
 /// First wait after a failed token check; doubles up to [`MAX_AUTH_BACKOFF`].
 const FIRST_AUTH_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_AUTH_BACKOFF: Duration = Duration::from_secs(60);
-/// How many refused user ids are remembered so each is logged once.
-const REFUSED_LOG_CAP: usize = 1024;
 /// How many channels' thread parents are remembered.
 const PARENTS_CAP: usize = 1024;
 
@@ -45,8 +42,6 @@ pub(crate) struct Inner {
     /// Set once `GET /users/@me` answers; read on every event, hence a lock-free cell.
     bot_id: OnceLock<String>,
     health: Mutex<Health>,
-    /// Refused user ids already logged (std Mutex: held for one insert, never across await).
-    refused_logged: Mutex<HashSet<String>>,
     /// Channel id → its parent when it is a thread (`None`: not a thread).
     parents: Mutex<Recent<Option<String>>>,
 }
@@ -70,7 +65,6 @@ impl DiscordChannel {
                 api,
                 bot_id: OnceLock::new(),
                 health: Mutex::new(not_ready("not started")),
-                refused_logged: Mutex::new(HashSet::new()),
                 parents: Mutex::new(Recent::new(PARENTS_CAP)),
             }),
         }
@@ -116,21 +110,6 @@ impl Inner {
             health.last_ok = current.last_ok;
         }
         *current = health;
-    }
-
-    /// Log a refused user at warn the first time only, so the owner can allow them.
-    pub(crate) fn log_refused_user(&self, user: &str) {
-        let mut logged = self
-            .refused_logged
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if logged.len() < REFUSED_LOG_CAP && logged.insert(user.to_owned()) {
-            tracing::warn!(
-                channel = %self.name,
-                user,
-                "refused a Discord user not in allowed_users; add the id to allow them"
-            );
-        }
     }
 
     /// The parent of a guild `channel` when the allowlists need it and it is a thread;

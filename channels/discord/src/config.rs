@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use switchboard_channel::settings::{collect, expanded, is_http_url};
-use switchboard_channel::{BuildError, Channel, ChannelSettings, Secret, SettingsError, Site};
+use switchboard_channel::{
+    AccessRules, BuildError, Channel, ChannelSettings, DmPolicy, GroupPolicy, Secret,
+    SettingsError, Site,
+};
 
 /// The public Discord API host; REST lives under `/api/v10`.
 pub const DEFAULT_API_URL: &str = "https://discord.com";
@@ -24,10 +27,17 @@ pub struct DiscordConfig {
     /// `<api_url>/api/v10/gateway`, so a proxy or a test stand-in can replace Discord.
     #[serde(default = "default_api_url", deserialize_with = "expanded")]
     pub api_url: String,
-    /// User ids allowed to talk to the bot; `["*"]` allows everyone, empty allows no one
-    /// (refused ids are logged once so the owner can add them).
+    /// User ids let in besides those granted with `switchboard access`; `["*"]` only with
+    /// `dm_policy = "open"`. The core decides, in its sink.
     #[serde(default)]
     pub allowed_users: Vec<String>,
+    /// Direct messages: `pairing` (default), `allowlist` or `open`; `None` when not written.
+    #[serde(default)]
+    pub dm_policy: Option<DmPolicy>,
+    /// Guild channels: `allowlist` (default: `allowed_guilds`/`allowed_channels`), `open`
+    /// or `disabled`.
+    #[serde(default)]
+    pub group_policy: GroupPolicy,
     /// Guild (server) ids the bot answers in; empty allows any. DMs are not checked here.
     #[serde(default)]
     pub allowed_guilds: Vec<String>,
@@ -61,17 +71,14 @@ impl DiscordConfig {
             token: Secret::new(token),
             api_url: default_api_url(),
             allowed_users: Vec::new(),
+            dm_policy: None,
+            group_policy: GroupPolicy::default(),
             allowed_guilds: Vec::new(),
             allowed_channels: Vec::new(),
             always_on_channels: Vec::new(),
             require_mention_in_guilds: true,
             link_previews: false,
         }
-    }
-
-    /// Whether `user` may talk to the bot.
-    pub(crate) fn user_allowed(&self, user: &str) -> bool {
-        self.allowed_users.iter().any(|u| u == "*" || u == user)
     }
 
     /// Whether the bot answers in `guild`.
@@ -107,6 +114,7 @@ impl ChannelSettings for DiscordConfig {
         if !is_http_url(&self.api_url) {
             errors.push(SettingsError::new("api_url", "must be an http(s) URL"));
         }
+        errors.extend(self.access().problems(self.dm_policy.is_some()));
         collect(errors)
     }
 
@@ -116,6 +124,16 @@ impl ChannelSettings for DiscordConfig {
 
     fn missing_credential(&self) -> Option<&'static str> {
         (!self.token.is_set()).then_some("token")
+    }
+
+    fn access(&self) -> AccessRules {
+        let groups = self.allowed_guilds.iter().chain(&self.allowed_channels);
+        AccessRules {
+            dm_policy: self.dm_policy.unwrap_or_default(),
+            group_policy: self.group_policy,
+            allowed_users: self.allowed_users.clone(),
+            allowed_groups: groups.cloned().collect(),
+        }
     }
 
     fn build(&self, site: &Site<'_>) -> Result<Arc<dyn Channel>, BuildError> {
@@ -149,6 +167,8 @@ impl fmt::Debug for DiscordConfig {
             .field("token", &self.token)
             .field("api_url", &self.api_url)
             .field("allowed_users", &self.allowed_users)
+            .field("dm_policy", &self.dm_policy)
+            .field("group_policy", &self.group_policy)
             .field("allowed_guilds", &self.allowed_guilds)
             .field("allowed_channels", &self.allowed_channels)
             .field("always_on_channels", &self.always_on_channels)
@@ -207,13 +227,17 @@ mod tests {
     }
 
     #[test]
-    fn a_star_allows_every_user_and_an_empty_list_allows_none() {
+    fn access_rules_carry_the_users_and_both_group_lists_to_the_core() {
         let mut config = DiscordConfig::new("t");
-        assert!(!config.user_allowed("1"));
-        config.allowed_users = vec!["*".into()];
-        assert!(config.user_allowed("1"));
         config.allowed_users = vec!["2".into()];
-        assert!(!config.user_allowed("1") && config.user_allowed("2"));
+        config.allowed_guilds = vec!["g".into()];
+        config.allowed_channels = vec!["c".into()];
+        let rules = config.access();
+        assert_eq!(rules.dm_policy, DmPolicy::Pairing);
+        assert!(rules.lists_user("2") && !rules.lists_user("1"));
+        assert!(rules.lists_group(&["x".into(), "c".into()]) && rules.lists_group(&["g".into()]));
+        config.allowed_users = vec!["*".into()];
+        assert_eq!(config.access().problems(false)[0].key, "allowed_users");
     }
 
     #[test]

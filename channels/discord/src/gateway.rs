@@ -15,7 +15,7 @@ use serenity::model::channel::Message;
 use serenity::model::event::ResumedEvent;
 use serenity::model::gateway::{GatewayIntents, Ready};
 use serenity::model::id::ShardId;
-use switchboard_channel::{ChannelError, ChannelEvent, EventSink, Health, SinkError};
+use switchboard_channel::{ChannelError, ChannelEvent, Delivery, EventSink, Health, SinkError};
 use tokio_util::sync::CancellationToken;
 
 use crate::channel::{Inner, not_ready};
@@ -201,12 +201,11 @@ async fn on_message(inner: &Inner, sink: &dyn EventSink, msg: &Message) {
     match message_verdict(&ctx, msg, parent.as_deref()) {
         Verdict::Deliver(event) => {
             // A failure is logged inside; there is no one to tell.
-            let _ = deliver(inner, sink, event).await;
+            let _ = deliver(inner, sink, *event).await;
         }
         Verdict::Ignore(reason) => {
             tracing::trace!(channel = %inner.name, reason, "ignored a Discord message")
         }
-        Verdict::RefusedUser(user) => inner.log_refused_user(&user),
         Verdict::RefusedPlace(place) => {
             tracing::debug!(channel = %inner.name, place, "ignored a message outside allowed_guilds/allowed_channels");
         }
@@ -239,19 +238,18 @@ async fn on_press(inner: &Inner, sink: &dyn EventSink, press: &ComponentInteract
         bot_id,
     };
     match press_verdict(&ctx, press, parent.as_deref()) {
-        Verdict::Deliver(event) => {
-            if deliver(inner, sink, event).await.is_err() {
+        Verdict::Deliver(event) => match deliver(inner, sink, *event).await {
+            // The core did not let them in: only they see why, and the buttons stay.
+            Ok(Delivery::Refused) => inner.presses.answer_now(&token, Some(REFUSED_NOTICE)).await,
+            Ok(_) => {}
+            Err(_) => {
                 inner
                     .presses
                     .answer_now(&token, Some(NOT_STORED_NOTICE))
                     .await;
             }
-        }
+        },
         Verdict::Ignore(_) => inner.presses.answer_now(&token, None).await,
-        Verdict::RefusedUser(user) => {
-            inner.log_refused_user(&user);
-            inner.presses.answer_now(&token, Some(REFUSED_NOTICE)).await;
-        }
         Verdict::RefusedPlace(_) => inner.presses.answer_now(&token, Some(REFUSED_NOTICE)).await,
     }
 }
@@ -261,12 +259,12 @@ async fn deliver(
     inner: &Inner,
     sink: &dyn EventSink,
     event: ChannelEvent,
-) -> Result<(), SinkError> {
+) -> Result<Delivery, SinkError> {
     let mut backoff = FIRST_DELIVERY_BACKOFF;
     let mut attempt = 1;
     loop {
         match sink.deliver(event.clone()).await {
-            Ok(_) => return Ok(()),
+            Ok(delivery) => return Ok(delivery),
             Err(e) if attempt < DELIVERY_ATTEMPTS => {
                 tracing::warn!(channel = %inner.name, error = %e, attempt, "could not store a Discord event; retrying");
                 tokio::time::sleep(backoff).await;

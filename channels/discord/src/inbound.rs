@@ -1,7 +1,8 @@
 //! serenity's MESSAGE_CREATE and component INTERACTION_CREATE models → `ChannelEvent`: the
 //! edge where Discord types stop. Runs in the gateway handler before the sink; decides what is
 //! delivered, what is ignored (bots, system messages, unmentioned guild chatter) and what is
-//! refused (allowlists).
+//! refused (guild and channel allow lists). Who may talk to the bot is the core's decision,
+//! made in its sink: every person's event is delivered with its place.
 //!
 //! Conversations: `chat` is the channel the message was written in — the DM channel, the
 //! guild text channel, or the thread (a thread is a channel of its own on Discord, so each
@@ -11,7 +12,7 @@ use serenity::model::application::{ComponentInteraction, ComponentInteractionDat
 use serenity::model::channel::{Message, MessageType};
 use serenity::model::user::User;
 use switchboard_channel::{
-    ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef, UserRef,
+    ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef, Place as ChatPlace, UserRef,
 };
 
 use crate::config::{DiscordConfig, Place};
@@ -20,12 +21,10 @@ use crate::presses::PressToken;
 /// What to do with one gateway event.
 #[derive(Debug, PartialEq)]
 pub enum Verdict {
-    /// Hand this to the sink.
-    Deliver(ChannelEvent),
+    /// Hand this to the sink (boxed: an event is far larger than the other variants).
+    Deliver(Box<ChannelEvent>),
     /// Drop it; the reason is logged at trace.
     Ignore(&'static str),
-    /// Drop it: the user is not on `allowed_users` (logged once at warn).
-    RefusedUser(String),
     /// Drop it: the guild or channel is not on `allowed_guilds` / `allowed_channels`.
     RefusedPlace(String),
 }
@@ -78,26 +77,25 @@ pub fn message_verdict(ctx: &Context<'_>, msg: &Message, parent: Option<&str>) -
     };
     let guild = msg.guild_id.map(|g| g.to_string());
     let in_guild = guild.is_some();
+    let chat_place = chat_place(guild.as_deref(), &place);
     if let Some(refused) = ctx.check_place(guild, &place) {
         return refused;
     }
     if in_guild && !ctx.config.always_on(&place) && !addresses_bot(msg, ctx.bot_id) {
         return Verdict::Ignore("a guild message that neither mentions nor replies to the bot");
     }
-    if !ctx.config.user_allowed(&author) {
-        return Verdict::RefusedUser(author);
-    }
     let text = strip_mention(&msg.content, ctx.bot_id);
     if text.is_empty() {
         return Verdict::Ignore("no text besides the mention (or an attachment only)");
     }
     let nick = msg.member.as_ref().and_then(|m| m.nick.clone());
-    Verdict::Deliver(ChannelEvent::Message(Inbound {
+    Verdict::Deliver(Box::new(ChannelEvent::Message(Inbound {
         key: ctx.key(&channel),
         event_id: format!("m{}", msg.id),
         user: user_ref(&msg.author, nick),
         text,
-    }))
+        place: chat_place,
+    })))
 }
 
 /// Decide what a component interaction becomes. Only buttons are delivered.
@@ -114,12 +112,10 @@ pub fn press_verdict(
         channel: &channel,
         parent,
     };
-    if let Some(refused) = ctx.check_place(press.guild_id.map(|g| g.to_string()), &place) {
+    let guild = press.guild_id.map(|g| g.to_string());
+    let chat_place = chat_place(guild.as_deref(), &place);
+    if let Some(refused) = ctx.check_place(guild, &place) {
         return refused;
-    }
-    let user = press.user.id.to_string();
-    if !ctx.config.user_allowed(&user) {
-        return Verdict::RefusedUser(user);
     }
     let token = PressToken {
         interaction_id: press.id.to_string(),
@@ -127,14 +123,27 @@ pub fn press_verdict(
         token: press.token.clone(),
     };
     let nick = press.member.as_ref().and_then(|m| m.nick.clone());
-    Verdict::Deliver(ChannelEvent::Button(ButtonPress {
+    Verdict::Deliver(Box::new(ChannelEvent::Button(ButtonPress {
         key: ctx.key(&channel),
         event_id: format!("i{}", press.id),
         user: user_ref(&press.user, nick),
         payload: press.data.custom_id.clone(),
         message: Some(MessageRef::new(press.message.id.to_string())),
         reply_token: Some(token.encode()),
-    }))
+        place: chat_place,
+    })))
+}
+
+/// A DM, or a guild place known by its channel, thread parent and guild ids (what
+/// `allowed_channels` and `allowed_guilds` list).
+fn chat_place(guild: Option<&str>, place: &Place<'_>) -> ChatPlace {
+    let Some(guild) = guild else {
+        return ChatPlace::Direct;
+    };
+    let ids = [Some(place.channel), place.parent, Some(guild)];
+    ChatPlace::Group {
+        ids: ids.into_iter().flatten().map(str::to_owned).collect(),
+    }
 }
 
 /// Whether a guild message is for the bot: it mentions the bot, or replies to its message.

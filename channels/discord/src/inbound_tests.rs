@@ -36,7 +36,10 @@ fn verdict(config: &DiscordConfig, message: &IncomingMessage, parent: Option<&st
 
 fn delivered_text(verdict: Verdict) -> (ConversationKey, String) {
     match verdict {
-        Verdict::Deliver(ChannelEvent::Message(m)) => (m.key, m.text),
+        Verdict::Deliver(event) => match *event {
+            ChannelEvent::Message(m) => (m.key, m.text),
+            other => panic!("expected a message, got {other:?}"),
+        },
         other => panic!("expected a delivered message, got {other:?}"),
     }
 }
@@ -160,16 +163,14 @@ fn bots_webhooks_and_system_messages_are_ignored() {
 }
 
 #[test]
-fn allowlists_refuse_users_guilds_and_channels() {
+fn guild_and_channel_lists_refuse_places_and_people_are_left_to_the_core() {
     let mut config = config();
     config.allowed_users = vec![];
     let dm = IncomingMessage::dm("50", &alice(), "hello");
-    assert_eq!(
-        verdict(&config, &dm, None),
-        Verdict::RefusedUser(alice().id)
-    );
-    config.allowed_users = vec![alice().id];
-    assert!(matches!(verdict(&config, &dm, None), Verdict::Deliver(_)));
+    let Verdict::Deliver(event) = verdict(&config, &dm, None) else {
+        panic!("a stranger's DM is delivered for the core to decide");
+    };
+    assert!(event.place().is_direct());
 
     config.allowed_guilds = vec!["8".into()];
     let elsewhere = IncomingMessage::guild("9", "60", &alice(), "hi").mentioning_bot();
@@ -229,8 +230,11 @@ fn a_button_press_carries_its_payload_message_and_reply_token() {
         config: &config,
         bot_id: FAKE_BOT_ID,
     };
-    let Verdict::Deliver(ChannelEvent::Button(event)) = press_verdict(&ctx, &press, None) else {
+    let Verdict::Deliver(delivered) = press_verdict(&ctx, &press, None) else {
         panic!("a delivered press");
+    };
+    let ChannelEvent::Button(event) = *delivered else {
+        panic!("a press, not a message");
     };
     assert_eq!(event.event_id, "i52");
     assert_eq!(event.payload, "approve:7");

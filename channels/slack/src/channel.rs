@@ -2,7 +2,6 @@
 //! webhook routes (see `webhook`); outbound it renders markdown to mrkdwn and calls the Web
 //! API; `start` learns the bot's own user id with `auth.test` and then idles until shutdown.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -24,8 +23,6 @@ pub const MAX_MESSAGE_CHARS: usize = 40_000;
 /// First wait after a failed `auth.test`; doubles up to [`MAX_AUTH_BACKOFF`].
 const FIRST_AUTH_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_AUTH_BACKOFF: Duration = Duration::from_secs(60);
-/// How many refused user ids are remembered so each is logged once.
-const REFUSED_LOG_CAP: usize = 1024;
 /// How many pressed messages' blocks are remembered for `answer_button`.
 const PRESSED_CAP: usize = 512;
 
@@ -42,8 +39,6 @@ pub(crate) struct Inner {
     /// Set once `auth.test` answers; read on every event, hence a lock-free cell.
     bot_user_id: OnceLock<String>,
     health: Mutex<Health>,
-    /// Refused user ids already logged (std Mutex: held for one insert, never across await).
-    refused_logged: Mutex<HashSet<String>>,
     /// Blocks of messages whose buttons were pressed, so an answer replaces only the buttons.
     pressed: Mutex<Recent<Vec<Value>>>,
 }
@@ -65,7 +60,6 @@ impl SlackChannel {
                 api,
                 bot_user_id: OnceLock::new(),
                 health: Mutex::new(health),
-                refused_logged: Mutex::new(HashSet::new()),
                 pressed: Mutex::new(Recent::new(PRESSED_CAP)),
             }),
         }
@@ -80,21 +74,6 @@ impl SlackChannel {
 impl Inner {
     pub(crate) fn bot_user_id(&self) -> Option<&str> {
         self.bot_user_id.get().map(String::as_str)
-    }
-
-    /// Log a refused user at warn the first time only, so the owner can allow them.
-    pub(crate) fn log_refused_user(&self, user: &str) {
-        let mut logged = self
-            .refused_logged
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if logged.len() < REFUSED_LOG_CAP && logged.insert(user.to_owned()) {
-            tracing::warn!(
-                channel = %self.name,
-                user,
-                "refused a Slack user not in allowed_users; add the id to allow them"
-            );
-        }
     }
 
     /// Remember the blocks of a message whose buttons were pressed.
@@ -251,6 +230,23 @@ impl Channel for SlackChannel {
             "blocks": blocks::answered(earlier, &outcome),
         });
         self.inner.api.call("chat.update", &body).await.map(drop)
+    }
+
+    /// `chat.postEphemeral`: only the presser sees it, and the buttons stay.
+    async fn answer_privately(&self, press: &ButtonPress, text: &str) -> Result<(), ChannelError> {
+        let mut body = json!({
+            "channel": press.key.chat,
+            "user": press.user.id,
+            "text": render(text, Target::SlackMrkdwn),
+        });
+        if let Some(thread) = &press.key.thread {
+            body["thread_ts"] = json!(thread);
+        }
+        self.inner
+            .api
+            .call("chat.postEphemeral", &body)
+            .await
+            .map(drop)
     }
 
     fn health(&self) -> Health {

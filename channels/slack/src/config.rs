@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 use switchboard_channel::settings::{collect, expanded, is_http_url};
 use switchboard_channel::{
-    BuildError, Channel, ChannelSettings, HttpRoute, Secret, SettingsError, Site,
+    AccessRules, BuildError, Channel, ChannelSettings, DmPolicy, GroupPolicy, HttpRoute, Secret,
+    SettingsError, Site,
 };
 
 /// The public Slack Web API.
@@ -27,12 +28,18 @@ pub struct SlackConfig {
     /// Web API base URL; a test stand-in or proxy can replace the public one.
     #[serde(default = "default_api_url", deserialize_with = "expanded")]
     pub api_url: String,
-    /// Slack user ids (`U…`) allowed to talk to the bot; `["*"]` allows everyone, empty
-    /// allows no one (refused ids are logged once so the owner can add them).
+    /// Slack user ids (`U…`) let in besides those granted with `switchboard access`;
+    /// `["*"]` only with `dm_policy = "open"`.
     #[serde(default)]
     pub allowed_users: Vec<String>,
-    /// Channel ids (`C…`) the bot answers mentions in; empty allows any. Direct messages
-    /// are governed by `allowed_users` alone.
+    /// Direct messages: `pairing` (default), `allowlist` or `open`; `None` when not written.
+    #[serde(default)]
+    pub dm_policy: Option<DmPolicy>,
+    /// Channels: `allowlist` (default: only `allowed_channels`), `open` or `disabled`.
+    #[serde(default)]
+    pub group_policy: GroupPolicy,
+    /// Channel ids (`C…`) the bot answers mentions in under `group_policy = "allowlist"`
+    /// (empty: none).
     #[serde(default)]
     pub allowed_channels: Vec<String>,
     /// Answer a top-level message in a thread under it (one conversation per thread).
@@ -60,20 +67,12 @@ impl SlackConfig {
             signing_secret: Secret::new(signing_secret),
             api_url: default_api_url(),
             allowed_users: Vec::new(),
+            dm_policy: None,
+            group_policy: GroupPolicy::default(),
             allowed_channels: Vec::new(),
             reply_in_thread: true,
             link_previews: false,
         }
-    }
-
-    /// Whether `user` may talk to the bot.
-    pub(crate) fn user_allowed(&self, user: &str) -> bool {
-        self.allowed_users.iter().any(|u| u == "*" || u == user)
-    }
-
-    /// Whether the bot answers in `channel` (direct messages are not checked here).
-    pub(crate) fn channel_allowed(&self, channel: &str) -> bool {
-        self.allowed_channels.is_empty() || self.allowed_channels.iter().any(|c| c == channel)
     }
 }
 
@@ -89,6 +88,7 @@ impl ChannelSettings for SlackConfig {
         if !is_http_url(&self.api_url) {
             errors.push(SettingsError::new("api_url", "must be an http(s) URL"));
         }
+        errors.extend(self.access().problems(self.dm_policy.is_some()));
         collect(errors)
     }
 
@@ -107,6 +107,15 @@ impl ChannelSettings for SlackConfig {
             .collect()
     }
 
+    fn access(&self) -> AccessRules {
+        AccessRules {
+            dm_policy: self.dm_policy.unwrap_or_default(),
+            group_policy: self.group_policy,
+            allowed_users: self.allowed_users.clone(),
+            allowed_groups: self.allowed_channels.clone(),
+        }
+    }
+
     fn build(&self, site: &Site<'_>) -> Result<Arc<dyn Channel>, BuildError> {
         Ok(Arc::new(crate::SlackChannel::new(site.name, self.clone())))
     }
@@ -120,6 +129,8 @@ impl fmt::Debug for SlackConfig {
             .field("signing_secret", &self.signing_secret)
             .field("api_url", &self.api_url)
             .field("allowed_users", &self.allowed_users)
+            .field("dm_policy", &self.dm_policy)
+            .field("group_policy", &self.group_policy)
             .field("allowed_channels", &self.allowed_channels)
             .field("reply_in_thread", &self.reply_in_thread)
             .finish()
@@ -176,20 +187,26 @@ mod tests {
     }
 
     #[test]
-    fn a_star_allows_every_user_and_an_empty_list_allows_none() {
+    fn access_defaults_to_pairing_and_channels_listed_in_allowed_channels() {
         let mut config = SlackConfig::new("t", "s");
-        assert!(!config.user_allowed("U1"));
-        config.allowed_users = vec!["*".into()];
-        assert!(config.user_allowed("U1"));
-        config.allowed_users = vec!["U2".into()];
-        assert!(!config.user_allowed("U1") && config.user_allowed("U2"));
+        config.allowed_channels = vec!["C2".into()];
+        let rules = config.access();
+        assert_eq!(rules.dm_policy, DmPolicy::Pairing);
+        assert_eq!(rules.group_policy, GroupPolicy::Allowlist);
+        assert!(rules.lists_group(&["C2".into()]) && !rules.lists_group(&["C1".into()]));
     }
 
     #[test]
-    fn an_empty_channel_list_allows_any_channel() {
-        let mut config = SlackConfig::new("t", "s");
-        assert!(config.channel_allowed("C1"));
-        config.allowed_channels = vec!["C2".into()];
-        assert!(!config.channel_allowed("C1") && config.channel_allowed("C2"));
+    fn a_star_without_dm_policy_open_is_an_error_on_allowed_users() {
+        let site = Site {
+            name: "slack",
+            listen: None,
+            data_dir: std::path::Path::new("data"),
+        };
+        let mut config = SlackConfig::new("xoxb-t", "s");
+        config.allowed_users = vec!["*".into()];
+        assert_eq!(config.validate(&site).unwrap_err()[0].key, "allowed_users");
+        config.dm_policy = Some(DmPolicy::Open);
+        assert!(config.validate(&site).is_ok());
     }
 }

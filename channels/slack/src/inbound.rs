@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 use switchboard_channel::{
-    ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef, UserRef,
+    ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef, Place, UserRef,
 };
 
 use crate::config::SlackConfig;
@@ -54,10 +54,6 @@ pub enum Verdict {
     Deliver(Vec<ChannelEvent>),
     /// Acknowledge and drop; the reason is logged at debug.
     Ignore(&'static str),
-    /// Acknowledge and drop: the user is not on `allowed_users`.
-    RefusedUser(String),
-    /// Acknowledge and drop: the channel is not on `allowed_channels`.
-    RefusedChannel(String),
 }
 
 /// A malformed `message`/`app_mention` event: answered 400.
@@ -83,10 +79,6 @@ impl Context<'_> {
             (None, true) => key.in_thread(ts),
             (None, false) => key,
         }
-    }
-
-    fn check_user(&self, user: &str) -> Option<Verdict> {
-        (!self.config.user_allowed(user)).then(|| Verdict::RefusedUser(user.to_owned()))
     }
 }
 
@@ -124,12 +116,11 @@ pub fn normalise_event(
         }
         _ => {}
     }
-    if let Some(refused) = ctx.check_user(&user) {
-        return Ok(refused);
-    }
-    if !is_im && !ctx.config.channel_allowed(&channel) {
-        return Ok(Verdict::RefusedChannel(channel));
-    }
+    let place = if is_im {
+        Place::Direct
+    } else {
+        Place::group(&channel)
+    };
     let key = ctx.key(&channel, event.thread_ts.as_deref(), &ts);
     let text = strip_mention(&event.text, ctx.bot_user_id);
     Ok(Verdict::Deliver(vec![ChannelEvent::Message(Inbound {
@@ -140,6 +131,7 @@ pub fn normalise_event(
             name: None,
         },
         text: unescape(&text),
+        place,
     })]))
 }
 
@@ -232,9 +224,6 @@ pub fn normalise_actions(ctx: &Context<'_>, payload: &BlockActions) -> Verdict {
     let Some(channel) = payload.channel_id() else {
         return Verdict::Ignore("block_actions without a channel");
     };
-    if let Some(refused) = ctx.check_user(&payload.user.id) {
-        return refused;
-    }
     let thread = payload.message.as_ref().and_then(|m| m.thread_ts.clone());
     let key = ConversationKey {
         channel: ctx.name.to_owned(),
@@ -266,6 +255,7 @@ pub fn normalise_actions(ctx: &Context<'_>, payload: &BlockActions) -> Verdict {
                 payload: action.value.clone()?,
                 message: payload.message.as_ref().map(|m| MessageRef::new(&m.ts)),
                 reply_token: payload.response_url.clone(),
+                place: press_place(channel),
             }))
         })
         .collect();
@@ -273,6 +263,15 @@ pub fn normalise_actions(ctx: &Context<'_>, payload: &BlockActions) -> Verdict {
         return Verdict::Ignore("block_actions without a button value");
     }
     Verdict::Deliver(events)
+}
+
+/// Slack direct-message channel ids start with `D`; every other id is a shared channel.
+fn press_place(channel: &str) -> Place {
+    if channel.starts_with('D') {
+        Place::Direct
+    } else {
+        Place::group(channel)
+    }
 }
 
 #[cfg(test)]

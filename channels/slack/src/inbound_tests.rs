@@ -119,22 +119,16 @@ fn the_bot_mention_is_stripped_and_slack_escapes_undone() {
 }
 
 #[test]
-fn allowlists_refuse_users_and_channels_but_not_dms_by_channel() {
+fn strangers_are_delivered_marked_with_their_place_for_the_core_to_decide() {
     let mut config = config();
     config.allowed_users = Vec::new();
-    assert_eq!(
-        normalise_event(&ctx(&config), "Ev", dm(json!({}))).unwrap(),
-        Verdict::RefusedUser("U1".into())
-    );
-    config.allowed_users = vec!["U1".into()];
     config.allowed_channels = vec!["C2".into()];
+    let direct = delivered_message(normalise_event(&ctx(&config), "Ev", dm(json!({}))).unwrap());
+    assert_eq!(direct.place, Place::Direct);
     let mention =
         json!({"type": "app_mention", "channel": "C1", "user": "U1", "ts": "2.0", "text": "x"});
-    assert_eq!(
-        normalise_event(&ctx(&config), "Ev", mention).unwrap(),
-        Verdict::RefusedChannel("C1".into())
-    );
-    delivered_message(normalise_event(&ctx(&config), "Ev", dm(json!({}))).unwrap());
+    let group = delivered_message(normalise_event(&ctx(&config), "Ev", mention).unwrap());
+    assert_eq!(group.place, Place::group("C1"));
 }
 
 #[test]

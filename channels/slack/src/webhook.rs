@@ -148,10 +148,6 @@ async fn act(state: &WebhookState, verdict: Verdict) -> Response {
         Verdict::Ignore(reason) => {
             tracing::trace!(channel = %state.inner.name, reason, "ignored a Slack event");
         }
-        Verdict::RefusedUser(user) => state.inner.log_refused_user(&user),
-        Verdict::RefusedChannel(chat) => {
-            tracing::debug!(channel = %state.inner.name, chat, "ignored a mention outside allowed_channels");
-        }
     }
     StatusCode::OK.into_response()
 }

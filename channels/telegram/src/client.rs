@@ -10,7 +10,6 @@ use teloxide::types::{ChatId, MessageId, ThreadId};
 use teloxide::{Bot, RequestError};
 use tokio::sync::OnceCell;
 
-use crate::access::Access;
 use crate::config::TelegramConfig;
 use crate::draft::DraftState;
 use crate::errors::Failure;
@@ -26,7 +25,6 @@ pub(crate) struct Client {
     pub(crate) config: TelegramConfig,
     pub(crate) bot: Bot,
     identity: OnceCell<BotIdentity>,
-    pub(crate) access: Access,
     pub(crate) health: HealthState,
     pub(crate) drafts: DraftState,
 }
@@ -34,7 +32,7 @@ pub(crate) struct Client {
 impl Client {
     /// Build the client for channel `name`; the settings must already be valid.
     pub(crate) fn new(name: &str, config: TelegramConfig) -> Result<Self, String> {
-        let access = Access::parse(&config.allowed_users)
+        crate::access::usernames(&config.allowed_users)
             .map_err(|e| format!("channels.{name}.allowed_users {e}"))?;
         // teloxide's default client gives up after 17 s, shorter than a 30 s long poll.
         let http = teloxide::net::default_reqwest_settings()
@@ -51,7 +49,6 @@ impl Client {
             name: name.to_owned(),
             bot,
             identity: OnceCell::new(),
-            access,
             health: HealthState::default(),
             drafts: DraftState::default(),
             config,
@@ -79,7 +76,6 @@ impl Client {
             channel: &self.name,
             me,
             require_mention: self.config.require_mention_in_groups,
-            access: &self.access,
         }
     }
 

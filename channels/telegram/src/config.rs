@@ -7,10 +7,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use switchboard_channel::settings::{collect, expanded, expanded_opt, is_http_url};
 use switchboard_channel::{
-    BuildError, Channel, ChannelSettings, HttpRoute, Secret, SettingsError, Site,
+    AccessRules, BuildError, Channel, ChannelSettings, DmPolicy, GroupPolicy, HttpRoute, Secret,
+    SettingsError, Site,
 };
-
-use crate::access::Access;
 
 /// The public Bot API endpoint.
 pub const DEFAULT_API_URL: &str = "https://api.telegram.org";
@@ -33,10 +32,20 @@ pub struct TelegramConfig {
     /// Secret Telegram echoes in `X-Telegram-Bot-Api-Secret-Token` (webhook mode).
     #[serde(default)]
     pub secret_token: Secret,
-    /// Who may talk to the bot: numeric user ids or usernames (with or without `@`);
-    /// `["*"]` allows everyone, empty allows no one.
+    /// People let in besides those granted with `switchboard access`: numeric user ids
+    /// (usernames are honoured with a warning: they can change hands); `["*"]` only with
+    /// `dm_policy = "open"`.
     #[serde(default)]
     pub allowed_users: Vec<String>,
+    /// Private chats: `pairing` (default), `allowlist` or `open`; `None` when not written.
+    #[serde(default)]
+    pub dm_policy: Option<DmPolicy>,
+    /// Groups: `allowlist` (default: only `allowed_groups`), `open` or `disabled`.
+    #[serde(default)]
+    pub group_policy: GroupPolicy,
+    /// Group chat ids (`-100…`) the bot answers in under `group_policy = "allowlist"`.
+    #[serde(default)]
+    pub allowed_groups: Vec<String>,
     /// In groups, only messages that mention the bot, reply to it or use `/cmd@bot` count.
     #[serde(default = "yes")]
     pub require_mention_in_groups: bool,
@@ -92,6 +101,9 @@ impl TelegramConfig {
             webhook_url: None,
             secret_token: Secret::default(),
             allowed_users: Vec::new(),
+            dm_policy: None,
+            group_policy: GroupPolicy::default(),
+            allowed_groups: Vec::new(),
             require_mention_in_groups: true,
             draft_transport: DraftTransport::default(),
             poll_timeout_secs: default_poll_timeout(),
@@ -112,9 +124,10 @@ impl TelegramConfig {
         if !is_http_url(&self.api_url) {
             errors.push(SettingsError::new("api_url", "must be an http(s) URL"));
         }
-        if let Err(message) = Access::parse(&self.allowed_users) {
+        if let Err(message) = crate::access::usernames(&self.allowed_users) {
             errors.push(SettingsError::new("allowed_users", message));
         }
+        errors.extend(self.access().problems(self.dm_policy.is_some()));
         if self.mode == Mode::Webhook {
             errors.extend(self.webhook_problems());
         }
@@ -166,6 +179,15 @@ impl ChannelSettings for TelegramConfig {
                 key: None,
                 path: crate::webhook::path(name),
             }],
+        }
+    }
+
+    fn access(&self) -> AccessRules {
+        AccessRules {
+            dm_policy: self.dm_policy.unwrap_or_default(),
+            group_policy: self.group_policy,
+            allowed_users: self.allowed_users.clone(),
+            allowed_groups: self.allowed_groups.clone(),
         }
     }
 
@@ -266,6 +288,16 @@ mod tests {
         config.api_url = "ftp://example.com".into();
         config.allowed_users = vec!["two words".into()];
         assert_eq!(keys(&config), ["token", "api_url", "allowed_users"]);
+    }
+
+    #[test]
+    fn a_star_is_refused_until_dm_policy_open_is_written() {
+        let mut config = TelegramConfig::new(TOKEN);
+        config.allowed_users = vec!["*".into()];
+        assert_eq!(keys(&config), ["allowed_users"]);
+        config.dm_policy = Some(DmPolicy::Open);
+        assert!(keys(&config).is_empty());
+        assert_eq!(config.access().dm_policy, DmPolicy::Open);
     }
 
     #[test]

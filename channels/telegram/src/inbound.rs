@@ -1,12 +1,13 @@
 //! Inbound edge: one Telegram `Update` (from polling or the webhook) becomes at most one
-//! `ChannelEvent`, or is skipped (not for us) or refused (`allowed_users`). Pure: no I/O.
+//! `ChannelEvent` (marked as written in a private chat or a group, for the core's access
+//! decision), or is skipped (not for us). Pure: no I/O.
 
 use switchboard_channel::{
-    ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef, UserRef,
+    ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef, Place, UserRef,
 };
-use teloxide::types::{CallbackQuery, MaybeInaccessibleMessage, Message, Update, UpdateKind, User};
-
-use crate::access::Access;
+use teloxide::types::{
+    CallbackQuery, Chat, MaybeInaccessibleMessage, Message, Update, UpdateKind, User,
+};
 
 /// Who the bot is, learned from `getMe`, for mention and reply detection.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,24 +21,21 @@ pub(crate) struct Reader<'a> {
     pub(crate) channel: &'a str,
     pub(crate) me: &'a BotIdentity,
     pub(crate) require_mention: bool,
-    pub(crate) access: &'a Access,
 }
 
 /// What becomes of one update.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Verdict {
-    /// Hand it to the sink.
-    Deliver(ChannelEvent),
+    /// Hand it to the sink (boxed: an event is far larger than a skip reason).
+    Deliver(Box<ChannelEvent>),
     /// Not for us (other kinds, bots, unaddressed group chatter); acknowledged and dropped.
     Skip(&'static str),
-    /// From a user `allowed_users` does not list; logged once, acknowledged and dropped.
-    Refused,
 }
 
 impl Reader<'_> {
     /// Decide what `update` becomes.
     pub(crate) fn read(&self, update: &Update) -> Verdict {
-        let verdict = match &update.kind {
+        match &update.kind {
             UpdateKind::Message(msg) => self.message(update.id.0, msg),
             UpdateKind::CallbackQuery(query) => self.callback(query),
             UpdateKind::Error(raw) => {
@@ -50,13 +48,7 @@ impl Reader<'_> {
                 Verdict::Skip("an update teloxide could not parse")
             }
             _ => Verdict::Skip("an update kind the gateway does not handle"),
-        };
-        if let Verdict::Refused = verdict
-            && let Some(user) = update.from()
-        {
-            self.access.note_refusal(self.channel, user);
         }
-        verdict
     }
 
     fn message(&self, update_id: u32, msg: &Message) -> Verdict {
@@ -77,15 +69,13 @@ impl Reader<'_> {
         if text.is_empty() {
             return Verdict::Skip("a mention without text");
         }
-        if !self.access.admits(from) {
-            return Verdict::Refused;
-        }
-        Verdict::Deliver(ChannelEvent::Message(Inbound {
+        Verdict::Deliver(Box::new(ChannelEvent::Message(Inbound {
             key: self.key(msg),
             event_id: format!("u{update_id}"),
             user: user_ref(from),
             text,
-        }))
+            place: place(&msg.chat),
+        })))
     }
 
     /// The text the core should see, or `None` when a group message is not for the bot.
@@ -122,21 +112,28 @@ impl Reader<'_> {
         let (Some(data), Some(message)) = (query.data.as_ref(), query.message.as_ref()) else {
             return Verdict::Skip("a callback query without data or message");
         };
-        if !self.access.admits(&query.from) {
-            return Verdict::Refused;
-        }
         let mut key = ConversationKey::new(self.channel, message.chat().id.0.to_string());
         if let MaybeInaccessibleMessage::Regular(msg) = message {
             key = self.key(msg);
         }
-        Verdict::Deliver(ChannelEvent::Button(ButtonPress {
+        Verdict::Deliver(Box::new(ChannelEvent::Button(ButtonPress {
             key,
             event_id: format!("cb{}", query.id.0),
             user: user_ref(&query.from),
             payload: data.clone(),
             message: Some(MessageRef::new(message.id().0.to_string())),
             reply_token: Some(query.id.0.clone()),
-        }))
+            place: place(message.chat()),
+        })))
+    }
+}
+
+/// A private chat, or a group known by its chat id (what `allowed_groups` lists).
+fn place(chat: &Chat) -> Place {
+    if chat.is_private() {
+        Place::Direct
+    } else {
+        Place::group(chat.id.0.to_string())
     }
 }
 

@@ -6,7 +6,7 @@
 //! - [`config`]: `[channels.<name>]` settings and their validation.
 //! - `poll` / `webhook`: the two receive paths; both confirm an update only once it is stored.
 //! - `inbound`: one `Update` → one `ChannelEvent` (mentions, replies, topics, commands);
-//!   `access` applies `allowed_users`.
+//!   `access` checks `allowed_users` entries (the core decides who gets in).
 //! - `outbound`: send / edit / delete / typing / button answers; `draft`: `sendMessageDraft`.
 //! - `errors`: Bot API failures → `ChannelError`; `health`: what `/readyz` reports.
 //! - `client`: the state those parts share; [`channel`]: the `Channel` implementation.

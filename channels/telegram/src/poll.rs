@@ -127,7 +127,7 @@ impl Poller {
 
     async fn store(&self, me: &BotIdentity, update: &teloxide::types::Update) -> Result<(), Step> {
         match self.client.reader(me).read(update) {
-            Verdict::Deliver(event) => match self.sink.deliver(event).await {
+            Verdict::Deliver(event) => match self.sink.deliver(*event).await {
                 Ok(_) => Ok(()),
                 Err(err) => {
                     tracing::warn!(
@@ -146,7 +146,6 @@ impl Poller {
                 tracing::debug!(channel = %self.client.name, update_id = update.id.0, "skipped {why}");
                 Ok(())
             }
-            Verdict::Refused => Ok(()),
         }
     }
 

@@ -122,7 +122,7 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
         }
     };
     match client.reader(me).read(&update) {
-        Verdict::Deliver(event) => match hook.sink.deliver(event).await {
+        Verdict::Deliver(event) => match hook.sink.deliver(*event).await {
             Ok(_) => StatusCode::OK,
             Err(err) => {
                 tracing::warn!(
@@ -134,7 +134,7 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         },
-        Verdict::Skip(_) | Verdict::Refused => StatusCode::OK,
+        Verdict::Skip(_) => StatusCode::OK,
     }
 }
 

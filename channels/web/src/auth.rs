@@ -1,5 +1,6 @@
 //! Who may open the page and the socket: the access token (constant-time compare), the
-//! WebSocket `Origin` check, and the session cookie that names a browser's conversation.
+//! `Host` check that stops DNS rebinding when no token is set, the WebSocket `Origin` check,
+//! and the session cookie that names a browser's conversation.
 
 use axum::http::HeaderMap;
 use axum::http::header::{COOKIE, HOST, ORIGIN};
@@ -82,6 +83,37 @@ pub(crate) fn has_token(
     by_query | by_cookie
 }
 
+/// Host names a token-less chat answers to on any port: a page elsewhere that rebinds its
+/// own name to 127.0.0.1 still sends its own name in `Host`, and is refused.
+const LOOPBACK_NAMES: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+
+/// Whether a chat without an access token may answer a request for the `Host` it names: a
+/// loopback name (any port) or one of `public_hosts` (with or without the port). Without a
+/// `Host` (HTTP/1.0) nothing proves where the browser thinks it is, so it is refused too.
+pub(crate) fn host_allowed(headers: &HeaderMap, public_hosts: &[String]) -> bool {
+    let Some(host) = headers.get(HOST).and_then(|h| h.to_str().ok()) else {
+        return false;
+    };
+    let host = host.trim().to_ascii_lowercase();
+    let name = host_name(&host);
+    LOOPBACK_NAMES.contains(&name)
+        || public_hosts.iter().any(|public| {
+            let public = public.trim().to_ascii_lowercase();
+            public == host || public == name
+        })
+}
+
+/// `host` without its `:port` (an IPv6 literal keeps its brackets).
+fn host_name(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.find(']').map_or(host, |end| &host[..=end]);
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    }
+}
+
 /// Whether a browser on the request's `Origin` may open the socket: the page's own origin
 /// always, the listed ones too. Requests without `Origin` come from non-browser clients,
 /// which cross-site requests cannot be, so they pass.
@@ -110,6 +142,37 @@ pub(crate) fn origin_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
 mod tests {
     use super::*;
     use axum::http::HeaderValue;
+
+    #[test]
+    fn loopback_names_on_any_port_and_listed_public_names_pass_the_host_check() {
+        for host in [
+            "localhost",
+            "localhost:8080",
+            "127.0.0.1:9",
+            "[::1]:8080",
+            "LOCALHOST",
+        ] {
+            assert!(host_allowed(&headers(&[("host", host)]), &[]), "{host}");
+        }
+        for host in [
+            "evil.example:8080",
+            "127.0.0.1.evil.example",
+            "localhost.evil",
+            "[::2]:80",
+        ] {
+            assert!(!host_allowed(&headers(&[("host", host)]), &[]), "{host}");
+        }
+        assert!(!host_allowed(&headers(&[]), &[]), "no Host, no page");
+        let public = ["chat.example.com".to_owned()];
+        assert!(host_allowed(
+            &headers(&[("host", "chat.example.com:443")]),
+            &public
+        ));
+        assert!(!host_allowed(
+            &headers(&[("host", "evil.example")]),
+            &public
+        ));
+    }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

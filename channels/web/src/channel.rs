@@ -250,6 +250,7 @@ mod tests {
             payload: "yes".into(),
             message: Some(posted.clone()),
             reply_token: None,
+            place: switchboard_channel::Place::Direct,
         };
         web.answer_button(&press, "This button is no longer active.")
             .await

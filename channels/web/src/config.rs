@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use switchboard_channel::settings::{collect, expanded};
 use switchboard_channel::{
-    BuildError, Channel, ChannelSettings, HttpRoute, Secret, SettingsError, Site,
+    AccessRules, BuildError, Channel, ChannelSettings, HttpRoute, Secret, SettingsError, Site,
 };
 
 /// Default longest message a person may type, in characters.
@@ -32,6 +32,11 @@ pub struct WebConfig {
     /// Origins (`https://chat.example.com`) allowed to open the socket besides the page's
     /// own; empty allows the same origin only.
     pub allowed_origins: Vec<String>,
+    /// Host names (`chat.example.com`) a chat without `access_token` answers to besides
+    /// `localhost`, `127.0.0.1` and `[::1]`: for a proxy that forwards its own `Host`.
+    /// Any other `Host` is refused, so a page that rebinds its DNS to 127.0.0.1 cannot
+    /// reach the chat.
+    pub public_hosts: Vec<String>,
     /// Longest message a person may send, in characters; longer closes the socket (1009).
     pub max_message_chars: usize,
     /// Messages plus button presses one session may send per minute; more are refused.
@@ -51,6 +56,7 @@ impl Default for WebConfig {
             path: "/".to_owned(),
             access_token: Secret::default(),
             allowed_origins: Vec::new(),
+            public_hosts: Vec::new(),
             max_message_chars: DEFAULT_MAX_MESSAGE_CHARS,
             max_messages_per_minute: DEFAULT_MAX_MESSAGES_PER_MINUTE,
             history_messages: DEFAULT_HISTORY_MESSAGES,
@@ -128,6 +134,12 @@ impl WebConfig {
 impl ChannelSettings for WebConfig {
     fn validate(&self, site: &Site<'_>) -> Result<(), Vec<SettingsError>> {
         collect(self.problems(site.listen))
+    }
+
+    /// Open: whoever reaches the page is let in by the web chat's own gate (the access
+    /// token, required off loopback, and the loopback `Host` check without one).
+    fn access(&self) -> AccessRules {
+        AccessRules::open()
     }
 
     fn secrets(&self) -> Vec<&Secret> {

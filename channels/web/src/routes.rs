@@ -90,6 +90,9 @@ async fn page(
     query: Result<Query<TokenQuery>, QueryRejection>,
 ) -> Response {
     let hub = &state.hub;
+    if let Some(refused) = foreign_host(hub, &headers) {
+        return refused;
+    }
     let base = hub.config.base();
     let token = query_token(query);
     let expected = hub.config.access_token.expose();
@@ -126,6 +129,17 @@ async fn page(
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     set_cookies(&mut response, cookies);
     response
+}
+
+/// Without an access token, the refusal for a request whose `Host` is neither loopback nor
+/// a configured public name (a DNS-rebinding page); with one, the token is the gate.
+fn foreign_host(hub: &Hub, headers: &HeaderMap) -> Option<Response> {
+    if hub.config.access_token.is_set() || auth::host_allowed(headers, &hub.config.public_hosts) {
+        return None;
+    }
+    let text = "This chat has no access token, so it answers only to localhost (or a name in \
+                public_hosts).\n";
+    Some((StatusCode::FORBIDDEN, text).into_response())
 }
 
 fn unauthorized_page() -> Response {
@@ -195,6 +209,9 @@ async fn upgrade(
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     let hub = &state.hub;
+    if let Some(refused) = foreign_host(hub, &headers) {
+        return refused;
+    }
     let token = query_token(query);
     if !auth::has_token(
         hub.config.access_token.expose(),

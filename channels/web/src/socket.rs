@@ -114,6 +114,7 @@ impl Conn {
                     event_id: self.event_id(&id),
                     user: self.user(),
                     text,
+                    place: switchboard_channel::Place::Direct,
                 });
                 (id, verdict, event)
             }
@@ -130,6 +131,7 @@ impl Conn {
                     payload,
                     message: Some(MessageRef::new(message)),
                     reply_token: None,
+                    place: switchboard_channel::Place::Direct,
                 });
                 (id, verdict, event)
             }

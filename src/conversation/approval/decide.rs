@@ -4,8 +4,9 @@
 //! reports the outcome as `AgentEvent::ApprovalResolved`, which the audit records.
 //! Every outcome is answered on the button (or in chat) and never runs a tool twice.
 
-use switchboard_channel::{ButtonPress, ConversationKey, MessageRef, UserRef};
+use switchboard_channel::{ButtonPress, ConversationKey, MessageRef, Place, UserRef};
 
+use super::fence::{fenced, inline_code};
 use super::{Approvals, SYSTEM_USER, Suspended};
 use crate::agent::Resolution;
 use crate::command::{Action, ApprovalButton};
@@ -25,6 +26,9 @@ pub struct Request<'a> {
     pub button: &'a ApprovalButton,
     /// The button press, when it was one (notices go on it instead of into the chat).
     pub press: Option<&'a ButtonPress>,
+    /// Where the answer was given: a requester may approve their own request only in a
+    /// private chat.
+    pub place: &'a Place,
 }
 
 impl Request<'_> {
@@ -66,7 +70,7 @@ impl Approvals {
         let approval = match self.find(&request).await? {
             Ok(approval) => approval,
             Err(refusal) => {
-                tell(out, &request, refusal).await;
+                refuse(out, &request, refusal).await;
                 return Ok(None);
             }
         };
@@ -101,18 +105,42 @@ impl Approvals {
         let Some(approval) = found.filter(|a| &a.conversation == request.key) else {
             return Ok(Err("Unknown or expired approval."));
         };
-        let user = &request.user.id;
         if request.expiring() != request.sent_by_gateway() {
             return Ok(Err("Not yours to approve."));
         }
-        let approver = self
-            .approvers
-            .get(&request.key.channel)
-            .is_some_and(|a| a.contains(user));
-        if !(request.sent_by_gateway() || *user == approval.requester || approver) {
+        if request.sent_by_gateway() {
+            return Ok(Ok(approval));
+        }
+        Ok(self
+            .may_answer(request, &approval)
+            .await?
+            .map(|()| approval))
+    }
+
+    /// Approval rights: an approver (`[policy.approvers]` or an approver grant) may answer
+    /// anything; the requester may deny their own request anywhere but approve it only in
+    /// a private chat on a channel whose access is not open (they asked, and they were let
+    /// in). Whoever else presses is told privately; the buttons stay for the right person.
+    async fn may_answer(
+        &self,
+        request: &Request<'_>,
+        approval: &Approval,
+    ) -> anyhow::Result<Result<(), &'static str>> {
+        let (channel, user) = (&request.key.channel, &request.user.id);
+        if self.access.is_approver(channel, user).await? {
+            return Ok(Ok(()));
+        }
+        if *user != approval.requester {
             return Ok(Err("Not yours to approve."));
         }
-        Ok(Ok(approval))
+        let open = self.access.is_open(channel);
+        if request.button.action == Action::Deny || (request.place.is_direct() && !open) {
+            return Ok(Ok(()));
+        }
+        Ok(Err(
+            "Not yours to approve here: in a group, or where anyone may write, only an approver \
+             for this channel can (`switchboard access approver`).",
+        ))
     }
 
     /// What the answer amounts to now: past its deadline every answer is an expiry.
@@ -170,7 +198,7 @@ impl Approvals {
         let text = outcome_text(approval, request, status);
         tell(out, request, &text).await;
         if let Some(prompt) = &approval.prompt_ref {
-            let shown = format!("{text}\n```\n{}\n```", approval.args);
+            let shown = format!("{text}\n{}", fenced(&approval.args));
             let prompt = MessageRef::new(prompt.clone());
             if let Err(err) = out
                 .edit(request.channel, request.key, &prompt, &shown)
@@ -190,19 +218,33 @@ async fn tell(out: &Outbound, request: &Request<'_>, text: &str) {
     }
 }
 
+/// Tell whoever answered why their answer does not count: privately on a press, so the
+/// prompt and its buttons stay for the right person; in the chat for a typed `/approve`.
+async fn refuse(out: &Outbound, request: &Request<'_>, text: &str) {
+    let Some(press) = request.press else {
+        return tell(out, request, text).await;
+    };
+    if let Err(err) = out.answer_privately(request.channel, press, text).await {
+        tracing::warn!(key = %request.key, error = %err, "could not answer a refused press");
+    }
+}
+
 /// The line shown on the button and in place of the prompt.
 fn outcome_text(approval: &Approval, request: &Request<'_>, status: ApprovalStatus) -> String {
     let user = request.user;
     let who = user.name.as_deref().unwrap_or(&user.id);
     match status {
         ApprovalStatus::Approved if request.button.action == Action::Always => format!(
-            "✅ Always allowed by {who} in this conversation: `{}`",
-            approval.rule
+            "✅ Always allowed by {who} in this conversation: {}",
+            inline_code(&approval.rule)
         ),
-        ApprovalStatus::Approved => format!("✅ Approved by {who}: `{}`", approval.tool),
-        ApprovalStatus::Denied => format!("🚫 Denied by {who}: `{}`", approval.tool),
-        ApprovalStatus::Expired | ApprovalStatus::Pending => {
-            format!("⌛ Expired — nobody approved `{}` in time.", approval.tool)
+        ApprovalStatus::Approved => {
+            format!("✅ Approved by {who}: {}", inline_code(&approval.tool))
         }
+        ApprovalStatus::Denied => format!("🚫 Denied by {who}: {}", inline_code(&approval.tool)),
+        ApprovalStatus::Expired | ApprovalStatus::Pending => format!(
+            "⌛ Expired — nobody approved {} in time.",
+            inline_code(&approval.tool)
+        ),
     }
 }

@@ -121,6 +121,7 @@ pub fn expiry_event(approval: &Approval) -> ChannelEvent {
         .to_string(),
         message: None,
         reply_token: None,
+        place: switchboard_channel::Place::default(),
     })
 }
 

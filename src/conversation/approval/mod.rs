@@ -11,9 +11,9 @@
 
 mod decide;
 mod expiry;
+mod fence;
 mod gate;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ pub use expiry::Expiries;
 pub(super) use gate::PolicyGate;
 
 use super::{Outbound, Route};
+use crate::access::Access;
 use crate::agent::Suspension;
 use crate::clock::Clock;
 use crate::command::{Action, ApprovalButton};
@@ -53,8 +54,8 @@ pub struct Approvals {
     store: Arc<dyn Store>,
     /// How long a request waits for an answer.
     timeout: Duration,
-    /// Per channel: user ids who may approve anything (besides the requester).
-    approvers: BTreeMap<String, Vec<String>>,
+    /// Who may approve: `[policy.approvers]`, approver grants, and each channel's rules.
+    access: Arc<Access>,
     /// New requests, to the expiry timers.
     expiry: mpsc::UnboundedSender<Approval>,
     /// Reads "now" for creation, expiry and wait times.
@@ -69,7 +70,7 @@ impl Approvals {
     pub fn new(
         store: Arc<dyn Store>,
         timeout: Duration,
-        approvers: BTreeMap<String, Vec<String>>,
+        access: Arc<Access>,
         clock: Clock,
         metrics: Arc<Metrics>,
     ) -> (Self, Expiries) {
@@ -78,7 +79,7 @@ impl Approvals {
         let approvals = Self {
             store,
             timeout,
-            approvers,
+            access,
             expiry: tx,
             clock,
             metrics,
@@ -160,8 +161,10 @@ impl Approvals {
 fn prompt_text(approval: &Approval, timeout: Duration, buttons: bool) -> String {
     let minutes = timeout.as_secs().div_ceil(60);
     let mut text = format!(
-        "🔐 **Approval needed** for `{}`:\n```\n{}\n```\n{}\nExpires in {minutes} min.",
-        approval.tool, approval.args, approval.reason
+        "🔐 **Approval needed** for {}:\n{}\n{}\nExpires in {minutes} min.",
+        fence::inline_code(&approval.tool),
+        fence::fenced(&approval.args),
+        approval.reason
     );
     if !buttons {
         let id = &approval.id;

@@ -1,15 +1,17 @@
 //! `Approvals` step by step on an injected clock: no expiry timer runs, so what decides an
 //! answer's fate is the clock the test sets.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard_channel::{ButtonPress, Channel, ConversationKey, Limits, UserRef};
+use switchboard_channel::{ButtonPress, Channel, ConversationKey, Limits, Place, UserRef};
 use switchboard_standins::FakeChannel;
 
 use super::decide::Decided;
 use super::*;
+use crate::access::Access;
 use crate::agent::{Resolution, Suspension};
 use crate::conversation::{Outbound, Route};
 use crate::draft::DraftSettings;
@@ -18,6 +20,7 @@ use crate::policy::{Decider, Decision, Verdict};
 use crate::provider::{ChatMessage, Role, ToolCall};
 use crate::scrub::Scrubber;
 use crate::store::Store;
+use switchboard_channel::AccessRules;
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -57,11 +60,17 @@ async fn fixture() -> Fixture {
     );
     let clock = Clock::manual(1_000_000);
     let metrics = Arc::new(Metrics::new());
-    let approvers = BTreeMap::new();
+    let approvers = BTreeMap::from([("fake".to_owned(), vec!["boss".to_owned()])]);
+    let access = Access::from_parts(
+        HashMap::from([("fake".to_owned(), AccessRules::default())]),
+        approvers,
+        Arc::clone(&store),
+        clock.clone(),
+    );
     let (approvals, _expiries) = Approvals::new(
         Arc::clone(&store),
         TIMEOUT,
-        approvers,
+        Arc::new(access),
         clock.clone(),
         metrics,
     );
@@ -118,6 +127,7 @@ fn press(key: &ConversationKey, button: &ApprovalButton) -> ButtonPress {
         payload: button.to_string(),
         message: None,
         reply_token: None,
+        place: Place::Direct,
     }
 }
 
@@ -131,17 +141,31 @@ impl Fixture {
     }
 
     async fn answer(&self, id: &ApprovalId, action: Action) -> Option<Decided> {
+        self.answer_as(id, action, alice(), Place::Direct).await
+    }
+
+    /// `user` presses `action` on approval `id`, in a private chat or a group.
+    async fn answer_as(
+        &self,
+        id: &ApprovalId,
+        action: Action,
+        user: UserRef,
+        place: Place,
+    ) -> Option<Decided> {
         let button = ApprovalButton {
             id: id.clone(),
             action,
         };
-        let press = press(&self.key, &button);
+        let mut press = press(&self.key, &button);
+        press.user = user;
+        press.place = place;
         let request = Request {
             channel: &self.channel,
             key: &self.key,
             user: &press.user,
             button: &button,
             press: Some(&press),
+            place: &press.place,
         };
         self.approvals.decide(&self.out, request).await.unwrap()
     }
@@ -196,4 +220,75 @@ async fn only_the_gateway_itself_may_expire_a_request() {
     );
     let stored = f.store.approval(&id).await.unwrap().unwrap();
     assert_eq!(stored.status, ApprovalStatus::Pending);
+}
+
+fn boss() -> UserRef {
+    UserRef {
+        id: "boss".into(),
+        name: Some("Boss".into()),
+    }
+}
+
+#[tokio::test]
+async fn in_a_group_the_requesters_own_approval_is_refused_privately_and_an_approver_runs_it() {
+    let f = fixture().await;
+    let id = f.suspend().await;
+    let group = Place::group("c1");
+    assert!(
+        f.answer_as(&id, Action::Once, alice(), group.clone())
+            .await
+            .is_none()
+    );
+    let refusal = f.fake.button_answers().last().cloned().unwrap_or_default();
+    assert!(
+        refusal.starts_with("Not yours to approve here"),
+        "{refusal}"
+    );
+    let stored = f.store.approval(&id).await.unwrap().unwrap();
+    assert_eq!(stored.status, ApprovalStatus::Pending, "the buttons stay");
+    let decided = f.answer_as(&id, Action::Once, boss(), group.clone()).await;
+    let decided = decided.expect("the approver's press resumes the turn");
+    assert_eq!(
+        decided.resolution,
+        Resolution::Approved { by: "boss".into() }
+    );
+    assert!(
+        f.answer_as(&id, Action::Once, boss(), group)
+            .await
+            .is_none(),
+        "runs once"
+    );
+}
+
+#[tokio::test]
+async fn in_a_group_the_requester_may_still_deny_their_own_request() {
+    let f = fixture().await;
+    let id = f.suspend().await;
+    let decided = f
+        .answer_as(&id, Action::Deny, alice(), Place::group("c1"))
+        .await;
+    let decided = decided.expect("a denial by the requester counts");
+    assert_eq!(
+        decided.resolution,
+        Resolution::Denied { by: "alice".into() }
+    );
+}
+
+#[tokio::test]
+async fn someone_else_in_a_private_chat_is_told_it_is_not_theirs() {
+    let f = fixture().await;
+    let id = f.suspend().await;
+    let mallory = UserRef {
+        id: "mallory".into(),
+        name: None,
+    };
+    assert!(
+        f.answer_as(&id, Action::Once, mallory, Place::Direct)
+            .await
+            .is_none()
+    );
+    assert_eq!(
+        f.fake.button_answers().last().map(String::as_str),
+        Some("Not yours to approve.")
+    );
 }

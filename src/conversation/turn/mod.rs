@@ -160,6 +160,7 @@ impl Turn<'_> {
             user,
             button,
             press,
+            place: self.row.event.place(),
         };
         match self
             .deps

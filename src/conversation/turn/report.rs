@@ -21,8 +21,9 @@ impl Turn<'_> {
                     .observe(started.elapsed().as_secs_f64());
             }
             AgentEvent::ToolStarted { name, decision, .. } => {
+                let tool = self.deps.agents.tool_label(name);
                 m.tool_calls
-                    .with_label_values(&[name.as_str(), decision.metric_label()])
+                    .with_label_values(&[tool, decision.metric_label()])
                     .inc();
             }
             _ => {}

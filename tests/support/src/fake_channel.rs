@@ -167,6 +167,7 @@ impl FakeChannel {
                 name: None,
             },
             text: text.to_owned(),
+            place: switchboard_channel::Place::Direct,
         }))
         .await
     }
@@ -189,6 +190,7 @@ impl FakeChannel {
             payload: payload.to_owned(),
             message: None,
             reply_token: None,
+            place: switchboard_channel::Place::Direct,
         }))
         .await
     }

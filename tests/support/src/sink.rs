@@ -25,6 +25,8 @@ pub struct RecordingSink {
     outcomes: Mutex<Vec<Delivery>>,
     fail_next: AtomicUsize,
     fail_all: AtomicBool,
+    /// Users whose events are refused (as the core's access decision would).
+    refused_users: Mutex<HashSet<String>>,
     delivered: Notify,
 }
 
@@ -44,6 +46,12 @@ impl RecordingSink {
     /// Make every delivery fail (`true`) or succeed again (`false`).
     pub fn set_failing(&self, failing: bool) {
         self.fail_all.store(failing, Ordering::SeqCst);
+    }
+
+    /// Refuse every event from `user` (`Delivery::Refused`, nothing stored), as the core
+    /// does for someone it does not let in.
+    pub fn refuse_user(&self, user: &str) {
+        self.refused_users.lock().unwrap().insert(user.to_owned());
     }
 
     /// Stored events, in order.
@@ -112,7 +120,14 @@ impl EventSink for RecordingSink {
             return Err(SinkError("database is down (test)".into()));
         }
         let id = format!("{}:{}", event.key().channel, event.event_id());
-        let outcome = if self.seen.lock().unwrap().insert(id) {
+        let refused = self
+            .refused_users
+            .lock()
+            .unwrap()
+            .contains(&event.user().id);
+        let outcome = if refused {
+            Delivery::Refused
+        } else if self.seen.lock().unwrap().insert(id) {
             self.stored.lock().unwrap().push((event, Instant::now()));
             self.delivered.notify_waiters();
             Delivery::Stored

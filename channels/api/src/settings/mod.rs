@@ -13,6 +13,7 @@ use std::sync::Arc;
 pub use expand::{EnvString, Secret, expand, expanded, expanded_opt};
 
 use crate::Channel;
+use crate::access::AccessRules;
 
 /// One thing wrong with a channel's settings.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,6 +77,9 @@ pub trait ChannelSettings: Send + Sync {
     fn http_routes(&self, _name: &str) -> Vec<HttpRoute> {
         Vec::new()
     }
+
+    /// Who may talk to the bot here, for the core's access decision (made in its sink).
+    fn access(&self) -> AccessRules;
 
     /// The channel, ready for the gateway to start.
     fn build(&self, site: &Site<'_>) -> Result<Arc<dyn Channel>, BuildError>;

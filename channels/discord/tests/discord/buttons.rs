@@ -168,9 +168,12 @@ async fn a_late_not_yours_answer_goes_out_as_an_ephemeral_follow_up() {
     );
 }
 
+/// The core refuses the press (as its access decision does for someone it does not let
+/// in): the channel answers it privately, in time, and nothing is stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_press_by_a_user_outside_allowed_users_is_refused_privately_and_not_delivered() {
+async fn a_press_the_core_refuses_is_answered_privately_and_not_stored() {
     let app = spawn_app_with(|c| c.allowed_users = vec![alice().id]).await;
+    app.sink.refuse_user(&bob().id);
     let message = ask(&app).await;
     app.discord
         .press_button(&ButtonClick::new(CHAT, &bob(), "approve:42", &message.id));

@@ -2,7 +2,7 @@
 
 use reqwest::StatusCode;
 use serde_json::json;
-use switchboard_channel::{ChannelEvent, ConversationKey, Delivery, Inbound};
+use switchboard_channel::{ChannelEvent, ConversationKey, Delivery, Inbound, Place};
 use switchboard_standins::slack::{
     FAKE_BOT_USER_ID, FAKE_SIGNING_SECRET, SignedRequest, SlackMessage, dm_event, mention_event,
     unix_now, url_verification,
@@ -190,8 +190,10 @@ async fn a_sink_failure_answers_500_so_slack_retries_and_the_retry_is_stored() {
     assert_eq!(app.sink.outcomes(), [Delivery::Stored]);
 }
 
+/// The channel no longer filters: who gets in is decided in the core's sink, which sees
+/// grants the crate cannot (tests/e2e/slack.rs checks the refusals end to end).
 #[tokio::test]
-async fn users_and_channels_off_the_allowlists_get_200_and_are_not_delivered() {
+async fn users_and_channels_off_the_allowlists_are_delivered_with_their_place_for_the_core() {
     let app = spawn_app_with(|c| {
         c.allowed_users = vec!["U1".into()];
         c.allowed_channels = vec!["C1".into()];
@@ -224,7 +226,17 @@ async fn users_and_channels_off_the_allowlists_get_200_and_are_not_delivered() {
         .iter()
         .map(|e| e.event_id().to_owned())
         .collect();
-    assert_eq!(ids, ["Ev3"]);
+    assert_eq!(ids, ["Ev1", "Ev2", "Ev3"]);
+    let places: Vec<Place> = app
+        .sink
+        .stored()
+        .iter()
+        .map(|e| e.place().clone())
+        .collect();
+    assert_eq!(
+        places,
+        [Place::Direct, Place::group("C2"), Place::group("C1")]
+    );
 }
 
 #[tokio::test]

@@ -69,10 +69,13 @@ async fn a_press_becomes_a_button_event_and_answering_it_stops_the_spinner() {
     assert_eq!(answers[0].outcome, Ok(()));
 }
 
+/// The channel delivers every press; the core's sink decides who may press (and the
+/// approval step who may approve).
 #[tokio::test]
-async fn a_press_by_someone_not_allowed_is_not_delivered() {
+async fn a_press_by_anyone_is_delivered_with_the_presser_for_the_core_to_judge() {
     let h = Harness::polling(RecordingSink::new(), |c| {
-        c.allowed_users = vec!["alice".into()]
+        c.allowed_users = vec!["alice".into()];
+        c.dm_policy = None;
     })
     .await;
     h.fake.add_chat(1001);
@@ -91,10 +94,11 @@ async fn a_press_by_someone_not_allowed_is_not_delivered() {
         FakeUser::human(1001, "alice"),
         "approval:7f3a:no",
     ));
-    let events = h.sink.wait_for(1).await;
+    let events = h.sink.wait_for(2).await;
     h.wait_until_confirmed().await;
-    assert_eq!(h.sink.stored().len(), 1);
-    assert_eq!(events[0].user().id, "1001");
+    assert_eq!(h.sink.stored().len(), 2);
+    assert_eq!(events[0].user().id, "3003");
+    assert_eq!(events[1].user().id, "1001");
 }
 
 #[tokio::test]

@@ -12,12 +12,14 @@ use switchboard_telegram::{TelegramChannel, TelegramConfig};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-/// Settings for a channel pointed at `fake`: polling with a 1 s long poll, everyone allowed.
+/// Settings for a channel pointed at `fake`: polling with a 1 s long poll, access open
+/// (the core decides access; the channel delivers every sender either way).
 pub fn config_for(fake: &FakeTelegram) -> TelegramConfig {
     let mut config = TelegramConfig::new(FAKE_BOT_TOKEN);
     config.api_url = fake.api_url();
     config.poll_timeout_secs = 1;
     config.allowed_users = vec!["*".into()];
+    config.dm_policy = Some(switchboard_channel::DmPolicy::Open);
     config
 }
 

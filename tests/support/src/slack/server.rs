@@ -287,6 +287,11 @@ fn dispatch(world: &mut World, method: &str, body: &Value) -> Result<Value, Stri
         })),
         "chat.postMessage" => post_message(world, body),
         "chat.update" => update_message(world, body),
+        // Seen only by `user`; recorded in the calls, never among the channel's messages.
+        "chat.postEphemeral" => {
+            let (_channel, _user) = (field(body, "channel")?, field(body, "user")?);
+            Ok(json!({"ok": true, "message_ts": "1700009999.000001"}))
+        }
         "chat.delete" => {
             let (channel, ts) = (field(body, "channel")?, field(body, "ts")?);
             let removed = world.messages.get_mut(&channel).and_then(|m| m.remove(&ts));
