@@ -25,7 +25,6 @@ use crate::http::{self, HealthState};
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::provider::{self, Provider};
-use crate::scrub::Scrubber;
 use crate::store::{self, Store};
 use crate::tools::Toolbox;
 
@@ -162,7 +161,7 @@ impl Gateway {
             None => provider::from_config(&config.provider)?,
         };
         let policy = Policy::new(&config.policy).map_err(|e| anyhow::anyhow!("[policy]: {e}"))?;
-        let scrubber = Arc::new(Scrubber::new(config.secret_values()));
+        let scrubber = Arc::new(config.scrubber());
         let metrics = Arc::new(Metrics::new());
         let settings = TurnSettings {
             system_prompt: config.agent.system_prompt.clone(),
