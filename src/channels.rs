@@ -5,13 +5,17 @@
 
 use std::sync::Arc;
 
-use switchboard_channel::Channel;
+use switchboard_channel::{Channel, Redactor, Site};
 
 use crate::config::Config;
 
 /// Every configured channel that has its credentials. The config has been checked when it was
-/// loaded, so an error here means settings changed in code after loading.
+/// loaded, so an error here means settings changed in code after loading. Each channel gets
+/// the gateway's credential scrubber ([`Config::scrubber`]) as its [`Redactor`], for
+/// whatever it writes to its own files.
 pub fn from_config(config: &Config) -> anyhow::Result<Vec<Arc<dyn Channel>>> {
+    let scrubber = config.scrubber();
+    let redactor = Redactor::new(move |text| scrubber.scrub(text).into_owned());
     let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
     for (name, channel) in &config.channels {
         let settings = channel.settings();
@@ -24,7 +28,10 @@ pub fn from_config(config: &Config) -> anyhow::Result<Vec<Arc<dyn Channel>>> {
             continue;
         }
         let built = settings
-            .build(&config.site(name))
+            .build(&Site {
+                redactor: Some(&redactor),
+                ..config.site(name)
+            })
             .map_err(|e| anyhow::anyhow!(e))?;
         channels.push(built);
     }

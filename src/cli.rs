@@ -376,7 +376,7 @@ pub async fn memory(args: MemoryArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn scrubber(config: &Config) -> std::sync::Arc<crate::scrub::Scrubber> {
-    std::sync::Arc::new(crate::scrub::Scrubber::new(config.secret_values()))
+    std::sync::Arc::new(config.scrubber())
 }
 
 /// A future that resolves on SIGINT or SIGTERM; the handlers are installed when this returns.

@@ -17,7 +17,7 @@ use crate::agent::{ContextProvider, Tool};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::conversation::{
-    Agents, Approvals, Deps, Expiries, Inbox, Lifecycle, Outbound, Registry, TurnSettings,
+    Agents, Approvals, Channels, Deps, Expiries, Inbox, Lifecycle, Outbound, Registry, TurnSettings,
 };
 use crate::draft::DraftSettings;
 use crate::governor::Governor;
@@ -25,7 +25,6 @@ use crate::http::{self, HealthState};
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::provider::{self, Provider};
-use crate::scrub::Scrubber;
 use crate::store::{self, Store};
 use crate::tools::Toolbox;
 
@@ -37,7 +36,8 @@ const ABORT_GRACE: Duration = Duration::from_secs(3);
 /// A gateway being assembled.
 pub struct Gateway {
     config: Config,
-    channels: Vec<Arc<dyn Channel>>,
+    /// The channels, held only as the outbox's handle (start, health, names; no writes).
+    channels: Channels,
     provider: Option<Arc<dyn Provider>>,
     store: Option<Arc<dyn Store>>,
     tools: Vec<Arc<dyn Tool>>,
@@ -51,7 +51,7 @@ impl Gateway {
     pub fn new(config: Config) -> Self {
         Self {
             config,
-            channels: Vec::new(),
+            channels: Channels::default(),
             provider: None,
             store: None,
             tools: Vec::new(),
@@ -62,7 +62,7 @@ impl Gateway {
 
     /// Add a channel instance.
     pub fn channel(mut self, channel: Arc<dyn Channel>) -> Self {
-        self.channels.push(channel);
+        self.channels.add(channel);
         self
     }
 
@@ -113,7 +113,7 @@ impl Gateway {
         let sink: Arc<dyn EventSink> = Inbox::new(Arc::clone(&registry));
 
         let background = TaskTracker::new();
-        let routes = self.start_channels(&sink, &background, &shutdown);
+        let routes = self.channels.start_all(&sink, &background, &shutdown);
         deps.approvals.rearm().await?;
         background.spawn(expiries.run(Arc::clone(&sink), shutdown.child_token()));
         let recovered = registry.sweep().await?;
@@ -139,7 +139,7 @@ impl Gateway {
             config.gateway.max_body_bytes,
         );
         serve(listener, app, &background, &shutdown);
-        tracing::info!(%addr, channels = self.channels.len(), "gateway ready");
+        tracing::info!(%addr, channels = ?self.channels.names(), "gateway ready");
         Ok(RunningGateway {
             addr,
             shutdown,
@@ -162,7 +162,7 @@ impl Gateway {
             None => provider::from_config(&config.provider)?,
         };
         let policy = Policy::new(&config.policy).map_err(|e| anyhow::anyhow!("[policy]: {e}"))?;
-        let scrubber = Arc::new(Scrubber::new(config.secret_values()));
+        let scrubber = Arc::new(config.scrubber());
         let metrics = Arc::new(Metrics::new());
         let settings = TurnSettings {
             system_prompt: config.agent.system_prompt.clone(),
@@ -212,30 +212,6 @@ impl Gateway {
             metrics,
         };
         Ok((deps, expiries))
-    }
-
-    /// Start every channel's receive loop; returns their webhook routes.
-    fn start_channels(
-        &self,
-        sink: &Arc<dyn EventSink>,
-        background: &TaskTracker,
-        shutdown: &CancellationToken,
-    ) -> Vec<axum::Router> {
-        let mut routes = Vec::new();
-        for channel in &self.channels {
-            routes.extend(channel.routes(Arc::clone(sink)));
-            let (channel, sink, stop) = (
-                Arc::clone(channel),
-                Arc::clone(sink),
-                shutdown.child_token(),
-            );
-            background.spawn(async move {
-                if let Err(err) = channel.start(sink, stop).await {
-                    tracing::error!(channel = channel.name(), error = %err, "channel stopped");
-                }
-            });
-        }
-        routes
     }
 }
 

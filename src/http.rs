@@ -13,10 +13,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json};
 use axum::routing::get;
 use serde_json::json;
-use switchboard_channel::Channel;
 use tower_http::limit::RequestBodyLimitLayer;
 
-use crate::conversation::Registry;
+use crate::conversation::{Channels, Registry};
 use crate::metrics::Metrics;
 use crate::store::Store;
 
@@ -25,8 +24,8 @@ use crate::store::Store;
 pub struct HealthState {
     /// The database.
     pub store: Arc<dyn Store>,
-    /// Every running channel.
-    pub channels: Vec<Arc<dyn Channel>>,
+    /// Every running channel, as the outbox's handle (health only; no writes).
+    pub channels: Channels,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
     /// Live conversations, for the active gauge.
@@ -115,15 +114,14 @@ async fn readyz(State(state): State<HealthState>) -> impl IntoResponse {
         "detail": db.err().map(|e| e.to_string()).unwrap_or_else(|| "ok".into()),
     })];
     checks.push(crate::sandbox::readyz_check(&state.sandbox));
-    for channel in &state.channels {
-        let health = channel.health();
+    for (name, health) in state.channels.health() {
         ready &= health.ready;
         let last_ok = health
             .last_ok
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| d.as_secs());
         checks.push(json!({
-            "name": format!("channel:{}", channel.name()),
+            "name": format!("channel:{name}"),
             "ok": health.ready,
             "detail": health.detail,
             "last_ok_unix": last_ok,

@@ -150,6 +150,7 @@ impl Config {
             name,
             listen: self.gateway.listen.parse().ok(),
             data_dir: &self.gateway.data_dir,
+            redactor: None,
         }
     }
 }

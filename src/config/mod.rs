@@ -294,6 +294,13 @@ impl Default for HttpFetchConfig {
 }
 
 impl Config {
+    /// The credential scrubber for this config (its secret values plus the token shapes):
+    /// the one the gateway runs every outgoing and stored text through, and the one each
+    /// channel gets to redact its own files with.
+    pub fn scrubber(&self) -> crate::scrub::Scrubber {
+        crate::scrub::Scrubber::new(self.secret_values())
+    }
+
     /// Every configured secret value, for the scrubber and for clearing tool environments:
     /// the provider's key, whatever each channel's settings list as secrets, and passwords
     /// inside the database URL and the provider's base URL. Empty values are never listed.

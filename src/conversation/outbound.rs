@@ -3,13 +3,18 @@
 //! governor, the scrubber and the draft pacing, so no caller can post around them. The
 //! channels themselves stay private to this module: the rest of the core names a chat's
 //! channel by an opaque [`Route`], which can be written through nothing but [`Outbound`].
+//! Before the conversation core exists, the gateway holds its channels as [`Channels`], which
+//! can start them, read their health and name them, but neither send nor edit.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use switchboard_channel::{
-    Button, ButtonPress, Channel, ChannelError, ConversationKey, Limits, MessageRef,
+    Button, ButtonPress, Channel, ChannelError, ConversationKey, EventSink, Health, Limits,
+    MessageRef,
 };
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::draft::{Draft, DraftOutcome, DraftSettings, PostedHook};
 use crate::governor::Governor;
@@ -24,6 +29,63 @@ impl Route {
     /// The channel's limits in `key` (message length, buttons, edit pacing).
     pub fn limits_for(&self, key: &ConversationKey) -> Limits {
         self.0.limits_for(key)
+    }
+}
+
+/// Every configured channel, from the moment the gateway is given one: it can start their
+/// receive loops, report their health and names, and become the [`Outbound`]; nothing here
+/// sends or edits, so no caller outside this module can post around the outbound path.
+#[derive(Clone, Default)]
+pub struct Channels(Vec<Arc<dyn Channel>>);
+
+impl Channels {
+    /// Add a channel instance.
+    pub fn add(&mut self, channel: Arc<dyn Channel>) {
+        self.0.push(channel);
+    }
+
+    /// The instance names, in the order the channels were added.
+    pub fn names(&self) -> Vec<&str> {
+        self.0.iter().map(|c| c.name()).collect()
+    }
+
+    /// Each channel's name and health, for `/readyz`.
+    pub fn health(&self) -> Vec<(String, Health)> {
+        self.0
+            .iter()
+            .map(|c| (c.name().to_owned(), c.health()))
+            .collect()
+    }
+
+    /// Start every channel's receive loop on `background` (each stops on a child of
+    /// `shutdown`, handing events to `sink`); returns their HTTP routes (webhooks, pages).
+    pub fn start_all(
+        &self,
+        sink: &Arc<dyn EventSink>,
+        background: &TaskTracker,
+        shutdown: &CancellationToken,
+    ) -> Vec<axum::Router> {
+        let mut routes = Vec::new();
+        for channel in &self.0 {
+            routes.extend(channel.routes(Arc::clone(sink)));
+            let (channel, sink, stop) = (
+                Arc::clone(channel),
+                Arc::clone(sink),
+                shutdown.child_token(),
+            );
+            background.spawn(async move {
+                if let Err(err) = channel.start(sink, stop).await {
+                    tracing::error!(channel = channel.name(), error = %err, "channel stopped");
+                }
+            });
+        }
+        routes
+    }
+}
+
+impl From<Vec<Arc<dyn Channel>>> for Channels {
+    fn from(channels: Vec<Arc<dyn Channel>>) -> Self {
+        Self(channels)
     }
 }
 
@@ -42,13 +104,14 @@ pub struct Outbound {
 impl Outbound {
     /// The outbound path over `channels`.
     pub fn new(
-        channels: &[Arc<dyn Channel>],
+        channels: &Channels,
         governor: Arc<Governor>,
         scrubber: Arc<Scrubber>,
         draft: DraftSettings,
     ) -> Self {
         Self {
             channels: channels
+                .0
                 .iter()
                 .map(|c| (c.name().to_owned(), Arc::clone(c)))
                 .collect(),
@@ -171,7 +234,28 @@ mod tests {
             min_interval: Duration::ZERO,
         };
         let scrubber = Arc::new(Scrubber::new([SECRET]));
-        Outbound::new(&[channel], Arc::new(Governor::new()), scrubber, draft)
+        let channels = Channels::from(vec![channel]);
+        Outbound::new(&channels, Arc::new(Governor::new()), scrubber, draft)
+    }
+
+    #[tokio::test]
+    async fn the_channel_handle_starts_names_and_reports_health_without_sending() {
+        let fake = FakeChannel::new("fake");
+        let mut channels = Channels::default();
+        channels.add(fake.clone());
+        assert_eq!(channels.names(), ["fake"]);
+        let health = channels.health();
+        assert_eq!(health.len(), 1);
+        assert_eq!(health[0].0, "fake");
+        let sink: Arc<dyn EventSink> = switchboard_standins::RecordingSink::new();
+        let (background, shutdown) = (TaskTracker::new(), CancellationToken::new());
+        channels.start_all(&sink, &background, &shutdown);
+        shutdown.cancel();
+        background.close();
+        tokio::time::timeout(Duration::from_secs(5), background.wait())
+            .await
+            .expect("the receive loop stops on shutdown");
+        assert!(fake.calls().is_empty(), "starting sends nothing");
     }
 
     #[tokio::test]

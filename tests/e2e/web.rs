@@ -5,6 +5,7 @@
 mod browser;
 mod host;
 mod socket;
+mod transcript;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

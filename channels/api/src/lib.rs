@@ -27,7 +27,7 @@ pub use channel::{Channel, ChannelError, Delivery, EventSink, Health, Limits, Si
 pub use recent::Recent;
 pub use render::{Target, render};
 pub use settings::{
-    BuildError, ChannelSettings, EnvString, HttpRoute, Secret, SettingsError, Site,
+    BuildError, ChannelSettings, EnvString, HttpRoute, Redactor, Secret, SettingsError, Site,
 };
 pub use split::{LengthUnit, fit_tail, split_message};
 pub use types::{

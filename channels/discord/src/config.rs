@@ -221,6 +221,7 @@ mod tests {
             name: "discord",
             listen: None,
             data_dir: std::path::Path::new("data"),
+            redactor: None,
         };
         let errors = config.validate(&site).unwrap_err();
         assert_eq!(errors[0].key, "api_url");

@@ -178,6 +178,7 @@ mod tests {
             name: "slack",
             listen: None,
             data_dir: std::path::Path::new("data"),
+            redactor: None,
         };
         let config = SlackConfig::new("xoxb-test-fake", "");
         assert_eq!(config.validate(&site).unwrap_err()[0].key, "signing_secret");
@@ -202,6 +203,7 @@ mod tests {
             name: "slack",
             listen: None,
             data_dir: std::path::Path::new("data"),
+            redactor: None,
         };
         let mut config = SlackConfig::new("xoxb-t", "s");
         config.allowed_users = vec!["*".into()];

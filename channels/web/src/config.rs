@@ -9,7 +9,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 use switchboard_channel::settings::{collect, expanded};
 use switchboard_channel::{
-    AccessRules, BuildError, Channel, ChannelSettings, HttpRoute, Secret, SettingsError, Site,
+    AccessRules, BuildError, Channel, ChannelSettings, HttpRoute, Redactor, Secret, SettingsError,
+    Site,
 };
 
 /// Default longest message a person may type, in characters.
@@ -48,6 +49,10 @@ pub struct WebConfig {
     /// it to `<data_dir>/web/<name>`.
     #[serde(skip)]
     pub history_dir: Option<PathBuf>,
+    /// What every saved text passes through first (the core's credential scrubber). Not a
+    /// config key: [`ChannelSettings::build`] takes it from the [`Site`].
+    #[serde(skip)]
+    pub redactor: Redactor,
 }
 
 impl Default for WebConfig {
@@ -61,6 +66,7 @@ impl Default for WebConfig {
             max_messages_per_minute: DEFAULT_MAX_MESSAGES_PER_MINUTE,
             history_messages: DEFAULT_HISTORY_MESSAGES,
             history_dir: None,
+            redactor: Redactor::default(),
         }
     }
 }
@@ -162,6 +168,7 @@ impl ChannelSettings for WebConfig {
             .ok_or("gateway.listen is not an address like 127.0.0.1:8080")?;
         let config = Self {
             history_dir: Some(site.data_dir.join("web").join(site.name)),
+            redactor: site.redactor.cloned().unwrap_or_default(),
             ..self.clone()
         };
         Ok(Arc::new(crate::WebChannel::new(site.name, config, listen)?))

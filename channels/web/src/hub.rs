@@ -41,7 +41,10 @@ pub(crate) struct Attached {
 
 impl Hub {
     pub(crate) fn new(name: &str, config: WebConfig) -> Self {
-        let store = config.history_dir.clone().map(Store::new);
+        let store = config
+            .history_dir
+            .clone()
+            .map(|dir| Store::new(dir, config.redactor.clone()));
         Self {
             name: name.to_owned(),
             config,
@@ -148,7 +151,7 @@ impl Hub {
                 return;
             }
             session.dirty = false;
-            Store::encode(session.messages.iter())
+            store.encode(session.messages.iter())
         };
         if let Err(e) = store.save(id, bytes).await {
             tracing::warn!(channel = %self.name, error = %e, "could not save a web chat transcript");

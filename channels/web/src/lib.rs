@@ -17,7 +17,8 @@
 //! History: each session keeps its last `history_messages` messages in memory and, when a
 //! `history_dir` is set (the gateway uses `<data_dir>/web/<name>`), in one JSON file per
 //! session, written 250 ms after a change and at shutdown. A page loaded after a restart
-//! shows what that file holds.
+//! shows what that file holds. Every text is run through the `redactor` the gateway builds
+//! the channel with (its credential scrubber) before it is written.
 
 mod auth;
 pub mod channel;

@@ -1,11 +1,14 @@
 //! Saving transcripts so a page loaded after a gateway restart still shows its history: one
 //! small JSON file per session (`<dir>/<session id>.json`), written whole to a temporary file
 //! and renamed into place, so a crash leaves the old file or the new one, never half of one.
+//! Every text is run through the core's [`Redactor`] (its credential scrubber) on the way to
+//! disk, so a secret a person pasted or a reply quoted is never written.
 
 use std::io::ErrorKind;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use switchboard_channel::Redactor;
 
 use crate::session::Message;
 
@@ -21,14 +24,17 @@ const VERSION: u32 = 1;
 /// Where one channel's transcripts live.
 pub(crate) struct Store {
     dir: PathBuf,
+    /// Applied to every message's text and notice before it is written.
+    redactor: Redactor,
     /// Serialises writes, so two saves of one session land in the order they were taken.
     pub(crate) write_lock: tokio::sync::Mutex<()>,
 }
 
 impl Store {
-    pub(crate) fn new(dir: PathBuf) -> Self {
+    pub(crate) fn new(dir: PathBuf, redactor: Redactor) -> Self {
         Self {
             dir,
+            redactor,
             write_lock: tokio::sync::Mutex::new(()),
         }
     }
@@ -66,11 +72,16 @@ impl Store {
         }
     }
 
-    /// The bytes [`Store::save`] writes for `messages`.
-    pub(crate) fn encode<'a>(messages: impl Iterator<Item = &'a Message>) -> Vec<u8> {
+    /// The bytes [`Store::save`] writes for `messages`, every text redacted.
+    pub(crate) fn encode<'a>(&self, messages: impl Iterator<Item = &'a Message>) -> Vec<u8> {
+        let redact = |m: &Message| Message {
+            text: self.redactor.redact(&m.text),
+            notice: m.notice.as_deref().map(|n| self.redactor.redact(n)),
+            ..m.clone()
+        };
         let file = File {
             version: VERSION,
-            messages: messages.cloned().collect(),
+            messages: messages.map(redact).collect(),
         };
         serde_json::to_vec(&file).expect("transcripts always serialize")
     }
@@ -93,13 +104,13 @@ mod tests {
     #[tokio::test]
     async fn a_saved_transcript_loads_back_rendered() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path().join("web"));
+        let store = Store::new(dir.path().join("web"), Redactor::default());
         let messages = [
             Message::new("u1".into(), Role::User, "<b>hi</b>".into(), Vec::new()),
             Message::new("b1".into(), Role::Bot, "**hello**".into(), Vec::new()),
         ];
         store
-            .save("s1", Store::encode(messages.iter()))
+            .save("s1", store.encode(messages.iter()))
             .await
             .unwrap();
         let loaded = store.load("s1").await;
@@ -108,9 +119,38 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn texts_and_notices_are_redacted_on_disk_but_not_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let redactor = Redactor::new(|t| t.replace("hunter2", "hunt*[REDACTED]"));
+        let store = Store::new(dir.path().to_owned(), redactor);
+        let mut bot = Message::new("b1".into(), Role::Bot, "pw hunter2".into(), Vec::new());
+        bot.notice = Some("approved: hunter2".into());
+        let messages = [
+            Message::new("u1".into(), Role::User, "my hunter2".into(), Vec::new()),
+            bot,
+        ];
+        store
+            .save("s1", store.encode(messages.iter()))
+            .await
+            .unwrap();
+        let raw = std::fs::read_to_string(dir.path().join("s1.json")).unwrap();
+        assert!(
+            !raw.contains("hunter2") && raw.contains("hunt*[REDACTED]"),
+            "{raw}"
+        );
+        assert_eq!(messages[0].text, "my hunter2");
+        let loaded = store.load("s1").await;
+        assert_eq!(loaded[0].text, "my hunt*[REDACTED]");
+        assert_eq!(
+            loaded[1].notice.as_deref(),
+            Some("approved: hunt*[REDACTED]")
+        );
+    }
+
+    #[tokio::test]
     async fn missing_or_malformed_files_load_as_empty() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path().to_owned());
+        let store = Store::new(dir.path().to_owned(), Redactor::default());
         assert!(store.load("absent").await.is_empty());
         std::fs::write(dir.path().join("bad.json"), b"{not json").unwrap();
         assert!(store.load("bad").await.is_empty());

@@ -13,6 +13,7 @@ use super::decide::Decided;
 use super::*;
 use crate::access::Access;
 use crate::agent::{Resolution, Suspension};
+use crate::conversation::Channels;
 use crate::conversation::{Outbound, Route};
 use crate::draft::DraftSettings;
 use crate::governor::Governor;
@@ -53,7 +54,7 @@ async fn fixture() -> Fixture {
     };
     let scrubber = Arc::new(Scrubber::new(Vec::<String>::new()));
     let out = Outbound::new(
-        &[Arc::clone(&channel)],
+        &Channels::from(vec![Arc::clone(&channel)]),
         Arc::new(Governor::new()),
         scrubber,
         draft,

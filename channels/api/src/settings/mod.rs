@@ -44,6 +44,43 @@ pub struct Site<'a> {
     pub listen: Option<SocketAddr>,
     /// The gateway's data directory, for a channel's own files.
     pub data_dir: &'a Path,
+    /// What a channel runs every text through before writing it to its own files (the
+    /// core's credential scrubber); `None` when only checking settings.
+    pub redactor: Option<&'a Redactor>,
+}
+
+/// A text filter the core hands a channel when building it: the credential scrubber, so a
+/// channel that keeps its own files (the web chat's transcripts) never writes a secret.
+/// Channel crates cannot name the core's `Scrubber`, so it travels as a function.
+#[derive(Clone, Default)]
+pub struct Redactor(Option<Arc<Filter>>);
+
+/// The function inside a [`Redactor`].
+type Filter = dyn Fn(&str) -> String + Send + Sync;
+
+impl Redactor {
+    /// A redactor that runs `filter` on every text.
+    pub fn new(filter: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(filter)))
+    }
+
+    /// `text` redacted (unchanged by the default redactor, which has no filter).
+    pub fn redact(&self, text: &str) -> String {
+        match &self.0 {
+            Some(filter) => filter(text),
+            None => text.to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Redactor(filter)"
+        } else {
+            "Redactor(none)"
+        })
+    }
 }
 
 /// An HTTP route a channel will mount on the gateway's shared server.
@@ -117,6 +154,13 @@ mod tests {
         assert!(is_http_url("https://api.telegram.org"));
         assert!(is_http_url("http://127.0.0.1:9"));
         assert!(!is_http_url("ftp://x") && !is_http_url("https://") && !is_http_url("x"));
+    }
+
+    #[test]
+    fn a_redactor_runs_its_filter_and_the_default_changes_nothing() {
+        let redactor = Redactor::new(|t| t.replace("hunter2", "hunt*[REDACTED]"));
+        assert_eq!(redactor.redact("pw hunter2"), "pw hunt*[REDACTED]");
+        assert_eq!(Redactor::default().redact("pw hunter2"), "pw hunter2");
     }
 
     #[test]
