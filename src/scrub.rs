@@ -183,9 +183,34 @@ fn encoded_forms(value: &str) -> Vec<String> {
         utf8_percent_encode(value, NON_ALPHANUMERIC).to_string(),
         utf8_percent_encode(value, UNRESERVED).to_string(),
     ];
+    for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+        forms.extend(base64_inside(value.as_bytes(), |b| engine.encode(b)));
+    }
     forms.sort();
     forms.dedup();
     forms
+}
+
+/// The base64 characters that encode `value` wherever it starts inside a longer encoded text
+/// (`user:secret` in HTTP Basic auth starts the secret at byte 5): for each of the three byte
+/// offsets, the characters that depend on the secret's bytes alone, without the first ones
+/// that share bits with what precedes it and the last one that shares bits with what follows.
+/// Short values are left out: their inner characters are too few to be a safe pattern.
+fn base64_inside(value: &[u8], encode: impl Fn(&[u8]) -> String) -> Vec<String> {
+    const MIN_INNER_CHARS: usize = 8;
+    (0..3)
+        .filter_map(|offset| {
+            let mut padded = vec![0u8; offset];
+            padded.extend_from_slice(value);
+            let text = encode(&padded);
+            // Characters 0..skip carry bits of the filler bytes; the last one may carry bits
+            // of whatever follows the secret.
+            let skip = (offset * 8).div_ceil(6);
+            let end = text.len() - usize::from(padded.len() % 3 != 0);
+            let inner = text.get(skip..end)?;
+            (inner.len() >= MIN_INNER_CHARS).then(|| inner.to_owned())
+        })
+        .collect()
 }
 
 /// First 4 characters (UTF-8 safe) and the marker. Already-redacted text stays as it is.
@@ -266,6 +291,26 @@ mod tests {
             scrubber.scrub("an empty value matches nothing"),
             Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn a_configured_secret_is_redacted_inside_a_longer_base64_text_at_any_offset() {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::STANDARD;
+        let secret = "hunter2-correct-horse-battery";
+        let scrubber = Scrubber::new([secret]);
+        for prefix in ["", "a", "ab", "alice:", "Basic credentials for bob:"] {
+            let encoded = STANDARD.encode(format!("{prefix}{secret} and more"));
+            let out = scrubber.scrub(&encoded).into_owned();
+            // Base64 of the secret's middle must not survive at the offset it sits at.
+            let inner = STANDARD.encode(format!("{prefix}{secret}"));
+            let keep = inner.len() - 8;
+            assert!(
+                !out.contains(&inner[keep - 12..keep]),
+                "{prefix:?}: {encoded} -> {out}"
+            );
+            assert!(out.contains(REDACTED), "{prefix:?}: {out}");
+        }
     }
 
     #[test]
