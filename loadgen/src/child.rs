@@ -204,14 +204,16 @@ fn free_port() -> anyhow::Result<u16> {
 }
 
 /// The generated config: SQLite and data_dir in `dir`, every channel kind on a stand-in,
-/// no tools (so nothing waits for an approval).
+/// no tools (so nothing waits for an approval), access open (the harness measures the
+/// gateway, not pairing).
 fn config_text(stands: &Stands, dir: &Path, port: u16, options: &Options) -> String {
     let dir = dir.display();
     let idle_secs = options.idle_secs;
     let telegram = if options.telegram {
         format!(
             "[channels.telegram]\nkind = \"telegram\"\ntoken = \"{}\"\napi_url = \"{}\"\n\
-             allowed_users = [\"*\"]\npoll_timeout_secs = 1\n",
+             allowed_users = [\"*\"]\ndm_policy = \"open\"\ngroup_policy = \"open\"\n\
+             poll_timeout_secs = 1\n",
             telegram::FAKE_BOT_TOKEN,
             stands.telegram.api_url(),
         )
@@ -246,6 +248,8 @@ bot_token = "{slack_token}"
 signing_secret = "{slack_secret}"
 api_url = "{slack}"
 allowed_users = ["*"]
+dm_policy = "open"
+group_policy = "open"
 
 [channels.web]
 kind = "web"
@@ -256,4 +260,27 @@ path = "/"
         slack_secret = slack::FAKE_SIGNING_SECRET,
         slack = stands.slack.api_url(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_generated_config_is_one_the_gateway_accepts() {
+        let stands = Stands::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        for telegram in [false, true] {
+            let options = Options {
+                bin: PathBuf::from("switchboard"),
+                idle_secs: 60,
+                rust_log: "info".into(),
+                telegram,
+            };
+            let text = config_text(&stands, dir.path(), 8080, &options);
+            if let Err(err) = switchboard::config::parse(&text, "loadgen.toml", &[]) {
+                panic!("the harness's config is refused:\n{err}\n{text}");
+            }
+        }
+    }
 }
