@@ -52,6 +52,8 @@ pub enum Command {
     Supervise(crate::sandbox::SupervisorArgs),
     /// Who may talk to the bot: pending pairing codes, allow, approver, revoke, list.
     Access(crate::access::cli::AccessArgs),
+    /// List the operator's `[[schedules]]` with their next run (`--all`: chat tasks too).
+    Schedules(crate::schedule::operator::SchedulesArgs),
 }
 
 /// `switchboard memory` options.

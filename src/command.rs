@@ -32,7 +32,10 @@ impl Intent {
             ChannelEvent::Message(m) => {
                 Command::parse(&m.text).map_or(Self::Message, Self::Command)
             }
-            ChannelEvent::Button(press) => Self::Button(press.payload.parse().ok()),
+            ChannelEvent::Button(press) => match schedule_button(&press.payload) {
+                Some(id) => Self::Command(Command::Unschedule(id)),
+                None => Self::Button(press.payload.parse().ok()),
+            },
         }
     }
 
@@ -65,6 +68,12 @@ pub enum Command {
     Approve(ApprovalId),
     /// Deny a pending action by id.
     Deny(ApprovalId),
+    /// List this conversation's scheduled tasks (`/schedules`).
+    Schedules,
+    /// Cancel a scheduled task by id (`/unschedule <id>`, or its button).
+    Unschedule(i64),
+    /// Show (`/tz`) or set (`/tz Europe/Paris`) this conversation's time zone.
+    Tz(Option<String>),
 }
 
 impl Command {
@@ -87,6 +96,9 @@ impl Command {
             "forget" => Some(Self::Forget),
             "approve" => id().map(Self::Approve),
             "deny" => id().map(Self::Deny),
+            "schedules" => Some(Self::Schedules),
+            "unschedule" => words.next()?.trim_start_matches('#').parse().ok().map(Self::Unschedule),
+            "tz" => Some(Self::Tz(words.next().map(str::to_owned))),
             _ => None,
         }
     }
@@ -98,6 +110,8 @@ impl Command {
             Self::New => "🆕 Started a new conversation — I've forgotten what we said before.",
             Self::Forget => "🧹 Forgot what I remembered from this conversation.",
             Self::Help | Self::Approve(_) | Self::Deny(_) => HELP,
+            // Answered by the scheduler (`schedule::Schedules::answer`), which reads the store.
+            Self::Schedules | Self::Unschedule(_) | Self::Tz(_) => HELP,
         }
     }
 }
@@ -108,7 +122,20 @@ Commands:\n\
 • `/new` — start a fresh conversation\n\
 • `/forget` — forget what I remembered here\n\
 • `/approve <id>` / `/deny <id>` — answer an approval request\n\
+• `/schedules` — scheduled tasks here; `/unschedule <id>` cancels one\n\
+• `/tz [zone]` — this conversation's time zone\n\
 • `/help` — this message";
+
+/// A cancel button's payload for scheduled task `id`: `sc:<id>:x` (well under Telegram's
+/// 64 bytes).
+pub fn cancel_schedule_payload(id: i64) -> String {
+    format!("sc:{id}:x")
+}
+
+/// The task id of a cancel button's payload.
+fn schedule_button(payload: &str) -> Option<i64> {
+    payload.strip_prefix("sc:")?.strip_suffix(":x")?.parse().ok()
+}
 
 /// What a button (or `/approve`, `/deny`) asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,6 +274,25 @@ mod tests {
                 action: Action::Deny
             }))
         );
+    }
+
+    #[test]
+    fn scheduling_commands_and_cancel_buttons_are_recognised() {
+        assert_eq!(Command::parse("/schedules"), Some(Command::Schedules));
+        assert_eq!(Command::parse("/unschedule #12"), Some(Command::Unschedule(12)));
+        assert_eq!(Command::parse("/unschedule"), None, "an id is required");
+        assert_eq!(Command::parse("/tz"), Some(Command::Tz(None)));
+        assert_eq!(
+            Command::parse("/tz@bot Europe/Paris"),
+            Some(Command::Tz(Some("Europe/Paris".into())))
+        );
+        let payload = cancel_schedule_payload(12);
+        assert!(payload.len() <= 64);
+        assert_eq!(
+            Intent::of(&press(&payload)),
+            Intent::Command(Command::Unschedule(12))
+        );
+        assert_eq!(Intent::of(&press("sc:x:x")), Intent::Button(None));
     }
 
     #[test]

@@ -25,6 +25,7 @@ use crate::http::{self, HealthState};
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::provider::{self, Provider};
+use crate::schedule::{Schedules, ticker};
 use crate::store::{self, Store};
 use crate::tools::Toolbox;
 
@@ -124,6 +125,11 @@ impl Gateway {
             );
         }
         background.spawn(sweep_loop(Arc::clone(&registry), shutdown.child_token()));
+        let schedules = Arc::clone(&deps.schedules);
+        schedules.load_zones().await?;
+        schedules.sync_operator_jobs(&config.schedules).await?;
+        let (registry2, sink2) = (Arc::clone(&registry), Arc::clone(&sink));
+        background.spawn(ticker::run(schedules, registry2, sink2, shutdown.child_token()));
 
         let addr = listener.local_addr()?;
         let app = http::router(
@@ -171,7 +177,13 @@ impl Gateway {
             native_tools: config.provider.native_tools,
             memory: config.memory.clone(),
         };
-        let toolbox = Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir);
+        let schedules = Schedules::new(
+            config.scheduler.clone(),
+            Arc::clone(&store),
+            self.clock.clone(),
+        );
+        let toolbox = Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir)
+            .with_schedules(Arc::clone(&schedules));
         let agents = Agents::new(
             provider,
             toolbox,
@@ -210,6 +222,7 @@ impl Gateway {
             outbound,
             lifecycle,
             metrics,
+            schedules,
         };
         Ok((deps, expiries))
     }

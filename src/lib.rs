@@ -14,6 +14,7 @@
 //! - [`policy`]: the gate every tool call passes (deny → ask → allow, circuit breakers) and
 //!   the typed `Decision` it hands to approvals, the audit and the metrics.
 //! - [`provider`]: streaming LLM clients (OpenAI-compatible, Anthropic).
+//! - [`schedule`]: reminders and recurring tasks, fired through the inbox exactly once.
 //! - [`tools`]: built-in tools (shell, files, http_fetch), confined to a workspace.
 //! - [`sandbox`]: the supervisor every tool process runs under (namespaces, limits, Landlock,
 //!   seccomp) and the posture it measured on this host.
@@ -50,6 +51,7 @@ pub mod metrics;
 pub mod policy;
 pub mod provider;
 pub mod sandbox;
+pub mod schedule;
 pub mod scrub;
 pub mod store;
 pub mod telemetry;

@@ -26,6 +26,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Memory(args) => switchboard::cli::memory(args).await,
         Command::Supervise(args) => return switchboard::sandbox::supervise(&args),
         Command::Access(args) => switchboard::access::cli::run(args).await,
+        Command::Schedules(args) => switchboard::schedule::operator::cli(args).await,
     };
     match result {
         Ok(code) => code,

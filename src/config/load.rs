@@ -222,6 +222,13 @@ fn validate(config: &Config) -> Vec<Problem> {
         }
     }
     problems.extend(super::channels::problems(config));
+    for (key, message) in super::schedules::problems(config) {
+        problems.push(Problem {
+            key,
+            position: None,
+            message,
+        });
+    }
     problems
 }
 

@@ -11,6 +11,7 @@ mod channels;
 mod load;
 mod locate;
 mod memory;
+mod schedules;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -20,6 +21,7 @@ use serde::Deserialize;
 pub use channels::{ChannelConfig, KINDS};
 pub use load::{ConfigError, Problem, load, parse};
 pub use memory::{MemoryConfig, MemoryScopeMode};
+pub use schedules::{OperatorJob, SchedulerConfig};
 pub use switchboard_channel::settings::{EnvString, Secret, expand};
 
 /// The whole configuration file.
@@ -53,6 +55,12 @@ pub struct Config {
     /// Chat platform instances by name; the name is the `channel` of their conversations.
     #[serde(default)]
     pub channels: BTreeMap<String, ChannelConfig>,
+    /// How scheduled tasks behave (`[scheduler]`).
+    #[serde(default)]
+    pub scheduler: SchedulerConfig,
+    /// The operator's own recurring jobs (`[[schedules]]`).
+    #[serde(default)]
+    pub schedules: Vec<OperatorJob>,
 }
 
 /// `[gateway]`.

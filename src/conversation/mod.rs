@@ -52,4 +52,6 @@ pub struct Deps {
     pub lifecycle: Lifecycle,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
+    /// Scheduled tasks: `/schedules`, `/tz` and the `schedule` tool's service.
+    pub schedules: Arc<crate::schedule::Schedules>,
 }

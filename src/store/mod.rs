@@ -25,6 +25,7 @@ mod inbox;
 mod memory;
 mod postgres;
 mod rows;
+mod schedules;
 mod sqlite;
 
 use std::sync::Arc;
@@ -39,6 +40,7 @@ pub use audit::{AuditEntry, AuditLog};
 pub use backend::{Backend, Dialect, SqlStore};
 pub use memory::{Memory, MemoryStore, search_words};
 pub use postgres::PostgresStore;
+pub use schedules::{JobSource, NewSchedule, Schedule, ScheduleStore, Timing};
 pub use sqlite::SqliteStore;
 
 use crate::ids::InboxKind;
@@ -120,7 +122,9 @@ pub struct InboxCounts {
 
 /// Durable state. Time is passed in (Unix ms) so leases behave alike on both databases.
 #[async_trait]
-pub trait Store: AuditLog + ApprovalStore + MemoryStore + AccessStore + Send + Sync {
+pub trait Store:
+    AuditLog + ApprovalStore + MemoryStore + AccessStore + ScheduleStore + Send + Sync
+{
     /// Store a new event of the given kind (classified by the caller); a redelivery of a
     /// stored event is reported as `Duplicate`.
     async fn insert_event(

@@ -7,6 +7,7 @@
 mod fetch;
 mod files;
 mod path;
+mod schedule;
 mod shell;
 
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use switchboard_channel::ConversationKey;
 pub use fetch::{HttpFetchTool, host_allowed};
 pub use files::{FileOp, FileTool};
 pub use path::{WorkspaceDir, confine};
+pub use schedule::ScheduleTool;
 pub use shell::{ShellTool, TRUNCATED};
 
 use crate::agent::Tool;
@@ -30,6 +32,8 @@ pub struct Toolbox {
     root: PathBuf,
     fetch: Arc<HttpFetchTool>,
     sandbox: Arc<Sandbox>,
+    /// Scheduled tasks: when set (and enabled), every conversation gets its `schedule` tool.
+    schedules: Option<Arc<crate::schedule::Schedules>>,
 }
 
 impl Toolbox {
@@ -41,7 +45,14 @@ impl Toolbox {
             config: config.clone(),
             root: data_dir.join("workspaces"),
             sandbox: Arc::new(Sandbox::new(sandbox, data_dir)),
+            schedules: None,
         }
+    }
+
+    /// Offer the `schedule` tool (bound to each conversation) when `schedules` is enabled.
+    pub fn with_schedules(mut self, schedules: Arc<crate::schedule::Schedules>) -> Self {
+        self.schedules = Some(schedules).filter(|s| s.enabled());
+        self
     }
 
     /// The sandbox tool processes run in.
@@ -81,6 +92,9 @@ impl Toolbox {
                     _ => return None,
                 })
             })
+            .chain(self.schedules.iter().map(|s| -> Arc<dyn Tool> {
+                Arc::new(ScheduleTool::new(Arc::clone(s), key.clone()))
+            }))
             .collect()
     }
 }

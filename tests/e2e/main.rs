@@ -17,6 +17,7 @@ mod memory_store;
 mod providers;
 mod sandbox;
 mod sandbox_limits;
+mod schedules;
 mod selfhost;
 mod slack;
 mod spine;

@@ -102,6 +102,14 @@ impl Turn<'_> {
             (ChannelEvent::Message(m), Intent::Command(command)) => {
                 self.command(&command, &m.user.id).await
             }
+            (ChannelEvent::Button(press), Intent::Command(command)) => {
+                // A scheduled task's cancel button: answered on the button, like a toast.
+                let reply = self.deps.schedules.answer(self.key(), &command).await;
+                let out = &self.deps.outbound;
+                out.notice(self.channel, self.key(), Some(press), &reply.text)
+                    .await;
+                self.done().await
+            }
             (ChannelEvent::Button(press), Intent::Button(Some(button))) => {
                 self.decide(&press.user, &button, Some(press), cancel).await
             }
@@ -129,6 +137,14 @@ impl Turn<'_> {
                 let scope = scope_for(&deps.agents.settings().memory, self.key(), user_id);
                 let n = deps.store.forget_scope(&scope).await?;
                 tracing::info!(%scope, forgotten = n, "memory cleared by /forget");
+            }
+            Command::Schedules | Command::Unschedule(_) | Command::Tz(_) => {
+                let reply = deps.schedules.answer(self.key(), command).await;
+                self.draft()
+                    .with_buttons(reply.buttons)
+                    .finish(&reply.text)
+                    .await?;
+                return self.done().await;
             }
             _ => {}
         }
