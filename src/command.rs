@@ -97,7 +97,12 @@ impl Command {
             "approve" => id().map(Self::Approve),
             "deny" => id().map(Self::Deny),
             "schedules" => Some(Self::Schedules),
-            "unschedule" => words.next()?.trim_start_matches('#').parse().ok().map(Self::Unschedule),
+            "unschedule" => words
+                .next()?
+                .trim_start_matches('#')
+                .parse()
+                .ok()
+                .map(Self::Unschedule),
             "tz" => Some(Self::Tz(words.next().map(str::to_owned))),
             _ => None,
         }
@@ -134,7 +139,11 @@ pub fn cancel_schedule_payload(id: i64) -> String {
 
 /// The task id of a cancel button's payload.
 fn schedule_button(payload: &str) -> Option<i64> {
-    payload.strip_prefix("sc:")?.strip_suffix(":x")?.parse().ok()
+    payload
+        .strip_prefix("sc:")?
+        .strip_suffix(":x")?
+        .parse()
+        .ok()
 }
 
 /// What a button (or `/approve`, `/deny`) asks for.
@@ -279,7 +288,10 @@ mod tests {
     #[test]
     fn scheduling_commands_and_cancel_buttons_are_recognised() {
         assert_eq!(Command::parse("/schedules"), Some(Command::Schedules));
-        assert_eq!(Command::parse("/unschedule #12"), Some(Command::Unschedule(12)));
+        assert_eq!(
+            Command::parse("/unschedule #12"),
+            Some(Command::Unschedule(12))
+        );
         assert_eq!(Command::parse("/unschedule"), None, "an id is required");
         assert_eq!(Command::parse("/tz"), Some(Command::Tz(None)));
         assert_eq!(

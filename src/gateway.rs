@@ -129,7 +129,12 @@ impl Gateway {
         schedules.load_zones().await?;
         schedules.sync_operator_jobs(&config.schedules).await?;
         let (registry2, sink2) = (Arc::clone(&registry), Arc::clone(&sink));
-        background.spawn(ticker::run(schedules, registry2, sink2, shutdown.child_token()));
+        background.spawn(ticker::run(
+            schedules,
+            registry2,
+            sink2,
+            shutdown.child_token(),
+        ));
 
         let addr = listener.local_addr()?;
         let app = http::router(
@@ -177,11 +182,7 @@ impl Gateway {
             native_tools: config.provider.native_tools,
             memory: config.memory.clone(),
         };
-        let schedules = Schedules::new(
-            config.scheduler.clone(),
-            Arc::clone(&store),
-            self.clock.clone(),
-        );
+        let schedules = self.schedules(&store);
         let toolbox = Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir)
             .with_schedules(Arc::clone(&schedules));
         let agents = Agents::new(
@@ -225,6 +226,14 @@ impl Gateway {
             schedules,
         };
         Ok((deps, expiries))
+    }
+}
+
+impl Gateway {
+    /// The scheduling service the `schedule` tool, the chat commands and the ticker share.
+    fn schedules(&self, store: &Arc<dyn Store>) -> Arc<Schedules> {
+        let settings = self.config.scheduler.clone();
+        Schedules::new(settings, Arc::clone(store), self.clock.clone())
     }
 }
 

@@ -82,7 +82,8 @@ pub fn problems(config: &super::Config) -> Vec<(String, String)> {
     }
     let mut names = std::collections::BTreeSet::new();
     for job in &config.schedules {
-        let mut problem = |m: String| out.push(("schedules".into(), format!("{:?}: {m}", job.name)));
+        let mut problem =
+            |m: String| out.push(("schedules".into(), format!("{:?}: {m}", job.name)));
         if job.name.trim().is_empty() {
             problem("every [[schedules]] entry needs a name".into());
         }

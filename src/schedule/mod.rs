@@ -9,6 +9,7 @@
 //! Layout:
 //! - this file: [`Schedules`], the service the tool, the commands and the ticker share
 //!   (limits, each conversation's time zone, creating and cancelling jobs).
+//! - `job`: a job as plain data (stored by `store::ScheduleStore`).
 //! - `when`: instants and cron patterns in a time zone, DST rules documented there.
 //! - `ticker`: the loop that waits for the next due job and the step that fires it.
 //! - `commands`: `/schedules`, `/unschedule <id>`, `/tz`, and the cancel buttons.
@@ -16,6 +17,7 @@
 //!   `switchboard schedules`.
 
 pub mod commands;
+pub mod job;
 pub mod operator;
 pub mod ticker;
 pub mod when;
@@ -133,10 +135,14 @@ impl Schedules {
     pub async fn create(&self, key: &ConversationKey, req: Request) -> Result<Schedule, Refusal> {
         let prompt = req.prompt.trim();
         if prompt.is_empty() {
-            return Err(Refusal::Invalid("a prompt is required: what should happen then".into()));
+            return Err(Refusal::Invalid(
+                "a prompt is required: what should happen then".into(),
+            ));
         }
         if prompt.chars().count() > MAX_PROMPT_CHARS {
-            return Err(Refusal::Invalid(format!("the prompt is longer than {MAX_PROMPT_CHARS} characters")));
+            return Err(Refusal::Invalid(format!(
+                "the prompt is longer than {MAX_PROMPT_CHARS} characters"
+            )));
         }
         let max = self.settings.max_per_conversation;
         if self.store.active_schedules(Some(key)).await?.len() >= max {
@@ -177,7 +183,9 @@ impl Schedules {
                 let at = when::parse_instant(at)?;
                 if at <= now {
                     let now = when::rfc3339(now, zone);
-                    return Err(Refusal::Invalid(format!("that time has passed (it is now {now})")));
+                    return Err(Refusal::Invalid(format!(
+                        "that time has passed (it is now {now})"
+                    )));
                 }
                 Ok((Timing::Once(at), at))
             }
@@ -211,7 +219,10 @@ impl Schedules {
 
     /// Cancel job `id` if `key` owns it and it is active.
     pub async fn cancel(&self, key: &ConversationKey, id: i64) -> Result<bool, StoreError> {
-        let cancelled = self.store.cancel_schedule(id, Some(key), self.now_ms()).await?;
+        let cancelled = self
+            .store
+            .cancel_schedule(id, Some(key), self.now_ms())
+            .await?;
         self.wake.notify_one();
         Ok(cancelled)
     }

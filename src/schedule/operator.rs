@@ -112,7 +112,13 @@ pub async fn cli(args: SchedulesArgs) -> anyhow::Result<ExitCode> {
         let zone = job.zone_or(default_zone);
         let next = stored_form(job, default_zone, now).map_or_else(
             || "never".to_owned(),
-            |s| format!("{} ({})", when::local(s.next_fire_at, zone), when::rfc3339(s.next_fire_at, zone)),
+            |s| {
+                format!(
+                    "{} ({})",
+                    when::local(s.next_fire_at, zone),
+                    when::rfc3339(s.next_fire_at, zone)
+                )
+            },
         );
         println!(
             "{}  `{}` {}  in {}  next {}\n    prompt: {}",

@@ -89,7 +89,10 @@ impl Schedules {
             return Ok(());
         };
         let Some(plan) = self.plan(job, from, now) else {
-            tracing::error!(job = job.id, "stored schedule no longer parses; cancelling it");
+            tracing::error!(
+                job = job.id,
+                "stored schedule no longer parses; cancelling it"
+            );
             self.store.cancel_schedule(job.id, None, now).await?;
             return Ok(());
         };
@@ -148,7 +151,11 @@ impl Schedules {
         let channel = &job.job.conversation.channel;
         let mut ran = 0;
         for at in skipped.iter().rev().take(MAX_LOOKUPS) {
-            if self.store.inbox_has(channel, &event_id(job.id, *at)).await? {
+            if self
+                .store
+                .inbox_has(channel, &event_id(job.id, *at))
+                .await?
+            {
                 ran += 1;
             }
         }
@@ -187,7 +194,10 @@ fn missed_text(job: &Schedule, skipped: usize, last: i64, next: Option<i64>) -> 
     let runs = if skipped == 1 {
         format!("was due at {}", when::local(last, zone))
     } else {
-        format!("missed {skipped} runs, the last at {}", when::local(last, zone))
+        format!(
+            "missed {skipped} runs, the last at {}",
+            when::local(last, zone)
+        )
     };
     let then = next.map_or(String::new(), |n| {
         format!(" It runs again at {}.", when::local(n, zone))
@@ -253,7 +263,10 @@ async fn post(registry: &Registry, notices: &[Notice]) {
         let Some(route) = out.route(&notice.key.channel) else {
             continue;
         };
-        if let Err(err) = out.post(&route, &notice.key, &notice.text, Vec::new()).await {
+        if let Err(err) = out
+            .post(&route, &notice.key, &notice.text, Vec::new())
+            .await
+        {
             tracing::warn!(key = %notice.key, error = %err, "could not tell a conversation about a skipped schedule");
         }
     }

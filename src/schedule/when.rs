@@ -44,7 +44,9 @@ pub enum WhenError {
     #[error("{0:?} never runs")]
     Never(String),
     /// A pattern that runs more often than allowed.
-    #[error("{expr:?} runs every {gap_mins} min at times; the shortest interval allowed is {min_mins} min")]
+    #[error(
+        "{expr:?} runs every {gap_mins} min at times; the shortest interval allowed is {min_mins} min"
+    )]
     TooOften {
         /// The pattern as given.
         expr: String,

@@ -6,74 +6,12 @@
 
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
-use switchboard_channel::{ChannelEvent, ConversationKey, Place};
+use switchboard_channel::{ChannelEvent, ConversationKey};
 
 use super::StoreError;
 use super::backend::{Backend, SqlStore};
 use super::rows::{conversation_key, parse};
-
-/// Who made a job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobSource {
-    /// The `schedule` tool, in a conversation.
-    Chat,
-    /// A `[[schedules]]` entry in the config.
-    Config,
-}
-
-impl JobSource {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Chat => "chat",
-            Self::Config => "config",
-        }
-    }
-}
-
-/// When a job runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Timing {
-    /// Once, at this instant (Unix ms).
-    Once(i64),
-    /// Whenever this cron pattern matches, read in the job's zone.
-    Cron(String),
-}
-
-/// A job to store.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewSchedule {
-    /// The owning conversation: where it runs and who may cancel it.
-    pub conversation: ConversationKey,
-    /// Who made it.
-    pub source: JobSource,
-    /// A config job's name.
-    pub name: Option<String>,
-    /// The user id the fired turn runs for.
-    pub requester: String,
-    /// Where the requester wrote from (access and approval rights are decided on it).
-    pub place: Place,
-    /// What the agent is asked to do.
-    pub prompt: String,
-    /// When.
-    pub timing: Timing,
-    /// IANA zone of a cron pattern (and of times shown for the job).
-    pub zone: String,
-    /// The first fire.
-    pub next_fire_at: i64,
-}
-
-/// A stored job.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Schedule {
-    /// Job id (what `/schedules` shows and cancel takes).
-    pub id: i64,
-    /// The job as stored.
-    pub job: NewSchedule,
-    /// The fire waiting; `None` once the job finished or was cancelled.
-    pub next_fire_at: Option<i64>,
-    /// Whether it still runs.
-    pub active: bool,
-}
+pub use crate::schedule::job::{JobSource, NewSchedule, Schedule, Timing};
 
 /// Where jobs and time zones are kept.
 #[async_trait]
@@ -121,8 +59,12 @@ pub trait ScheduleStore {
     async fn zone_of(&self, key: &ConversationKey) -> Result<Option<String>, StoreError>;
 
     /// Set a conversation's time zone.
-    async fn set_zone(&self, key: &ConversationKey, zone: &str, now_ms: i64)
-    -> Result<(), StoreError>;
+    async fn set_zone(
+        &self,
+        key: &ConversationKey,
+        zone: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
 
     /// Every conversation's zone set with `/tz`.
     async fn zones(&self) -> Result<Vec<(ConversationKey, String)>, StoreError>;
@@ -287,11 +229,10 @@ where
     }
 
     async fn next_fire(&self) -> Result<Option<i64>, StoreError> {
-        let next: Option<i64> = sqlx::query_scalar(
-            "SELECT MIN(next_fire_at) FROM schedules WHERE status = 'active'",
-        )
-        .fetch_one(&self.pool)
-        .await?;
+        let next: Option<i64> =
+            sqlx::query_scalar("SELECT MIN(next_fire_at) FROM schedules WHERE status = 'active'")
+                .fetch_one(&self.pool)
+                .await?;
         Ok(next)
     }
 

@@ -16,7 +16,12 @@ fn instants_need_an_offset_and_keep_it() {
         at("2026-12-01T09:00:00+01:00[Europe/Paris]"),
         at("2026-12-01T08:00:00Z")
     );
-    for bad in ["2026-12-01T09:00:00", "tomorrow at 9", "", "2026-13-01T09:00:00Z"] {
+    for bad in [
+        "2026-12-01T09:00:00",
+        "tomorrow at 9",
+        "",
+        "2026-13-01T09:00:00Z",
+    ] {
         assert!(
             matches!(parse_instant(bad), Err(WhenError::Instant(_))),
             "{bad}"
@@ -53,7 +58,11 @@ fn unknown_zones_and_bad_patterns_are_refused_with_a_reason() {
 fn a_pattern_runs_in_its_zone() {
     let r = Recurrence::parse("0 9 * * *", "Asia/Tokyo", DAY).unwrap();
     let next = r.next_after(at("2026-06-01T00:30:00Z")).unwrap();
-    assert_eq!(next, at("2026-06-02T00:00:00Z"), "09:00 in Tokyo is 00:00 UTC");
+    assert_eq!(
+        next,
+        at("2026-06-02T00:00:00Z"),
+        "09:00 in Tokyo is 00:00 UTC"
+    );
     assert_eq!(local(next, "Asia/Tokyo"), "2026-06-02 09:00 JST");
 }
 
@@ -78,7 +87,11 @@ fn a_daily_0230_job_runs_once_on_the_fall_back_day() {
     // Europe/Berlin, 2026-10-25: 03:00 CEST falls back to 02:00 CET; 02:30 happens twice.
     let r = Recurrence::parse("30 2 * * *", "Europe/Berlin", HOUR).unwrap();
     let first = r.next_after(at("2026-10-25T00:00:00+02:00")).unwrap();
-    assert_eq!(first, at("2026-10-25T02:30:00+02:00"), "the first (summer) 02:30");
+    assert_eq!(
+        first,
+        at("2026-10-25T02:30:00+02:00"),
+        "the first (summer) 02:30"
+    );
     let next = r.next_after(first).unwrap();
     assert_eq!(
         next,

@@ -30,7 +30,10 @@ fn script_reminder(app: &TestApp, prompt: &str, due: i64, confirm: &str) {
 
 async fn ask(app: &TestApp, chat: &ConversationKey, text: &str, expect_last: &str) {
     app.channel.say(chat, "alice", text).await.unwrap();
-    wait_transcript(&app.channel, chat, |t| t.last().is_some_and(|m| m == expect_last)).await;
+    wait_transcript(&app.channel, chat, |t| {
+        t.last().is_some_and(|m| m == expect_last)
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -39,15 +42,32 @@ async fn a_reminder_made_from_a_message_is_listed_and_fires_once_as_a_new_messag
     let mut app = TestApp::spawn_with_clock(buttons_channel(), "", clock.clone()).await;
     let chat = key("remind");
     let due = clock.now_ms() + 3_600_000;
-    script_reminder(&app, "Remind them to call the bank", due, "I'll remind you in an hour.");
-    ask(&app, &chat, "remind me in an hour to call the bank", "I'll remind you in an hour.").await;
+    script_reminder(
+        &app,
+        "Remind them to call the bank",
+        due,
+        "I'll remind you in an hour.",
+    );
+    ask(
+        &app,
+        &chat,
+        "remind me in an hour to call the bank",
+        "I'll remind you in an hour.",
+    )
+    .await;
     let told = app.llm.requests()[0]["tools"].to_string();
-    assert!(told.contains("time zone is UTC"), "the model is told the zone: {told}");
+    assert!(
+        told.contains("time zone is UTC"),
+        "the model is told the zone: {told}"
+    );
 
     ask_listing(&app, &chat).await;
     let jobs = app.store().active_schedules(Some(&chat)).await.unwrap();
     assert_eq!(jobs.len(), 1);
-    assert_eq!(jobs[0].job.requester, "alice", "fires as the person who asked");
+    assert_eq!(
+        jobs[0].job.requester, "alice",
+        "fires as the person who asked"
+    );
     let buttons = app.channel.last_buttons(&chat);
     assert_eq!(buttons[0].label, format!("Cancel #{}", jobs[0].id));
 
@@ -63,7 +83,10 @@ async fn a_reminder_made_from_a_message_is_listed_and_fires_once_as_a_new_messag
     .await;
     assert_eq!(t.len(), posted + 1, "the answer is a new message");
     let fired = app.llm.requests()[2]["messages"].to_string();
-    assert!(fired.contains("is due now") && fired.contains("call the bank"), "{fired}");
+    assert!(
+        fired.contains("is due now") && fired.contains("call the bank"),
+        "{fired}"
+    );
 
     // A restart right after the fire does not fire it again.
     app.restart().await;
@@ -76,7 +99,8 @@ async fn a_reminder_made_from_a_message_is_listed_and_fires_once_as_a_new_messag
 async fn ask_listing(app: &TestApp, chat: &ConversationKey) {
     app.channel.say(chat, "alice", "/schedules").await.unwrap();
     wait_transcript(&app.channel, chat, |t| {
-        t.last().is_some_and(|m| m.contains("Scheduled tasks in this conversation"))
+        t.last()
+            .is_some_and(|m| m.contains("Scheduled tasks in this conversation"))
     })
     .await;
 }
@@ -90,22 +114,48 @@ async fn cancelling_from_schedules_stops_a_reminder() {
     ask(&app, &chat, "say hi in ten minutes", "Will do.").await;
     ask_listing(&app, &chat).await;
     let cancel = app.channel.last_buttons(&chat)[0].clone();
-    app.channel.press(&chat, "alice", &cancel.payload).await.unwrap();
+    app.channel
+        .press(&chat, "alice", &cancel.payload)
+        .await
+        .unwrap();
     let ok = app
         .channel
         .wait_until(WAIT, |_| {
-            app.channel.button_answers().iter().any(|a| a.starts_with("🗑 Cancelled"))
+            app.channel
+                .button_answers()
+                .iter()
+                .any(|a| a.starts_with("🗑 Cancelled"))
         })
         .await;
     assert!(ok, "{:?}", app.channel.button_answers());
-    assert!(app.store().active_schedules(Some(&chat)).await.unwrap().is_empty());
+    assert!(
+        app.store()
+            .active_schedules(Some(&chat))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     clock.advance(Duration::from_secs(3600));
     settle().await;
-    assert_eq!(app.llm.requests().len(), 2, "a cancelled reminder never fires");
-    ask(&app, &chat, "/unschedule 99", "There is no active scheduled task #99 in this conversation.").await;
-    app.channel.say(&chat, "alice", "/tz Europe/Paris").await.unwrap();
+    assert_eq!(
+        app.llm.requests().len(),
+        2,
+        "a cancelled reminder never fires"
+    );
+    ask(
+        &app,
+        &chat,
+        "/unschedule 99",
+        "There is no active scheduled task #99 in this conversation.",
+    )
+    .await;
+    app.channel
+        .say(&chat, "alice", "/tz Europe/Paris")
+        .await
+        .unwrap();
     wait_transcript(&app.channel, &chat, |t| {
-        t.last().is_some_and(|m| m.starts_with("🕒 Time zone set to Europe/Paris"))
+        t.last()
+            .is_some_and(|m| m.starts_with("🕒 Time zone set to Europe/Paris"))
     })
     .await;
 }
@@ -127,7 +177,14 @@ async fn fires_missed_while_down_run_inside_the_grace_window_and_are_reported_ou
         ]))
         .push(Reply::text("Two reminders set."));
     ask(&app, &chat, "two reminders please", "Two reminders set.").await;
-    assert_eq!(app.store().active_schedules(Some(&chat)).await.unwrap().len(), 2);
+    assert_eq!(
+        app.store()
+            .active_schedules(Some(&chat))
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
 
     app.gateway.take().unwrap().shutdown().await;
     // Down for an hour: the plants were due 50 min ago (past the 15 min grace), the cat 10.
@@ -139,10 +196,20 @@ async fn fires_missed_while_down_run_inside_the_grace_window_and_are_reported_ou
             && t.iter().any(|m| m.contains("While I was offline"))
     })
     .await;
-    let notice = t.iter().find(|m| m.contains("While I was offline")).unwrap();
-    assert!(notice.contains("Water the plants") && notice.contains("skipped"), "{notice}");
+    let notice = t
+        .iter()
+        .find(|m| m.contains("While I was offline"))
+        .unwrap();
+    assert!(
+        notice.contains("Water the plants") && notice.contains("skipped"),
+        "{notice}"
+    );
     settle().await;
-    assert_eq!(app.llm.requests().len(), 3, "only the cat's fire reached the model");
+    assert_eq!(
+        app.llm.requests().len(),
+        3,
+        "only the cat's fire reached the model"
+    );
 }
 
 #[tokio::test]
@@ -172,7 +239,10 @@ async fn an_operator_job_runs_in_its_conversation_every_time_it_is_due() {
         wait_transcript(&channel, &ops, |t| t.last().is_some_and(|m| *m == want)).await;
     }
     let asked = llm.requests()[0]["messages"].to_string();
-    assert!(asked.contains("scheduled job \\\"digest\\\"") && asked.contains("night's alerts"), "{asked}");
+    assert!(
+        asked.contains("scheduled job \\\"digest\\\"") && asked.contains("night's alerts"),
+        "{asked}"
+    );
     gateway.shutdown().await;
 }
 
@@ -193,7 +263,11 @@ fn switchboard_schedules_lists_the_operator_jobs_with_their_next_run() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         stdout.contains("morning-digest  `0 8 * * 1-5` Europe/Paris  in web:ops  next ")
             && stdout.contains(" 08:00 CE")
@@ -212,5 +286,8 @@ fn switchboard_schedules_lists_the_operator_jobs_with_their_next_run() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("key `schedules`") && stderr.contains("morning-digest"), "{stderr}");
+    assert!(
+        stderr.contains("key `schedules`") && stderr.contains("morning-digest"),
+        "{stderr}"
+    );
 }

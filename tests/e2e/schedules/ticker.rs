@@ -45,7 +45,10 @@ impl EventSink for InboxSink {
         let inserted = self.store.insert_event(&event, InboxKind::Message, 0).await;
         match inserted.map_err(|e| SinkError(e.to_string()))? {
             Insert::Stored(_) => {
-                self.stored.lock().unwrap().push(event.event_id().to_owned());
+                self.stored
+                    .lock()
+                    .unwrap()
+                    .push(event.event_id().to_owned());
                 Ok(Delivery::Stored)
             }
             Insert::Duplicate => {
@@ -106,13 +109,23 @@ async fn a_one_shot_reminder_fires_once_at_its_time() {
     on_both_databases(|store| async move {
         let t0 = at("2026-12-01T08:00:00Z");
         let (s, _) = scheduler(&store, t0);
-        let job = s.create(&key(), once("call the bank", "2026-12-01T10:00:00+01:00")).await.unwrap();
+        let job = s
+            .create(&key(), once("call the bank", "2026-12-01T10:00:00+01:00"))
+            .await
+            .unwrap();
         let sink = InboxSink::new(&store);
-        assert_eq!(tick_at(&s, &sink, t0 + 59_999).await.fired, 0, "not before its time");
+        assert_eq!(
+            tick_at(&s, &sink, t0 + 59_999).await.fired,
+            0,
+            "not before its time"
+        );
         assert_eq!(tick_at(&s, &sink, t0 + 60_000 * 60).await.fired, 1);
         assert_eq!(tick_at(&s, &sink, t0 + 60_000 * 61).await.fired, 0);
         assert_eq!(sink.stored(), vec![event_id(job.id, t0 + 3_600_000)]);
-        assert!(s.list(&key()).await.unwrap().is_empty(), "a fired one-shot is finished");
+        assert!(
+            s.list(&key()).await.unwrap().is_empty(),
+            "a fired one-shot is finished"
+        );
     })
     .await;
 }
@@ -122,7 +135,10 @@ async fn a_restart_before_the_fire_still_fires_it_once() {
     on_both_databases(|store| async move {
         let t0 = at("2026-12-01T08:00:00Z");
         let (before, _) = scheduler(&store, t0);
-        before.create(&key(), once("stretch", "2026-12-01T08:10:00Z")).await.unwrap();
+        before
+            .create(&key(), once("stretch", "2026-12-01T08:10:00Z"))
+            .await
+            .unwrap();
         drop(before);
         let (after, _) = scheduler(&store, t0 + 5 * 60_000);
         let sink = InboxSink::new(&store);
@@ -140,22 +156,39 @@ async fn a_restart_right_after_the_fire_does_not_fire_it_again() {
         let t0 = at("2026-12-01T08:00:00Z");
         let due = t0 + 60_000;
         let (first, _) = scheduler(&store, t0);
-        let job = first.create(&key(), once("stretch", "2026-12-01T08:01:00Z")).await.unwrap();
+        let job = first
+            .create(&key(), once("stretch", "2026-12-01T08:01:00Z"))
+            .await
+            .unwrap();
         // The first process offered the fire and died before moving the job on.
         let sink = InboxSink::new(&store);
         sink.deliver(fire_event(&job, due)).await.unwrap();
         drop(first);
         let (second, _) = scheduler(&store, due + 2_000);
         let tick = tick_at(&second, &sink, due + 2_000).await;
-        assert_eq!(*sink.duplicates.lock().unwrap(), 1, "offered again, dropped by the inbox");
+        assert_eq!(
+            *sink.duplicates.lock().unwrap(),
+            1,
+            "offered again, dropped by the inbox"
+        );
         assert!(tick.notices.is_empty(), "{tick:?}");
-        assert_eq!(sink.stored(), vec![event_id(job.id, due)], "in the inbox once");
+        assert_eq!(
+            sink.stored(),
+            vec![event_id(job.id, due)],
+            "in the inbox once"
+        );
         assert_eq!(tick_at(&second, &sink, due + 60_000).await.fired, 0);
         // Restarting much later (past the grace window) does not call it missed either.
         let (store2, sink2) = (Arc::clone(&store), InboxSink::new(&store));
         let (late, _) = scheduler(&store2, t0);
-        let job2 = late.create(&key(), once("b", "2026-12-01T08:02:00Z")).await.unwrap();
-        sink2.deliver(fire_event(&job2, t0 + 120_000)).await.unwrap();
+        let job2 = late
+            .create(&key(), once("b", "2026-12-01T08:02:00Z"))
+            .await
+            .unwrap();
+        sink2
+            .deliver(fire_event(&job2, t0 + 120_000))
+            .await
+            .unwrap();
         let tick = tick_at(&late, &sink2, t0 + 3_600_000).await;
         assert!(tick.notices.is_empty(), "it ran before the crash: {tick:?}");
     })
@@ -186,7 +219,10 @@ async fn a_job_every_five_minutes_fires_three_times_in_fifteen_minutes() {
 async fn berlin_0230_fires(store: Arc<dyn Store>, start: &str) -> Vec<i64> {
     let t0 = at(start);
     let (s, _) = scheduler(&store, t0);
-    let job = s.create(&key(), every("30 2 * * *", "Europe/Berlin")).await.unwrap();
+    let job = s
+        .create(&key(), every("30 2 * * *", "Europe/Berlin"))
+        .await
+        .unwrap();
     let sink = InboxSink::new(&store);
     for step in 0..(4 * 24 * 6) {
         tick_at(&s, &sink, t0 + step * 600_000).await;
@@ -233,12 +269,21 @@ async fn a_fire_missed_in_downtime_runs_inside_the_grace_window_and_is_skipped_o
     on_both_databases(|store| async move {
         let t0 = at("2026-12-01T08:00:00Z");
         let (s, _) = scheduler(&store, t0);
-        let late = s.create(&key(), once("water the plants", "2026-12-01T09:00:00Z")).await.unwrap();
-        let stale = s.create(&key(), once("feed the cat", "2026-12-01T08:30:00Z")).await.unwrap();
+        let late = s
+            .create(&key(), once("water the plants", "2026-12-01T09:00:00Z"))
+            .await
+            .unwrap();
+        let stale = s
+            .create(&key(), once("feed the cat", "2026-12-01T08:30:00Z"))
+            .await
+            .unwrap();
         // Down from 08:00 to 09:10: 09:00 is 10 min old (runs), 08:30 is 40 min old (skipped).
         let sink = InboxSink::new(&store);
         let tick = tick_at(&s, &sink, at("2026-12-01T09:10:00Z")).await;
-        assert_eq!(sink.stored(), vec![event_id(late.id, at("2026-12-01T09:00:00Z"))]);
+        assert_eq!(
+            sink.stored(),
+            vec![event_id(late.id, at("2026-12-01T09:00:00Z"))]
+        );
         assert_eq!(tick.notices.len(), 1, "{tick:?}");
         let notice = &tick.notices[0];
         assert_eq!(notice.key, key());
@@ -247,7 +292,13 @@ async fn a_fire_missed_in_downtime_runs_inside_the_grace_window_and_is_skipped_o
             "{}",
             notice.text
         );
-        assert!(tick_at(&s, &sink, at("2026-12-01T09:20:00Z")).await.notices.is_empty(), "told once");
+        assert!(
+            tick_at(&s, &sink, at("2026-12-01T09:20:00Z"))
+                .await
+                .notices
+                .is_empty(),
+            "told once"
+        );
         assert!(s.list(&key()).await.unwrap().is_empty());
     })
     .await;
@@ -263,7 +314,10 @@ async fn an_hourly_job_after_five_hours_down_runs_once_and_reports_the_rest() {
         clock.advance(Duration::from_secs(5 * 3600 + 35 * 60));
         let sink = InboxSink::new(&store);
         let tick = tick_at(&s, &sink, clock.now_ms()).await;
-        assert_eq!(sink.stored(), vec![event_id(job.id, at("2026-12-01T13:00:00Z"))]);
+        assert_eq!(
+            sink.stored(),
+            vec![event_id(job.id, at("2026-12-01T13:00:00Z"))]
+        );
         let text = &tick.notices[0].text;
         assert!(text.contains("missed 5 runs"), "{text}");
         let listed = s.list(&key()).await.unwrap();
@@ -291,13 +345,22 @@ async fn limits_and_bad_times_are_refused_with_a_reason() {
         assert!(often.contains("shortest interval"), "{often}");
         let zone = refused(s.create(&key(), every("0 9 * * *", "Nowhere/Land")).await);
         assert!(zone.contains("unknown time zone"), "{zone}");
-        s.create(&key(), once("a", "2026-12-01T09:00:00Z")).await.unwrap();
+        s.create(&key(), once("a", "2026-12-01T09:00:00Z"))
+            .await
+            .unwrap();
         s.create(&key(), every("0 9 * * *", "UTC")).await.unwrap();
         let full = refused(s.create(&key(), once("c", "2026-12-01T10:00:00Z")).await);
         assert!(full.contains("already has 2"), "{full}");
         let other = ConversationKey::new("fake", "other");
-        s.create(&other, once("d", "2026-12-01T10:00:00Z")).await.unwrap();
-        assert!(!s.cancel(&other, s.list(&key()).await.unwrap()[0].id).await.unwrap(), "not its job");
+        s.create(&other, once("d", "2026-12-01T10:00:00Z"))
+            .await
+            .unwrap();
+        assert!(
+            !s.cancel(&other, s.list(&key()).await.unwrap()[0].id)
+                .await
+                .unwrap(),
+            "not its job"
+        );
     })
     .await;
 }
