@@ -219,6 +219,9 @@ pub fn check(args: ConfigArgs) -> anyhow::Result<ExitCode> {
             for warning in crate::access::warnings(&config) {
                 println!("warning: {warning}");
             }
+            if let Some(warning) = crate::provider::key_warning(&config.provider) {
+                println!("warning: {warning}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(err) => {
