@@ -238,14 +238,10 @@ impl WithoutUrlRef for reqwest::Error {
 fn connect_kind(err: &reqwest::Error, detail: &str) -> ConnectKind {
     let mut source = err.source();
     while let Some(cause) = source {
-        if cause.downcast_ref::<rustls::Error>().is_some() {
+        if is_tls(cause) {
             return ConnectKind::Tls;
         }
         if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            let inner = io.get_ref();
-            if inner.is_some_and(|e| e.downcast_ref::<rustls::Error>().is_some()) {
-                return ConnectKind::Tls;
-            }
             match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => return ConnectKind::Refused,
                 std::io::ErrorKind::TimedOut => return ConnectKind::TimedOut,
@@ -263,6 +259,18 @@ fn connect_kind(err: &reqwest::Error, detail: &str) -> ConnectKind {
         ConnectKind::TimedOut
     } else {
         ConnectKind::Other
+    }
+}
+
+/// Whether `err` is a rustls error, or io errors wrapped around one (hyper-rustls nests it
+/// two deep, and an io error's `source()` skips the error it wraps, so `get_ref` it is).
+fn is_tls(err: &(dyn std::error::Error + 'static)) -> bool {
+    if err.downcast_ref::<rustls::Error>().is_some() {
+        return true;
+    }
+    match err.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref) {
+        Some(inner) => is_tls(inner),
+        None => false,
     }
 }
 
