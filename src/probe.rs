@@ -105,7 +105,10 @@ async fn probe_channel(
 /// Send `request`; the bot's name at JSON pointer `name_at` when the platform says ok.
 async fn ask(request: reqwest::RequestBuilder, name_at: &str) -> Result<String, String> {
     // The URL may carry the token (Telegram): never print reqwest's text with it.
-    let response = request.send().await.map_err(|e| e.without_url().to_string())?;
+    let response = request
+        .send()
+        .await
+        .map_err(|e| e.without_url().to_string())?;
     let status = response.status();
     let body: Value = response.json().await.unwrap_or(Value::Null);
     let refused = body["ok"] == Value::Bool(false);

@@ -268,7 +268,10 @@ fn is_tls(err: &(dyn std::error::Error + 'static)) -> bool {
     if err.downcast_ref::<rustls::Error>().is_some() {
         return true;
     }
-    match err.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref) {
+    match err
+        .downcast_ref::<std::io::Error>()
+        .and_then(std::io::Error::get_ref)
+    {
         Some(inner) => is_tls(inner),
         None => false,
     }
@@ -294,9 +297,14 @@ fn too_long(json: &Value, message: &str) -> bool {
         return true;
     }
     let lower = message.to_ascii_lowercase();
-    ["prompt is too long", "maximum context length", "context window", "context_length_exceeded"]
-        .iter()
-        .any(|needle| lower.contains(needle))
+    [
+        "prompt is too long",
+        "maximum context length",
+        "context window",
+        "context_length_exceeded",
+    ]
+    .iter()
+    .any(|needle| lower.contains(needle))
 }
 
 /// Hosts whose API always needs a key.

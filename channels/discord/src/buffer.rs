@@ -105,7 +105,10 @@ pub(crate) struct Outage(Mutex<Option<String>>);
 impl Outage {
     /// Why storing fails right now, if it does.
     pub(crate) fn current(&self) -> Option<String> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn set(&self, why: Option<String>) {
@@ -121,7 +124,11 @@ struct Writer {
 }
 
 impl Writer {
-    async fn run(self, mut places: mpsc::Receiver<oneshot::Receiver<Pending>>, stop: CancellationToken) {
+    async fn run(
+        self,
+        mut places: mpsc::Receiver<oneshot::Receiver<Pending>>,
+        stop: CancellationToken,
+    ) {
         loop {
             let place = tokio::select! {
                 () = stop.cancelled() => return,
@@ -206,7 +213,10 @@ mod tests {
             if self.down.load(Ordering::SeqCst) {
                 return Err(SinkError("down (test)".into()));
             }
-            self.stored.lock().unwrap().push(event.event_id().to_owned());
+            self.stored
+                .lock()
+                .unwrap()
+                .push(event.event_id().to_owned());
             Ok(Delivery::Stored)
         }
     }
@@ -238,7 +248,10 @@ mod tests {
         drop(ignored);
         first.put(event("m1"));
         tokio::time::sleep(Duration::from_secs(5)).await;
-        assert!(outage.current().is_some(), "not ready while the store fails");
+        assert!(
+            outage.current().is_some(),
+            "not ready while the store fails"
+        );
         assert!(sink.stored.lock().unwrap().is_empty());
         sink.down.store(false, Ordering::SeqCst);
         tokio::time::sleep(MAX_BACKOFF * 2).await;

@@ -48,13 +48,20 @@ async fn a_missing_and_a_wrong_key_are_told_apart() {
             ..config(kind, &llm)
         };
         let err = fail(&keyless).await;
-        assert!(matches!(err, ProviderError::NoKey { .. }), "{kind:?}: {err:?}");
+        assert!(
+            matches!(err, ProviderError::NoKey { .. }),
+            "{kind:?}: {err:?}"
+        );
         let err = fail(&config(kind, &llm)).await;
         assert!(
             matches!(err, ProviderError::KeyRejected { status: 401, .. }),
             "{kind:?}: {err:?}"
         );
-        assert_eq!(llm.requests().len(), 2, "{kind:?}: a key error is not retried");
+        assert_eq!(
+            llm.requests().len(),
+            2,
+            "{kind:?}: a key error is not retried"
+        );
         let err = error_for(kind, &FakeLlm::start().await, Reply::Status(403, None)).await;
         assert!(
             matches!(err, ProviderError::KeyRejected { status: 403, .. }),
@@ -73,7 +80,10 @@ async fn an_unknown_model_a_long_prompt_and_rate_limits_are_classified_on_both_p
             "{kind:?}: {err:?}"
         );
         let err = error_for(kind, &llm, Reply::ContextTooLong).await;
-        assert!(matches!(err, ProviderError::ContextTooLong(_)), "{kind:?}: {err:?}");
+        assert!(
+            matches!(err, ProviderError::ContextTooLong(_)),
+            "{kind:?}: {err:?}"
+        );
         let err = error_for(kind, &llm, Reply::Status(429, Some(20))).await;
         assert_eq!(
             err,
@@ -141,7 +151,11 @@ async fn connection_failures_say_refused_dns_or_tls_and_keep_the_cause_chain() {
     let plain_http = FakeLlm::start().await;
     let tls_to_plain = plain_http.openai_url().replace("http://", "https://");
     let cases = [
-        (format!("http://127.0.0.1:{closed}/v1"), ConnectKind::Refused, "refused"),
+        (
+            format!("http://127.0.0.1:{closed}/v1"),
+            ConnectKind::Refused,
+            "refused",
+        ),
         ("http://llm.invalid/v1".to_owned(), ConnectKind::Dns, "dns"),
         (tls_to_plain, ConnectKind::Tls, ""),
     ];
@@ -152,7 +166,10 @@ async fn connection_failures_say_refused_dns_or_tls_and_keep_the_cause_chain() {
         };
         assert_eq!(*kind, want, "{url}: {err}");
         assert!(detail.to_lowercase().contains(in_detail), "{url}: {detail}");
-        assert!(detail.contains(": "), "the chain below reqwest's own words: {detail}");
+        assert!(
+            detail.contains(": "),
+            "the chain below reqwest's own words: {detail}"
+        );
         assert!(!host.is_empty() && url.contains(host.as_str()), "{host}");
     }
 }
@@ -186,7 +203,10 @@ async fn a_stalled_response_is_a_timeout() {
         ..config(ProviderKind::Anthropic, &llm)
     };
     llm.push(Reply::Stall(Duration::from_secs(5)));
-    assert_eq!(fail(&config).await, ProviderError::Timeout(Duration::from_secs(1)));
+    assert_eq!(
+        fail(&config).await,
+        ProviderError::Timeout(Duration::from_secs(1))
+    );
 }
 
 #[tokio::test]
@@ -195,8 +215,14 @@ async fn each_failure_reaches_the_chat_as_one_line_that_says_what_to_do_with_a_t
     let cases = [
         (Reply::Status(401, None), "rejected its API key (HTTP 401)"),
         (Reply::Status(404, None), "has no model named `fake-model`"),
-        (Reply::Status(429, Some(90)), "rate limited right now; please try again in 90 s"),
-        (Reply::Status(529, Some(45)), "overloaded right now; please try again in 45 s"),
+        (
+            Reply::Status(429, Some(90)),
+            "rate limited right now; please try again in 90 s",
+        ),
+        (
+            Reply::Status(529, Some(45)),
+            "overloaded right now; please try again in 45 s",
+        ),
         (Reply::ContextTooLong, "too long for the model; send /new"),
     ];
     for (i, (reply, line)) in cases.into_iter().enumerate() {

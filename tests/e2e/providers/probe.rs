@@ -23,7 +23,13 @@ async fn probe(text: String) -> (Option<i32>, String) {
     (out.status.code(), stdout)
 }
 
-fn config(llm: &FakeLlm, telegram: &FakeTelegram, slack_token: &str, discord: &FakeDiscord, slack: &FakeSlack) -> String {
+fn config(
+    llm: &FakeLlm,
+    telegram: &FakeTelegram,
+    slack_token: &str,
+    discord: &FakeDiscord,
+    slack: &FakeSlack,
+) -> String {
     format!(
         "[provider]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key = \"test-key-not-real\"\n\n\
          [channels.tg]\nkind = \"telegram\"\ntoken = \"{TELEGRAM_TOKEN}\"\napi_url = \"{}\"\n\n\
@@ -57,8 +63,20 @@ async fn probe_reports_each_part_that_works_and_names_the_one_that_does_not() {
     llm.push(Reply::Status(404, None));
     let (code, out) = probe(config(&llm, &telegram, "xoxb-wrong-test", &discord, &slack)).await;
     assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("probe provider: FAILED: the LLM API does not know model"), "{out}");
-    assert!(out.contains("probe sl: FAILED: HTTP 200: invalid_auth"), "{out}");
-    assert!(out.contains("probe tg: ok") && out.contains("probe dc: ok"), "{out}");
-    assert!(!out.contains(TELEGRAM_TOKEN), "the token never shows: {out}");
+    assert!(
+        out.contains("probe provider: FAILED: the LLM API does not know model"),
+        "{out}"
+    );
+    assert!(
+        out.contains("probe sl: FAILED: HTTP 200: invalid_auth"),
+        "{out}"
+    );
+    assert!(
+        out.contains("probe tg: ok") && out.contains("probe dc: ok"),
+        "{out}"
+    );
+    assert!(
+        !out.contains(TELEGRAM_TOKEN),
+        "the token never shows: {out}"
+    );
 }

@@ -82,7 +82,10 @@ async fn a_first_run_without_a_key_warns_once_and_the_web_chat_says_no_api_key()
         .unwrap();
     let deadline = Instant::now() + WAIT;
     while get(port, "/healthz").is_none_or(|s| !s.contains(" 200")) {
-        assert!(Instant::now() < deadline, "the gateway never answered /healthz");
+        assert!(
+            Instant::now() < deadline,
+            "the gateway never answered /healthz"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 

@@ -13,11 +13,17 @@ async fn the_first_get_updates_has_timeout_zero_and_readiness_comes_before_a_lon
     let answered = h.fake.calls_to("getUpdates");
     // Calls are recorded when they return; the long poll after the first is still waiting.
     assert_eq!(answered.len(), 1, "{answered:?}");
-    assert_eq!(answered[0].params["timeout"].as_i64(), Some(0), "{answered:?}");
+    assert_eq!(
+        answered[0].params["timeout"].as_i64(),
+        Some(0),
+        "{answered:?}"
+    );
     // And the poller goes on with the configured long poll: a message queued now is
     // delivered by it (it returns early with the update).
-    h.fake
-        .inject(&UserMessage::private(FakeUser::human(1001, "alice"), "hello"));
+    h.fake.inject(&UserMessage::private(
+        FakeUser::human(1001, "alice"),
+        "hello",
+    ));
     h.sink.wait_for(1).await;
     let calls = h.fake.wait_for_calls("getUpdates", 2).await;
     assert_eq!(calls[1].params["timeout"].as_i64(), Some(30), "{calls:?}");

@@ -48,7 +48,9 @@ pub(super) fn refuse(
         Protocol::OpenAi => {
             json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
         }
-        Protocol::Anthropic => json!({"type": "error", "error": {"type": kind, "message": message}}),
+        Protocol::Anthropic => {
+            json!({"type": "error", "error": {"type": kind, "message": message}})
+        }
     };
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, Json(body)).into_response();
@@ -68,7 +70,9 @@ pub(super) fn stream_error(protocol: Protocol, kind: &str) -> Value {
     };
     match protocol {
         Protocol::OpenAi => json!({"error": {"message": message, "type": kind, "code": kind}}),
-        Protocol::Anthropic => json!({"type": "error", "error": {"type": kind, "message": message}}),
+        Protocol::Anthropic => {
+            json!({"type": "error", "error": {"type": kind, "message": message}})
+        }
     }
 }
 
@@ -94,9 +98,12 @@ fn wording(
              Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
                 .into(),
         ),
-        Refusal::WrongKey | Refusal::Status(401) if anthropic => {
-            (401, "authentication_error", None, "invalid x-api-key".into())
-        }
+        Refusal::WrongKey | Refusal::Status(401) if anthropic => (
+            401,
+            "authentication_error",
+            None,
+            "invalid x-api-key".into(),
+        ),
         Refusal::WrongKey | Refusal::Status(401) => (
             401,
             "invalid_request_error",
@@ -129,12 +136,37 @@ fn status_wording(
     model: &str,
 ) -> (u16, &'static str, Option<&'static str>, String) {
     match (anthropic, status) {
-        (true, 403) => (403, "permission_error", None, "Your API key does not have permission to use the specified resource.".into()),
-        (false, 403) => (403, "invalid_request_error", Some("unsupported_country_region_territory"), "Country, region, or territory not supported".into()),
+        (true, 403) => (
+            403,
+            "permission_error",
+            None,
+            "Your API key does not have permission to use the specified resource.".into(),
+        ),
+        (false, 403) => (
+            403,
+            "invalid_request_error",
+            Some("unsupported_country_region_territory"),
+            "Country, region, or territory not supported".into(),
+        ),
         (true, 404) => (404, "not_found_error", None, format!("model: {model}")),
-        (false, 404) => (404, "invalid_request_error", Some("model_not_found"), format!("The model `{model}` does not exist or you do not have access to it.")),
-        (true, 429) => (429, "rate_limit_error", None, "Number of request tokens has exceeded your per-minute rate limit".into()),
-        (false, 429) => (429, "requests", Some("rate_limit_exceeded"), "Rate limit reached for requests".into()),
+        (false, 404) => (
+            404,
+            "invalid_request_error",
+            Some("model_not_found"),
+            format!("The model `{model}` does not exist or you do not have access to it."),
+        ),
+        (true, 429) => (
+            429,
+            "rate_limit_error",
+            None,
+            "Number of request tokens has exceeded your per-minute rate limit".into(),
+        ),
+        (false, 429) => (
+            429,
+            "requests",
+            Some("rate_limit_exceeded"),
+            "Rate limit reached for requests".into(),
+        ),
         (_, 529) => (529, "overloaded_error", None, "Overloaded".into()),
         (_, status) => (status, "server_error", None, "scripted failure".into()),
     }
