@@ -4,6 +4,7 @@
 
 mod anthropic;
 mod error;
+mod key;
 mod openai;
 mod retry;
 mod sse;
@@ -15,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 pub use anthropic::AnthropicProvider;
-pub use error::{ConnectKind, ProviderError, key_warning, missing_hosted_key};
+pub use error::{ConnectKind, ProviderError};
+pub use key::{key_warning, missing_hosted_key};
 pub use openai::OpenAiProvider;
 
 use crate::config::{ProviderConfig, ProviderKind};
@@ -233,8 +235,8 @@ impl HttpSettings {
             temperature: config.temperature,
             timeout: Duration::from_secs(config.timeout_secs.max(1)),
             max_retries: config.max_retries,
-            missing_key: error::missing_hosted_key(config),
-            key_hint: error::key_hint(config),
+            missing_key: key::missing_hosted_key(config),
+            key_hint: key::key_hint(config),
         }
     }
 
