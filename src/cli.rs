@@ -36,7 +36,7 @@ pub enum Command {
     /// Run the gateway until SIGINT/SIGTERM.
     Run(ConfigArgs),
     /// Validate the config and print every problem (exit 0 when it is valid).
-    Check(ConfigArgs),
+    Check(CheckArgs),
     /// Apply database migrations and exit.
     Migrate(ConfigArgs),
     /// Print the audit log of tool executions, newest first.
@@ -97,6 +97,19 @@ pub enum MemoryAction {
         #[arg(long)]
         key: Option<String>,
     },
+}
+
+/// `switchboard check` options.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Config file.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Also make one tiny real request to the provider and each configured platform
+    /// (Telegram getMe, Slack auth.test, Discord users/@me) and print what works; exit 1
+    /// when one fails.
+    #[arg(long)]
+    pub probe: bool,
 }
 
 /// `switchboard healthcheck` options.
@@ -194,10 +207,10 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `switchboard check`.
-pub fn check(args: ConfigArgs) -> anyhow::Result<ExitCode> {
-    let (path, _) = args.path();
-    match args.load() {
+/// `switchboard check` (and `--probe`).
+pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let (path, _) = args.config.path();
+    match args.config.load() {
         Ok(config) => {
             println!(
                 "{}: ok ({} channel(s) configured, provider {:?} model {})",
@@ -220,6 +233,12 @@ pub fn check(args: ConfigArgs) -> anyhow::Result<ExitCode> {
             crate::sandbox::check_report(&config.sandbox, &config.gateway.data_dir);
             for warning in crate::access::warnings(&config) {
                 println!("warning: {warning}");
+            }
+            if let Some(warning) = crate::provider::key_warning(&config.provider) {
+                println!("warning: {warning}");
+            }
+            if args.probe && !crate::probe::run(&config).await {
+                return Ok(ExitCode::FAILURE);
             }
             Ok(ExitCode::SUCCESS)
         }

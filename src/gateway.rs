@@ -102,6 +102,11 @@ impl Gateway {
     /// `listener`.
     pub async fn start(self, listener: TcpListener) -> anyhow::Result<RunningGateway> {
         let config = &self.config;
+        if self.provider.is_none()
+            && let Some(warning) = provider::key_warning(&config.provider)
+        {
+            tracing::warn!("{warning}");
+        }
         let store = match &self.store {
             Some(store) => Arc::clone(store),
             None => open_store(&config.gateway.database_url).await?,

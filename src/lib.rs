@@ -49,6 +49,7 @@ pub mod ids;
 pub mod memory;
 pub mod metrics;
 pub mod policy;
+pub mod probe;
 pub mod provider;
 pub mod sandbox;
 pub mod schedule;

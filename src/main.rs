@@ -18,7 +18,7 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => switchboard::cli::run(args).await,
-        Command::Check(args) => switchboard::cli::check(args),
+        Command::Check(args) => switchboard::cli::check(args).await,
         Command::Migrate(args) => switchboard::cli::migrate(args).await,
         Command::Audit(args) => switchboard::cli::audit(args).await,
         Command::Approvals(args) => switchboard::cli::approvals(args).await,

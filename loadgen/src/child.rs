@@ -213,7 +213,7 @@ fn config_text(stands: &Stands, dir: &Path, port: u16, options: &Options) -> Str
         format!(
             "[channels.telegram]\nkind = \"telegram\"\ntoken = \"{}\"\napi_url = \"{}\"\n\
              allowed_users = [\"*\"]\ndm_policy = \"open\"\ngroup_policy = \"open\"\n\
-             poll_timeout_secs = 1\n",
+             poll_timeout_secs = 30\n",
             telegram::FAKE_BOT_TOKEN,
             stands.telegram.api_url(),
         )

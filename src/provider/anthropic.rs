@@ -69,10 +69,13 @@ impl AnthropicProvider {
             .post(format!("{}/v1/messages", self.settings.base_url))
             .header("anthropic-version", API_VERSION)
             .json(body);
+        self.settings.refuse_without_key()?;
+        let key_sent = self.api_key.is_set();
         if let Some(key) = self.api_key.expose() {
             request = request.header("x-api-key", key);
         }
-        let response = sse::send(request, self.settings.timeout).await?;
+        let call = self.settings.call_info(key_sent);
+        let response = sse::send(request, self.settings.timeout, &call).await?;
         Ok(sse::spawn_reader(
             response,
             Decoder::default(),
@@ -256,10 +259,7 @@ impl SseDecoder for Decoder {
                 });
                 return Ok(true);
             }
-            "error" => {
-                let message = v["error"]["message"].as_str().unwrap_or("error event");
-                return Err(ProviderError::Stream(message.to_owned()));
-            }
+            "error" => return Err(ProviderError::from_stream_error(&v["error"])),
             _ => {}
         }
         Ok(false)

@@ -3,6 +3,8 @@
 //! one trait; retries happen here, and only before the first streamed token.
 
 mod anthropic;
+mod error;
+mod key;
 mod openai;
 mod retry;
 mod sse;
@@ -14,6 +16,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 pub use anthropic::AnthropicProvider;
+pub use error::{ConnectKind, ProviderError};
+pub use key::{key_warning, missing_hosted_key};
 pub use openai::OpenAiProvider;
 
 use crate::config::{ProviderConfig, ProviderKind};
@@ -161,50 +165,6 @@ pub enum StreamEvent {
     },
 }
 
-/// Why an LLM call failed.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-pub enum ProviderError {
-    /// The API answered 429.
-    #[error("rate limited by the LLM API (retry after {retry_after:?})")]
-    RateLimited {
-        /// From `Retry-After`, when sent.
-        retry_after: Option<Duration>,
-    },
-    /// The API answered with another error status.
-    #[error("LLM API answered HTTP {status}: {body}")]
-    Http {
-        /// HTTP status.
-        status: u16,
-        /// Start of the response body.
-        body: String,
-    },
-    /// No connection could be made.
-    #[error("could not reach the LLM API: {0}")]
-    Connect(String),
-    /// Nothing arrived within `timeout_secs`.
-    #[error("the LLM API did not answer within {0:?}")]
-    Timeout(Duration),
-    /// The stream broke off or carried an error event.
-    #[error("the LLM stream broke off: {0}")]
-    Stream(String),
-    /// The API sent something we could not understand.
-    #[error("unexpected LLM response: {0}")]
-    Decode(String),
-}
-
-impl ProviderError {
-    /// Worth another try (before any token was shown): 429, 5xx, 529, connection trouble.
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            Self::RateLimited { .. } | Self::Connect(_) | Self::Timeout(_) | Self::Stream(_) => {
-                true
-            }
-            Self::Http { status, .. } => *status >= 500,
-            Self::Decode(_) => false,
-        }
-    }
-}
-
 /// A streamed response: receive until `Done` or an error.
 pub struct EventStream {
     /// An event already taken off `rx` (the retry logic peeks at the first one).
@@ -260,6 +220,10 @@ pub(crate) struct HttpSettings {
     pub temperature: Option<f32>,
     pub timeout: Duration,
     pub max_retries: u32,
+    /// A hosted API with no key: every call fails at once with `NoKey`, nothing is sent.
+    pub missing_key: bool,
+    /// What to set to give the provider a key.
+    pub key_hint: String,
 }
 
 impl HttpSettings {
@@ -271,7 +235,28 @@ impl HttpSettings {
             temperature: config.temperature,
             timeout: Duration::from_secs(config.timeout_secs.max(1)),
             max_retries: config.max_retries,
+            missing_key: key::missing_hosted_key(config),
+            key_hint: key::key_hint(config),
         }
+    }
+
+    /// What an error classifier needs to know about a call.
+    fn call_info(&self, key_sent: bool) -> error::CallInfo<'_> {
+        error::CallInfo {
+            model: &self.model,
+            key_sent,
+            key_hint: self.key_hint.clone(),
+        }
+    }
+
+    /// The error for a call that cannot be made without a key (checked before sending).
+    fn refuse_without_key(&self) -> Result<(), ProviderError> {
+        if self.missing_key {
+            return Err(ProviderError::NoKey {
+                hint: self.key_hint.clone(),
+            });
+        }
+        Ok(())
     }
 
     fn client(&self) -> anyhow::Result<reqwest::Client> {

@@ -61,10 +61,13 @@ impl OpenAiProvider {
             .http
             .post(format!("{}/chat/completions", self.settings.base_url))
             .json(body);
+        self.settings.refuse_without_key()?;
+        let key_sent = self.api_key.is_set();
         if let Some(key) = self.api_key.expose() {
             request = request.bearer_auth(key);
         }
-        let response = sse::send(request, self.settings.timeout).await?;
+        let call = self.settings.call_info(key_sent);
+        let response = sse::send(request, self.settings.timeout, &call).await?;
         Ok(sse::spawn_reader(
             response,
             Decoder::default(),
@@ -189,8 +192,7 @@ impl SseDecoder for Decoder {
         let chunk: Value =
             serde_json::from_str(data).map_err(|e| ProviderError::Decode(e.to_string()))?;
         if let Some(error) = chunk.get("error") {
-            let message = error["message"].as_str().unwrap_or("error event");
-            return Err(ProviderError::Stream(message.to_owned()));
+            return Err(ProviderError::from_stream_error(error));
         }
         self.on_chunk(&chunk, out);
         Ok(false)

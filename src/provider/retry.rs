@@ -45,6 +45,7 @@ fn backoff(attempt: u32, err: &ProviderError) -> Duration {
     match err {
         ProviderError::RateLimited {
             retry_after: Some(after),
+            ..
         } => *after,
         _ => Duration::from_millis(500 * 2u64.pow(attempt.min(4))),
     }

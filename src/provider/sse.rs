@@ -8,6 +8,7 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
+use super::error::CallInfo;
 use super::{EventStream, ProviderError, StreamEvent};
 
 /// Turns one protocol's SSE events into [`StreamEvent`]s.
@@ -25,38 +26,37 @@ pub(crate) trait SseDecoder: Send + 'static {
     fn on_eof(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError>;
 }
 
-/// Send `request`, waiting at most `timeout` for the response headers.
+/// Send `request`, waiting at most `timeout` for the response headers; an error status is
+/// classified with what `call` says about the request.
 pub(crate) async fn send(
     request: reqwest::RequestBuilder,
     timeout: Duration,
+    call: &CallInfo<'_>,
 ) -> Result<reqwest::Response, ProviderError> {
     let response = match tokio::time::timeout(timeout, request.send()).await {
         Err(_) => return Err(ProviderError::Timeout(timeout)),
-        Ok(Err(err)) if err.is_connect() || err.is_timeout() => {
-            return Err(ProviderError::Connect(err.without_url().to_string()));
-        }
-        Ok(Err(err)) => return Err(ProviderError::Stream(err.without_url().to_string())),
+        Ok(Err(err)) => return Err(ProviderError::from_transport(&err)),
         Ok(Ok(response)) => response,
     };
     let status = response.status();
     if status.is_success() {
         return Ok(response);
     }
-    if status.as_u16() == 429 {
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(Duration::from_secs_f64);
-        return Err(ProviderError::RateLimited { retry_after });
-    }
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0 && *s < 1e9)
+        .map(Duration::from_secs_f64);
     let body = response.text().await.unwrap_or_default();
-    Err(ProviderError::Http {
-        status: status.as_u16(),
-        body: body.chars().take(300).collect(),
-    })
+    let body: String = body.chars().take(2000).collect();
+    Err(ProviderError::from_status(
+        status.as_u16(),
+        retry_after,
+        &body,
+        call,
+    ))
 }
 
 /// Read `response` as SSE in a background task; events arrive through the returned stream.

@@ -1,5 +1,8 @@
 //! Both provider protocols against the fake LLM server: streaming, tool calls, retries
-//! before the first token only, cut streams.
+//! before the first token only, cut streams. `errors`: every failure class and its chat line.
+
+mod errors;
+mod probe;
 
 use std::time::Duration;
 
@@ -134,7 +137,7 @@ async fn a_client_error_is_not_retried() {
     llm.push(Reply::Status(401, None));
     let err = collect(ProviderKind::Openai, &llm).await.unwrap_err();
     assert!(
-        matches!(err, ProviderError::Http { status: 401, .. }),
+        matches!(err, ProviderError::KeyRejected { status: 401, .. }),
         "{err:?}"
     );
     assert_eq!(llm.requests().len(), 1);

@@ -3,6 +3,7 @@
 //! `browser` drives the page in headless Chromium.
 
 mod browser;
+mod first_run;
 mod host;
 mod socket;
 mod transcript;

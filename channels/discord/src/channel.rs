@@ -14,6 +14,7 @@ use switchboard_channel::{
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{CurrentUser, RestApi};
+use crate::buffer::Outage;
 use crate::config::DiscordConfig;
 use crate::gateway;
 use crate::outbound::{MAX_MESSAGE_CHARS, message_body};
@@ -42,6 +43,9 @@ pub(crate) struct Inner {
     /// Set once `GET /users/@me` answers; read on every event, hence a lock-free cell.
     bot_id: OnceLock<String>,
     health: Mutex<Health>,
+    /// A standing failure to store inbound events (held in order meanwhile); not ready
+    /// while it lasts, whatever the gateway says.
+    pub(crate) outage: Arc<Outage>,
     /// Channel id → its parent when it is a thread (`None`: not a thread).
     parents: Mutex<Recent<Option<String>>>,
 }
@@ -65,6 +69,7 @@ impl DiscordChannel {
                 api,
                 bot_id: OnceLock::new(),
                 health: Mutex::new(not_ready("not started")),
+                outage: Arc::default(),
                 parents: Mutex::new(Recent::new(PARENTS_CAP)),
             }),
         }
@@ -259,10 +264,19 @@ impl Channel for DiscordChannel {
     }
 
     fn health(&self) -> Health {
-        self.inner
+        let gateway = self
+            .inner
             .health
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .clone();
+        match self.inner.outage.current() {
+            Some(outage) => Health {
+                ready: false,
+                detail: outage,
+                last_ok: gateway.last_ok,
+            },
+            None => gateway,
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The receive side: serenity's gateway client (IDENTIFY, heartbeats, RESUME, reconnects)
 //! with an `EventHandler` that only translates — MESSAGE_CREATE and component
-//! INTERACTION_CREATE go through `inbound` into the sink — and a watcher that turns the
-//! shard's connection stage into the channel's `Health`.
+//! INTERACTION_CREATE go through `inbound` into the ordered `buffer` and from it into the
+//! sink — and a watcher that turns the shard's connection stage into the channel's `Health`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,19 +15,16 @@ use serenity::model::channel::Message;
 use serenity::model::event::ResumedEvent;
 use serenity::model::gateway::{GatewayIntents, Ready};
 use serenity::model::id::ShardId;
-use switchboard_channel::{ChannelError, ChannelEvent, Delivery, EventSink, Health, SinkError};
+use switchboard_channel::{ChannelError, Delivery, EventSink, Health};
 use tokio_util::sync::CancellationToken;
 
+use crate::buffer::{InboundBuffer, Slot};
 use crate::channel::{Inner, not_ready};
 use crate::inbound::{Context as Normalise, Verdict, message_verdict, press_verdict};
 use crate::presses::PressToken;
 
 /// How often the shard's stage is read into `Health`.
 const HEALTH_POLL: Duration = Duration::from_millis(250);
-/// Attempts to store one event; the gateway never redelivers, so a brief store outage is
-/// waited out rather than the event dropped at once.
-const DELIVERY_ATTEMPTS: u32 = 3;
-const FIRST_DELIVERY_BACKOFF: Duration = Duration::from_millis(200);
 /// Waits between gateway client restarts after it stopped on its own.
 const FIRST_RESTART_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(60);
@@ -48,9 +45,17 @@ pub async fn run(
     sink: Arc<dyn EventSink>,
     shutdown: CancellationToken,
 ) -> Result<(), ChannelError> {
+    // One buffer for the life of the channel: events held during a store outage survive a
+    // gateway client restart.
+    let buffer = InboundBuffer::start(
+        &inner.name,
+        sink,
+        Arc::clone(&inner.outage),
+        shutdown.child_token(),
+    );
     let mut backoff = FIRST_RESTART_BACKOFF;
     loop {
-        let mut client = build_client(&inner, &sink).await?;
+        let mut client = build_client(&inner, &buffer).await?;
         let manager = Arc::clone(&client.shard_manager);
         let watcher = tokio::spawn(watch_health(Arc::clone(&inner), Arc::clone(&manager)));
         let outcome = tokio::select! {
@@ -88,10 +93,7 @@ pub async fn run(
 
 /// A serenity client against `api_url`. Its own rate limiter is off: it would retry 429s
 /// internally, and it must be off for serenity to honour the `api_url` proxy at all.
-async fn build_client(
-    inner: &Arc<Inner>,
-    sink: &Arc<dyn EventSink>,
-) -> Result<Client, ChannelError> {
+async fn build_client(inner: &Arc<Inner>, buffer: &InboundBuffer) -> Result<Client, ChannelError> {
     let http = HttpBuilder::new(inner.config.token.expose().unwrap_or_default())
         .client(inner.http.clone())
         .proxy(inner.config.api_url.trim_end_matches('/'))
@@ -99,7 +101,7 @@ async fn build_client(
         .build();
     let handler = Handler {
         inner: Arc::clone(inner),
-        sink: Arc::clone(sink),
+        buffer: buffer.clone(),
     };
     ClientBuilder::new_with_http(http, intents())
         .event_handler(handler)
@@ -154,10 +156,10 @@ fn health_of(state: Option<(ConnectionStage, Option<Duration>)>) -> Health {
     }
 }
 
-/// serenity's event handler: translate, deliver, nothing else.
+/// serenity's event handler: take a place in the buffer, translate, fill it; nothing else.
 struct Handler {
     inner: Arc<Inner>,
-    sink: Arc<dyn EventSink>,
+    buffer: InboundBuffer,
 }
 
 #[async_trait]
@@ -175,17 +177,22 @@ impl EventHandler for Handler {
     }
 
     async fn message(&self, _ctx: Context, msg: Message) {
-        on_message(&self.inner, &*self.sink, &msg).await;
+        // The place is taken before anything else awaits, so events keep their order.
+        let Some(slot) = self.buffer.reserve().await else {
+            return; // stopping
+        };
+        on_message(&self.inner, slot, &msg).await;
     }
 
     async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
         if let Interaction::Component(press) = interaction {
-            on_press(&self.inner, &*self.sink, &press).await;
+            let slot = self.buffer.reserve().await;
+            on_press(&self.inner, slot, &press).await;
         }
     }
 }
 
-async fn on_message(inner: &Inner, sink: &dyn EventSink, msg: &Message) {
+async fn on_message(inner: &Inner, slot: Slot, msg: &Message) {
     let Some(bot_id) = inner.bot_id() else {
         return; // start() learns the id before the gateway runs; nothing arrives earlier
     };
@@ -199,10 +206,8 @@ async fn on_message(inner: &Inner, sink: &dyn EventSink, msg: &Message) {
         bot_id,
     };
     match message_verdict(&ctx, msg, parent.as_deref()) {
-        Verdict::Deliver(event) => {
-            // A failure is logged inside; there is no one to tell.
-            let _ = deliver(inner, sink, *event).await;
-        }
+        // Stored in turn by the buffer's writer, however long the store is down.
+        Verdict::Deliver(event) => slot.put(*event),
         Verdict::Ignore(reason) => {
             tracing::trace!(channel = %inner.name, reason, "ignored a Discord message")
         }
@@ -212,7 +217,7 @@ async fn on_message(inner: &Inner, sink: &dyn EventSink, msg: &Message) {
     }
 }
 
-async fn on_press(inner: &Inner, sink: &dyn EventSink, press: &ComponentInteraction) {
+async fn on_press(inner: &Inner, slot: Option<Slot>, press: &ComponentInteraction) {
     let token = PressToken {
         interaction_id: press.id.to_string(),
         application_id: press.application_id.to_string(),
@@ -225,7 +230,7 @@ async fn on_press(inner: &Inner, sink: &dyn EventSink, press: &ComponentInteract
     {
         return;
     }
-    let Some(bot_id) = inner.bot_id() else {
+    let (Some(bot_id), Some(slot)) = (inner.bot_id(), slot) else {
         return inner.presses.answer_now(&token, None).await;
     };
     let channel = press.channel_id.to_string();
@@ -238,11 +243,14 @@ async fn on_press(inner: &Inner, sink: &dyn EventSink, press: &ComponentInteract
         bot_id,
     };
     match press_verdict(&ctx, press, parent.as_deref()) {
-        Verdict::Deliver(event) => match deliver(inner, sink, *event).await {
+        // The 3-second guard answers for us while the press waits in the buffer.
+        Verdict::Deliver(event) => match slot.put_and_wait(*event).await {
             // The core did not let them in: only they see why, and the buttons stay.
-            Ok(Delivery::Refused) => inner.presses.answer_now(&token, Some(REFUSED_NOTICE)).await,
-            Ok(_) => {}
-            Err(_) => {
+            Some(Delivery::Refused) => {
+                inner.presses.answer_now(&token, Some(REFUSED_NOTICE)).await;
+            }
+            Some(_) => {}
+            None => {
                 inner
                     .presses
                     .answer_now(&token, Some(NOT_STORED_NOTICE))
@@ -251,34 +259,6 @@ async fn on_press(inner: &Inner, sink: &dyn EventSink, press: &ComponentInteract
         },
         Verdict::Ignore(_) => inner.presses.answer_now(&token, None).await,
         Verdict::RefusedPlace(_) => inner.presses.answer_now(&token, Some(REFUSED_NOTICE)).await,
-    }
-}
-
-/// Store `event`, retrying a failing sink briefly (the gateway will not send it again).
-async fn deliver(
-    inner: &Inner,
-    sink: &dyn EventSink,
-    event: ChannelEvent,
-) -> Result<Delivery, SinkError> {
-    let mut backoff = FIRST_DELIVERY_BACKOFF;
-    let mut attempt = 1;
-    loop {
-        match sink.deliver(event.clone()).await {
-            Ok(delivery) => return Ok(delivery),
-            Err(e) if attempt < DELIVERY_ATTEMPTS => {
-                tracing::warn!(channel = %inner.name, error = %e, attempt, "could not store a Discord event; retrying");
-                tokio::time::sleep(backoff).await;
-                backoff *= 4;
-                attempt += 1;
-            }
-            Err(e) => {
-                tracing::error!(
-                    channel = %inner.name, error = %e, event_id = event.event_id(),
-                    "could not store a Discord event; it is lost (the gateway does not redeliver)"
-                );
-                return Err(e);
-            }
-        }
     }
 }
 

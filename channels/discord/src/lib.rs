@@ -7,12 +7,15 @@
 //!   else), plus the watcher that turns the shard's stage into `Health`.
 //! - `inbound`: MESSAGE_CREATE / component INTERACTION_CREATE → `ChannelEvent` (or ignored /
 //!   refused); one conversation per DM, guild channel or thread.
+//! - `buffer`: the ordered, bounded buffer between the handlers and the sink; a failing
+//!   store is retried while later events wait, so no event is lost or reordered.
 //! - `presses`: button presses from receipt to answer, keeping Discord's 3-second deadline.
 //! - `outbound`: rendered text, `allowed_mentions` that ping no one, buttons as action rows.
 //! - `api` + `errors`: the REST client and the mapping of Discord errors to `ChannelError`.
 //! - [`channel`]: `DiscordChannel`, the `Channel` implementation tying them together.
 
 mod api;
+mod buffer;
 pub mod channel;
 pub mod config;
 mod errors;

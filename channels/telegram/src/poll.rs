@@ -42,6 +42,9 @@ pub(crate) struct Poller {
     sink: Arc<dyn EventSink>,
     /// Id of the first update not yet stored; sent as `offset`, which confirms all before it.
     offset: Option<i32>,
+    /// Whether a `getUpdates` has answered yet. The first one asks with timeout 0: it returns
+    /// at once, so `/readyz` turns ready in milliseconds instead of after a full long poll.
+    polled_once: bool,
 }
 
 /// Poll until `shutdown` fires; `Err` only when retrying cannot help (a rejected token).
@@ -90,6 +93,7 @@ impl Poller {
             client,
             sink,
             offset: None,
+            polled_once: false,
         }
     }
 
@@ -100,10 +104,15 @@ impl Poller {
             Ok(me) => me,
             Err(failure) => return self.failed("getMe", failure),
         };
+        let timeout = if self.polled_once {
+            client.config.poll_timeout_secs
+        } else {
+            0
+        };
         let mut request = client
             .bot
             .get_updates()
-            .timeout(client.config.poll_timeout_secs)
+            .timeout(timeout)
             .allowed_updates(ALLOWED_UPDATES);
         if let Some(offset) = self.offset {
             request = request.offset(offset);
@@ -113,6 +122,7 @@ impl Poller {
             Err(err) => return self.failed("getUpdates", client.failure(&err)),
         };
         client.health.receive_ok();
+        self.polled_once = true;
         let mut handled = 0;
         for update in &updates {
             if let Err(step) = self.store(me, update).await {

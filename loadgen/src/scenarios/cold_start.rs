@@ -1,7 +1,8 @@
 //! Cold start: process start → `/readyz` 200 on SQLite, polled every millisecond. Measured
 //! on a new database (migrations run) and again on the same, existing database; with Slack
-//! and web only, and with Telegram polling added (ready only once a `getUpdates` long poll
-//! has returned, so `poll_timeout_secs = 1` bounds that row from below).
+//! and web only, and with Telegram polling added (`poll_timeout_secs = 30`, Telegram's usual
+//! long poll: the first `getUpdates` asks with timeout 0, so the channel is ready when it
+//! answers, not after a whole long poll).
 
 use super::{Env, READY_TIMEOUT, note};
 use crate::child::{GatewayProcess, Options, Ready, Stands};

@@ -8,6 +8,7 @@ use switchboard_channel::ChannelError;
 use super::Turn;
 use crate::agent::{AgentError, AgentEvent, AgentRun};
 use crate::draft::DraftOutcome;
+use crate::provider::{ConnectKind, ProviderError};
 
 impl Turn<'_> {
     /// Metrics from one agent event: time to first text, and tool calls by their decision.
@@ -80,10 +81,9 @@ pub(super) fn log_delivery(drafted: &Result<DraftOutcome, ChannelError>) {
 pub(super) fn error_reply(err: &AgentError, trace: &str) -> String {
     match err {
         AgentError::Llm { error, .. } => {
+            // The whole cause chain, under this turn's trace id, for the operator.
             tracing::error!(error = %error, "LLM call failed");
-            format!(
-                "Sorry — I couldn't get an answer from the language model. Please try again in a moment. (trace {trace})"
-            )
+            format!("{} (trace {trace})", llm_line(error))
         }
         AgentError::MaxIterations { iterations, .. } => format!(
             "I stopped after {iterations} steps without finishing. Say \"continue\" and I'll carry on."
@@ -94,5 +94,56 @@ pub(super) fn error_reply(err: &AgentError, trace: &str) -> String {
         AgentError::Cancelled { text, .. } if text.trim().is_empty() => "⏹ Stopped.".into(),
         AgentError::Cancelled { text, .. } => format!("{text}\n\n_(stopped)_"),
         AgentError::Suspended(s) => format!("⏸ Waiting for approval to run `{}`…", s.pending.name),
+    }
+}
+
+/// One short line on why the model could not answer, and what to do about it.
+fn llm_line(error: &ProviderError) -> String {
+    match error {
+        ProviderError::NoKey { .. } => {
+            "I can't answer yet: no API key is set for the language model.".into()
+        }
+        ProviderError::KeyRejected { status, .. } => {
+            format!("I can't answer: the language model API rejected its API key (HTTP {status}).")
+        }
+        ProviderError::ModelNotFound { model, .. } => {
+            format!("I can't answer: the language model API has no model named `{model}`.")
+        }
+        ProviderError::Connect { kind, .. } => {
+            let why = match kind {
+                ConnectKind::Refused => "the connection was refused",
+                ConnectKind::Dns => "its host name was not found",
+                ConnectKind::Tls => "the TLS handshake failed",
+                ConnectKind::TimedOut => "the connection timed out",
+                ConnectKind::Other => "of a network error",
+            };
+            format!("I couldn't reach the language model API: {why}.")
+        }
+        ProviderError::RateLimited {
+            status,
+            retry_after,
+        } => {
+            let state = if *status == 529 { "overloaded" } else { "rate limited" };
+            match retry_after {
+                Some(wait) => format!(
+                    "The language model is {state} right now; please try again in {} s.",
+                    wait.as_secs().max(1)
+                ),
+                None => format!(
+                    "The language model is {state} right now; please try again in a minute."
+                ),
+            }
+        }
+        ProviderError::ContextTooLong(_) => {
+            "This conversation is too long for the model; send /new to start a fresh one.".into()
+        }
+        ProviderError::Timeout(after) => format!(
+            "The language model did not answer within {} s; please try again.",
+            after.as_secs()
+        ),
+        ProviderError::Http { .. } | ProviderError::Stream(_) | ProviderError::Decode(_) => {
+            "Sorry — I couldn't get an answer from the language model. Please try again in a moment."
+                .into()
+        }
     }
 }

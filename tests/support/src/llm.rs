@@ -1,7 +1,11 @@
 //! A fake LLM server speaking both OpenAI chat-completions SSE (`POST /v1/chat/completions`)
 //! and Anthropic Messages SSE (`POST /v1/messages`), scripted per request: streamed text at a
-//! chosen pace, tool calls, error statuses with `Retry-After`, streams cut mid-way, stalls.
-//! With an empty script it echoes the last user message, which suits load tests.
+//! chosen pace, tool calls, error statuses with `Retry-After` (worded as each API words them,
+//! see `errors`), a prompt too long for the context window, error events inside a stream,
+//! streams cut mid-way, stalls, and a required API key. With an empty script it echoes the
+//! last user message, which suits load tests.
+
+mod errors;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -12,14 +16,15 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::serve;
+use errors::Refusal;
 
 /// What the fake answers to one request.
 #[derive(Clone, Debug)]
@@ -40,8 +45,14 @@ pub enum Reply {
         /// Report `length`/`max_tokens` as the stop reason.
         max_tokens: bool,
     },
-    /// Answer with an HTTP error status (and `Retry-After` seconds, if given).
+    /// Answer with an HTTP error status (and `Retry-After` seconds, if given), with the body
+    /// the real API sends for it (401 wrong key, 403, 404 unknown model, 429, 529, 5xx).
     Status(u16, Option<u64>),
+    /// 400: the prompt does not fit the model's context window.
+    ContextTooLong,
+    /// 200, then an error event of this type (`overloaded_error`, `rate_limit_error`, …)
+    /// before any text.
+    StreamError(&'static str),
     /// Stream `text` and then end the body without finishing the response.
     Cut(String),
     /// Send headers, then nothing, for `Duration`.
@@ -99,6 +110,8 @@ struct LlmState {
     requests: Mutex<Vec<(Protocol, HeaderMap, Value)>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
+    /// When set, requests without exactly this key are refused with 401.
+    required_key: Mutex<Option<String>>,
 }
 
 /// The running fake.
@@ -132,6 +145,12 @@ impl FakeLlm {
     /// Queue replies for the next requests, in order.
     pub fn push(&self, reply: Reply) -> &Self {
         self.state.script.lock().unwrap().push_back(reply);
+        self
+    }
+
+    /// Refuse (401, worded as the API words it) every request that does not carry `key`.
+    pub fn require_key(&self, key: &str) -> &Self {
+        *self.state.required_key.lock().unwrap() = Some(key.to_owned());
         self
     }
 
@@ -181,27 +200,37 @@ async fn anthropic(
 
 fn respond(state: Arc<LlmState>, protocol: Protocol, headers: HeaderMap, body: Value) -> Response {
     let echo = format!("You said: {}", last_user_text(protocol, &body));
+    let model = body["model"].as_str().unwrap_or_default().to_owned();
+    let sent_key = errors::key_of(protocol, &headers);
     state
         .requests
         .lock()
         .unwrap()
         .push((protocol, headers, body));
+    let required = state.required_key.lock().unwrap().clone();
+    if let Some(required) = required {
+        match sent_key {
+            None => return errors::refuse(protocol, Refusal::NoKey, &model, None),
+            Some(k) if k != required => {
+                return errors::refuse(protocol, Refusal::WrongKey, &model, None);
+            }
+            Some(_) => {}
+        }
+    }
     let reply = state
         .script
         .lock()
         .unwrap()
         .pop_front()
         .unwrap_or_else(|| Reply::text(echo));
-    if let Reply::Status(code, retry_after) = reply {
-        let mut response = (
-            StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-            Json(json!({"error": {"message": "scripted failure", "type": "server_error"}})),
-        )
-            .into_response();
-        if let Some(secs) = retry_after {
-            response.headers_mut().insert("retry-after", secs.into());
+    match reply {
+        Reply::Status(code, retry_after) => {
+            return errors::refuse(protocol, Refusal::Status(code), &model, retry_after);
         }
-        return response;
+        Reply::ContextTooLong => {
+            return errors::refuse(protocol, Refusal::ContextTooLong, &model, None);
+        }
+        _ => {}
     }
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(16);
     tokio::spawn(async move {
@@ -245,7 +274,12 @@ async fn send(tx: &Tx, event: Option<&str>, data: Value) {
 
 async fn write_reply(protocol: Protocol, reply: Reply, tx: &Tx) {
     match reply {
-        Reply::Status(..) => {}
+        Reply::Status(..) | Reply::ContextTooLong => {}
+        Reply::StreamError(kind) => {
+            let error = errors::stream_error(protocol, kind);
+            let event = (protocol == Protocol::Anthropic).then_some("error");
+            send(tx, event, error).await;
+        }
         Reply::Stall(d) => tokio::time::sleep(d).await,
         Reply::Cut(text) => {
             start(protocol, tx).await;

@@ -5,4 +5,5 @@ mod buttons;
 mod gateway;
 mod helpers;
 mod inbound;
+mod outage;
 mod outbound;

@@ -3,6 +3,7 @@
 mod buttons;
 mod conflict;
 mod helpers;
+mod ready;
 mod receive;
 mod send;
 mod webhook;

@@ -1,0 +1,125 @@
+//! `switchboard check --probe`: one tiny real request to the provider (a one-token answer to
+//! "ping") and to each configured platform (Telegram `getMe`, Slack `auth.test`, Discord
+//! `users/@me`), printing what works and, for what does not, why (the classified provider
+//! error; the platform's own description). Nothing is stored and nothing is sent to anyone.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::config::{ChannelConfig, Config, ProviderConfig};
+use crate::provider::{self, ChatMessage, ChatRequest, Role, StreamEvent};
+
+/// How long one probe waits.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Probe everything `config` names; prints one line each. `true` when all answered.
+pub async fn run(config: &Config) -> bool {
+    let mut all_ok = report("provider", probe_provider(&config.provider).await);
+    let http = match reqwest::Client::builder().timeout(PROBE_TIMEOUT).build() {
+        Ok(http) => http,
+        Err(err) => return report("platforms", Err(format!("no HTTP client: {err}"))),
+    };
+    for (name, channel) in &config.channels {
+        if let Some(key) = channel.settings().missing_credential() {
+            println!("probe {name}: skipped ({key} unset)");
+            continue;
+        }
+        if let Some(result) = probe_channel(&http, channel).await {
+            all_ok &= report(name, result);
+        }
+    }
+    all_ok
+}
+
+fn report(what: &str, result: Result<String, String>) -> bool {
+    match result {
+        Ok(detail) => {
+            println!("probe {what}: ok ({detail})");
+            true
+        }
+        Err(detail) => {
+            println!("probe {what}: FAILED: {detail}");
+            false
+        }
+    }
+}
+
+/// A one-token answer to "ping" (no retries: the probe says what happens right now).
+async fn probe_provider(config: &ProviderConfig) -> Result<String, String> {
+    let tiny = ProviderConfig {
+        max_tokens: 1,
+        max_retries: 0,
+        timeout_secs: PROBE_TIMEOUT.as_secs(),
+        ..config.clone()
+    };
+    let provider = provider::from_config(&tiny).map_err(|e| format!("{e:#}"))?;
+    let request = ChatRequest {
+        messages: vec![ChatMessage::new(Role::User, "ping")],
+        tools: Vec::new(),
+    };
+    let mut stream = provider.stream(&request).await.map_err(|e| e.to_string())?;
+    while let Some(event) = stream.next().await {
+        if let StreamEvent::Done { .. } = event.map_err(|e| e.to_string())? {
+            break;
+        }
+    }
+    Ok(format!(
+        "model {} answered at {}",
+        &*config.model,
+        config.base_url()
+    ))
+}
+
+/// `getMe`, `auth.test` or `users/@me`; `None` for a channel with nothing to ask (web).
+async fn probe_channel(
+    http: &reqwest::Client,
+    channel: &ChannelConfig,
+) -> Option<Result<String, String>> {
+    let (request, name_at) = match channel {
+        #[cfg(feature = "telegram")]
+        ChannelConfig::Telegram(c) => {
+            let token = c.token.expose().unwrap_or_default();
+            let url = format!("{}/bot{token}/getMe", c.api_url.trim_end_matches('/'));
+            (http.get(url), "/result/username")
+        }
+        #[cfg(feature = "slack")]
+        ChannelConfig::Slack(c) => {
+            let url = format!("{}/auth.test", c.api_url.trim_end_matches('/'));
+            let token = c.bot_token.expose().unwrap_or_default();
+            (http.post(url).bearer_auth(token), "/user")
+        }
+        #[cfg(feature = "discord")]
+        ChannelConfig::Discord(c) => {
+            let url = format!("{}/api/v10/users/@me", c.api_url.trim_end_matches('/'));
+            let token = c.token.expose().unwrap_or_default();
+            let auth = format!("Bot {token}");
+            (http.get(url).header("authorization", auth), "/username")
+        }
+        #[allow(unreachable_patterns)]
+        _ => return None,
+    };
+    Some(ask(request, name_at).await)
+}
+
+/// Send `request`; the bot's name at JSON pointer `name_at` when the platform says ok.
+async fn ask(request: reqwest::RequestBuilder, name_at: &str) -> Result<String, String> {
+    // The URL may carry the token (Telegram): never print reqwest's text with it.
+    let response = request
+        .send()
+        .await
+        .map_err(|e| e.without_url().to_string())?;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    let refused = body["ok"] == Value::Bool(false);
+    if !status.is_success() || refused {
+        let why = body["description"]
+            .as_str()
+            .or(body["error"].as_str())
+            .or(body["message"].as_str())
+            .unwrap_or("no explanation");
+        return Err(format!("HTTP {}: {why}", status.as_u16()));
+    }
+    let name = body.pointer(name_at).and_then(Value::as_str).unwrap_or("?");
+    Ok(format!("bot {name}"))
+}

@@ -1,0 +1,121 @@
+//! A first run as the README describes it: the real binary on the example config with no
+//! API key in the environment. The start-up log has one WARN naming the variable to set,
+//! `check` says the same and still exits 0, and a web chat message gets the "no API key"
+//! line with a trace id.
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{connect, json_where, new_session, say};
+use crate::helpers::WAIT;
+
+const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+const EXAMPLE: &str = "config/switchboard.example.toml";
+/// Variables a developer's shell may hold that would make this not a first run.
+const UNSET: [&str; 8] = [
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "SWITCHBOARD_MODEL",
+    "TELEGRAM_BOT_TOKEN",
+    "DISCORD_BOT_TOKEN",
+    "SLACK_BOT_TOKEN",
+    "SWITCHBOARD_WEB_TOKEN",
+    "SWITCHBOARD_CONFIG",
+];
+
+fn switchboard() -> Command {
+    let mut command = Command::new(BIN);
+    for name in UNSET {
+        command.env_remove(name);
+    }
+    command
+}
+
+#[test]
+fn check_on_the_example_without_a_key_warns_and_exits_zero() {
+    let out = switchboard()
+        .args(["check", "--config", EXAMPLE])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let warning = stdout
+        .lines()
+        .find(|l| l.starts_with("warning: [provider]"))
+        .unwrap_or_else(|| panic!("no provider warning in {stdout}"));
+    assert!(warning.contains("api.openai.com"), "{warning}");
+    assert!(warning.contains("set OPENAI_API_KEY"), "{warning}");
+}
+
+/// GET `path` on 127.0.0.1:`port`; the status line, or `None` while nothing listens.
+fn get(port: u16, path: &str) -> Option<String> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    out.lines().next().map(str::to_owned)
+}
+
+#[tokio::test]
+async fn a_first_run_without_a_key_warns_once_and_the_web_chat_says_no_api_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log_path = dir.path().join("stderr.log");
+    let mut child = switchboard()
+        .args(["run", "--config", EXAMPLE])
+        .env("SWITCHBOARD__GATEWAY__LISTEN", format!("127.0.0.1:{port}"))
+        .env(
+            "SWITCHBOARD__GATEWAY__DATABASE_URL",
+            format!("sqlite://{}/sb.db", dir.path().display()),
+        )
+        .env("SWITCHBOARD__GATEWAY__DATA_DIR", dir.path().join("data"))
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + WAIT;
+    while get(port, "/healthz").is_none_or(|s| !s.contains(" 200")) {
+        assert!(
+            Instant::now() < deadline,
+            "the gateway never answered /healthz"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let (mut ws, _) = connect(addr, &new_session()).await;
+    say(&mut ws, "first", "hello?").await;
+    let answer = json_where(&mut ws, |f| {
+        f["message"]["role"] == "bot"
+            && f["message"]["html"]
+                .as_str()
+                .is_some_and(|h| h.contains("no API key is set"))
+    })
+    .await;
+    let html = answer["message"]["html"].as_str().unwrap();
+    assert!(html.contains("(trace "), "{html}");
+
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    child.wait().unwrap();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("api_key is empty"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{log}");
+    assert!(warnings[0].contains("OPENAI_API_KEY"), "{}", warnings[0]);
+    assert!(
+        log.contains("no API key for the LLM API"),
+        "the turn's error is logged too: {log}"
+    );
+}
