@@ -26,6 +26,8 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Memory(args) => switchboard::cli::memory(args).await,
         Command::Supervise(args) => return switchboard::sandbox::supervise(&args),
         Command::Access(args) => switchboard::access::cli::run(args).await,
+        #[cfg(feature = "web")]
+        Command::WebToken(args) => switchboard::web_token::run(args),
     };
     match result {
         Ok(code) => code,
