@@ -94,10 +94,15 @@ pub fn run(args: WebTokenArgs) -> anyhow::Result<ExitCode> {
     if webs.is_empty() {
         match &args.channel {
             Some(name) => bail!("no web channel named `{name}` in the config"),
-            None => bail!("the config has no web channel (a [channels.<name>] with kind = \"web\")"),
+            None => {
+                bail!("the config has no web channel (a [channels.<name>] with kind = \"web\")")
+            }
         }
     }
-    let origin = args.origin.clone().unwrap_or_else(|| default_origin(listen));
+    let origin = args
+        .origin
+        .clone()
+        .unwrap_or_else(|| default_origin(listen));
     for (name, web) in webs {
         let site = site(name, Some(listen), &config.gateway.data_dir);
         let token = token_for(name, web, &site, args.rotate)?;
@@ -198,7 +203,11 @@ mod tests {
         let origin = default_origin("[::1]:9000".parse().unwrap());
         assert_eq!(link(&origin, &web, None), "http://[::1]:9000/chat/");
         assert_eq!(
-            link("https://chat.example.com/", &WebConfig::default(), Some("t")),
+            link(
+                "https://chat.example.com/",
+                &WebConfig::default(),
+                Some("t")
+            ),
             "https://chat.example.com/?token=t"
         );
     }

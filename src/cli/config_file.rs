@@ -36,11 +36,10 @@ impl ConfigArgs {
     /// The config path in effect, and the missing file it stands in for, if any.
     pub(crate) fn path(&self) -> (PathBuf, Option<PathBuf>) {
         let wanted = self.config.clone().unwrap_or_else(|| DEFAULT_CONFIG.into());
-        let fallback = self.fallback_config.clone().or_else(|| {
-            self.config
-                .is_none()
-                .then(|| PathBuf::from(EXAMPLE_CONFIG))
-        });
+        let fallback = self
+            .fallback_config
+            .clone()
+            .or_else(|| self.config.is_none().then(|| PathBuf::from(EXAMPLE_CONFIG)));
         match fallback {
             Some(fallback) if !wanted.exists() => (fallback, Some(wanted)),
             _ => (wanted, None),
@@ -85,6 +84,10 @@ mod tests {
         assert_eq!(both.path(), (user.clone(), None), "the user's file wins");
         let missing = dir.path().join("typo.toml");
         let explicit = args(missing.to_str(), None);
-        assert_eq!(explicit.path(), (missing, None), "no fallback: an error later");
+        assert_eq!(
+            explicit.path(),
+            (missing, None),
+            "no fallback: an error later"
+        );
     }
 }

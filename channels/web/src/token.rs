@@ -129,7 +129,8 @@ impl TokenFile {
                 let (mine, theirs) = (file.metadata()?, fs::metadata(dir)?);
                 if mine.uid() != theirs.uid() {
                     // Only root may do this; anyone else keeps the file as their own.
-                    let _ = std::os::unix::fs::chown(&staged, Some(theirs.uid()), Some(theirs.gid()));
+                    let _ =
+                        std::os::unix::fs::chown(&staged, Some(theirs.uid()), Some(theirs.gid()));
                 }
                 Ok(())
             });
@@ -338,7 +339,9 @@ mod tests {
         let mode = fs::metadata(tokens.path()).unwrap().mode() & 0o777;
         assert_eq!(mode, 0o600);
         assert_eq!(tokens.load_or_create().unwrap(), (made.clone(), false));
-        let leftovers = fs::read_dir(tokens.path().parent().unwrap()).unwrap().count();
+        let leftovers = fs::read_dir(tokens.path().parent().unwrap())
+            .unwrap()
+            .count();
         assert_eq!(leftovers, 1, "no staged file is left behind");
     }
 

@@ -120,7 +120,10 @@ fn every_file_compose_mounts_or_the_dockerfile_copies_is_in_a_fresh_clone() {
         let env_files = svc.get("env_file").and_then(Value::as_sequence);
         for entry in env_files.into_iter().flatten() {
             let optional = entry.get("required").and_then(Value::as_bool) == Some(false);
-            let path = entry.get("path").and_then(Value::as_str).unwrap_or_default();
+            let path = entry
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             assert!(optional || tracked(Path::new(path)), "env_file {path}");
         }
     }
@@ -128,7 +131,10 @@ fn every_file_compose_mounts_or_the_dockerfile_copies_is_in_a_fresh_clone() {
     assert!(tracked(Path::new("Dockerfile")));
     let ignored = std::fs::read_to_string(repo().join(".dockerignore")).unwrap();
     for (source, _) in image_copies() {
-        assert!(tracked(Path::new(&source)), "the Dockerfile copies {source}");
+        assert!(
+            tracked(Path::new(&source)),
+            "the Dockerfile copies {source}"
+        );
         let excluded = ignored.lines().any(|l| l.trim() == source);
         assert!(!excluded, ".dockerignore leaves {source} out of the build");
     }
@@ -138,7 +144,10 @@ fn every_file_compose_mounts_or_the_dockerfile_copies_is_in_a_fresh_clone() {
 fn the_user_config_is_an_optional_override_of_the_baked_one() {
     let env = image_env();
     let get = |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
-    let (user, baked) = (get("SWITCHBOARD_CONFIG"), get("SWITCHBOARD_FALLBACK_CONFIG"));
+    let (user, baked) = (
+        get("SWITCHBOARD_CONFIG"),
+        get("SWITCHBOARD_FALLBACK_CONFIG"),
+    );
     let (user, baked) = (user.expect("user config path"), baked.expect("baked path"));
     assert!(
         image_copies().iter().any(|(_, dest)| *dest == baked),
@@ -149,12 +158,20 @@ fn the_user_config_is_an_optional_override_of_the_baked_one() {
         .and_then(|s| s.get("volumes"))
         .and_then(Value::as_sequence)
         .unwrap();
-    let dir = Path::new(&user).parent().unwrap().to_str().unwrap().to_owned();
+    let dir = Path::new(&user)
+        .parent()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
     let mounted = mounts
         .iter()
         .filter_map(Value::as_str)
         .any(|m| m.split(':').nth(1) == Some(&dir));
-    assert!(mounted, "compose mounts a directory at {dir}, where {user} may be");
+    assert!(
+        mounted,
+        "compose mounts a directory at {dir}, where {user} may be"
+    );
     assert!(
         !baked.starts_with(&format!("{dir}/")),
         "the mount would hide the baked config"
@@ -166,7 +183,10 @@ fn the_default_setup_runs_on_sqlite_without_a_database_service() {
     let compose = merged(&[BASE]);
     assert!(service(&compose, "postgres").is_none());
     let config = gateway_config(&compose);
-    assert_eq!(&*config.gateway.database_url, "sqlite:///data/switchboard.db");
+    assert_eq!(
+        &*config.gateway.database_url,
+        "sqlite:///data/switchboard.db"
+    );
     assert_eq!(&*config.gateway.listen, "0.0.0.0:8080");
 }
 
@@ -190,9 +210,16 @@ fn the_postgres_setup_points_the_gateway_at_the_healthy_postgres_service() {
     };
     assert_eq!(
         (user, password, database),
-        (env("POSTGRES_USER"), env("POSTGRES_PASSWORD"), env("POSTGRES_DB"))
+        (
+            env("POSTGRES_USER"),
+            env("POSTGRES_PASSWORD"),
+            env("POSTGRES_DB")
+        )
     );
-    assert!(postgres.get("healthcheck").is_some(), "postgres has a healthcheck");
+    assert!(
+        postgres.get("healthcheck").is_some(),
+        "postgres has a healthcheck"
+    );
     let condition = service(&compose, "switchboard")
         .and_then(|s| s.get("depends_on"))
         .and_then(|d| d.get(host))

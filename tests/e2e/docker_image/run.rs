@@ -74,7 +74,8 @@ impl Container {
             .into_iter()
             .map(|(k, v)| (k, inside(&root, &v.replace(&listen, &port))))
             .collect();
-        self.env.push(("HOME".into(), self.path("/data").display().to_string()));
+        self.env
+            .push(("HOME".into(), self.path("/data").display().to_string()));
         let path = format!("{root}/usr/local/bin:/usr/bin:/bin");
         self.env.push(("PATH".into(), path));
         if let Some(uid) = self.user {
@@ -183,7 +184,9 @@ async fn socket_opens(port: u16, token: Option<&str>) -> bool {
     let mut request = format!("ws://127.0.0.1:{port}/ws{query}")
         .into_client_request()
         .unwrap();
-    let session = "sb_web_session=0123456789abcdef0123456789abcdef".parse().unwrap();
+    let session = "sb_web_session=0123456789abcdef0123456789abcdef"
+        .parse()
+        .unwrap();
     request.headers_mut().insert("cookie", session);
     match tokio_tungstenite::connect_async(request).await {
         Ok(_) => true,
@@ -198,7 +201,9 @@ async fn socket_opens(port: u16, token: Option<&str>) -> bool {
 /// The token in a link `http://<host>:<port>/?token=<token>`.
 fn token_of(link: &str, port: u16) -> String {
     let prefix = format!("http://<host>:{port}/?token=");
-    let token = link.strip_prefix(&prefix).unwrap_or_else(|| panic!("{link}"));
+    let token = link
+        .strip_prefix(&prefix)
+        .unwrap_or_else(|| panic!("{link}"));
     assert!(token.len() >= 32, "a strong token: {token}");
     token.to_owned()
 }
@@ -233,14 +238,27 @@ async fn the_image_starts_without_a_token_and_web_token_prints_the_link_that_ope
 
     let second_log = container.path("/second.log");
     let gateway = container.start(&second_log).await;
-    assert_eq!(token_of(&container.web_token(&[]), port), token, "same token");
-    assert!(socket_opens(port, Some(&token)).await, "after a restart too");
+    assert_eq!(
+        token_of(&container.web_token(&[]), port),
+        token,
+        "same token"
+    );
+    assert!(
+        socket_opens(port, Some(&token)).await,
+        "after a restart too"
+    );
     assert!(!read(&second_log).contains(&token));
 
     let rotated = token_of(&container.web_token(&["--rotate"]), port);
     assert_ne!(rotated, token);
-    assert!(socket_opens(port, Some(&rotated)).await, "the running gateway takes it");
-    assert!(!socket_opens(port, Some(&token)).await, "the old one is refused");
+    assert!(
+        socket_opens(port, Some(&rotated)).await,
+        "the running gateway takes it"
+    );
+    assert!(
+        !socket_opens(port, Some(&token)).await,
+        "the old one is refused"
+    );
     assert_eq!(token_of(&container.web_token(&[]), port), rotated);
     stop(gateway);
 }
