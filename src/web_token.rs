@@ -190,6 +190,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn start_up_makes_the_token_a_secret_and_its_log_line_names_the_command_not_the_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "[gateway]\nlisten = \"0.0.0.0:8080\"\ndata_dir = \"{}\"\n\
+             [channels.web]\nkind = \"web\"\n[channels.local]\nkind = \"web\"\n\
+             path = \"/local\"\naccess_token = \"configured-token-1\"\n",
+            dir.path().display()
+        );
+        let mut config = crate::config::parse(&text, "t.toml", &[]).unwrap();
+        let lines = prepare(&mut config).unwrap();
+        let stored = dir.path().join("web/web.token");
+        let token = std::fs::read_to_string(&stored).unwrap().trim().to_owned();
+        assert_eq!(
+            lines.len(),
+            1,
+            "only the channel without a token: {lines:?}"
+        );
+        assert!(lines[0].contains("generated now") && lines[0].contains(HOW_TO_GET_THE_LINK));
+        assert!(!lines[0].contains(&token));
+        assert!(
+            config.secret_values().contains(&token),
+            "the scrubber redacts it"
+        );
+        assert!(
+            config
+                .scrubber()
+                .scrub(&format!("t={token}"))
+                .find(&token)
+                .is_none()
+        );
+        let again = prepare(&mut config).unwrap();
+        assert!(again[0].contains("generated at first start"), "{again:?}");
+    }
+
+    #[test]
     fn a_wildcard_address_gets_a_placeholder_host_and_the_token_is_encoded() {
         let web = WebConfig {
             path: "/chat".into(),

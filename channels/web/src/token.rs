@@ -111,12 +111,13 @@ impl TokenFile {
         Ok(token)
     }
 
-    /// Write `token` to a fresh file beside the real one, mode 0600, synced; when the
-    /// directory belongs to someone else (root rotating the token of a gateway that runs as
-    /// its own user) the file is handed to the directory's owner, so the gateway can read it.
+    /// Write `token` to a fresh file beside the real one, mode 0600, synced. What this
+    /// creates belongs to whoever owns the nearest existing directory above it, so root
+    /// running `web-token` for a gateway that runs as its own user leaves files that user
+    /// can read (for anyone else the change of owner fails and is not needed).
     fn stage(&self, token: &str) -> Result<PathBuf, TokenFileError> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir).map_err(|source| self.io(source))?;
+        let (owner, made) = make_dirs(dir).map_err(|source| self.io(source))?;
         let staged = dir.join(format!(".{}.{}.tmp", file_name(&self.path), generate()));
         let written = OpenOptions::new()
             .write(true)
@@ -125,22 +126,16 @@ impl TokenFile {
             .open(&staged)
             .and_then(|mut file| {
                 file.write_all(format!("{token}\n").as_bytes())?;
-                file.sync_all()?;
-                let (mine, theirs) = (file.metadata()?, fs::metadata(dir)?);
-                if mine.uid() != theirs.uid() {
-                    // Only root may do this; anyone else keeps the file as their own.
-                    let _ =
-                        std::os::unix::fs::chown(&staged, Some(theirs.uid()), Some(theirs.gid()));
-                }
-                Ok(())
+                file.sync_all()
             });
-        match written {
-            Ok(()) => Ok(staged),
-            Err(source) => {
-                let _ = fs::remove_file(&staged);
-                Err(self.io(source))
-            }
+        if let Err(source) = written {
+            let _ = fs::remove_file(&staged);
+            return Err(self.io(source));
         }
+        for path in made.iter().chain([&staged]) {
+            let _ = std::os::unix::fs::chown(path, Some(owner.0), Some(owner.1));
+        }
+        Ok(staged)
     }
 
     fn parse(&self, text: &str) -> Result<String, TokenFileError> {
@@ -165,6 +160,20 @@ impl TokenFile {
             path: self.path.clone(),
         }
     }
+}
+
+/// Create `dir` and its missing parents; returns the owner (uid, gid) of the nearest
+/// directory that existed, and the directories made.
+fn make_dirs(dir: &Path) -> io::Result<((u32, u32), Vec<PathBuf>)> {
+    let mut made = Vec::new();
+    let mut existing = dir;
+    while !existing.exists() {
+        made.push(existing.to_owned());
+        existing = existing.parent().unwrap_or(Path::new("/"));
+    }
+    let meta = fs::metadata(existing)?;
+    fs::create_dir_all(dir)?;
+    Ok(((meta.uid(), meta.gid()), made))
 }
 
 fn file_name(path: &Path) -> String {
@@ -357,6 +366,24 @@ mod tests {
         assert!(matches!(gate.expected(), Expected::Token(t) if *t == *second));
         fs::remove_file(tokens.path()).unwrap();
         assert!(matches!(gate.expected(), Expected::Nobody), "gone: closed");
+    }
+
+    #[test]
+    fn a_token_made_by_root_belongs_to_the_owner_of_the_data_directory() {
+        let me = fs::metadata("/proc/self").unwrap().uid();
+        let dir = tempfile::tempdir().unwrap();
+        let nobody = 65534;
+        if me != 0 || std::os::unix::fs::chown(dir.path(), Some(nobody), Some(nobody)).is_err() {
+            return; // only root can hand a file to someone else
+        }
+        let tokens = file(&dir);
+        tokens.load_or_create().unwrap();
+        for path in [tokens.path(), tokens.path().parent().unwrap()] {
+            let meta = fs::metadata(path).unwrap();
+            assert_eq!((meta.uid(), meta.gid()), (nobody, nobody), "{path:?}");
+        }
+        tokens.rotate().unwrap();
+        assert_eq!(fs::metadata(tokens.path()).unwrap().uid(), nobody);
     }
 
     #[test]
