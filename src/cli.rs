@@ -1,5 +1,6 @@
 //! The command line: `run`, `check`, `migrate`, `audit`, `approvals`, `healthcheck`,
-//! `memory` and `access`, each a thin layer over library code.
+//! `memory`, `access` and `web-token`, each a thin layer over library code. Which config
+//! file they read is `config_file`'s business (a user's file, else a fallback).
 //!
 //! Every subcommand loads the config through [`config::load`], which parses it and then runs
 //! every check, including each channel crate's own `validate()` and the route collisions
