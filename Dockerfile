@@ -25,13 +25,20 @@ RUN apt-get update \
     && mkdir -p /data /config \
     && chown switchboard /data
 COPY --from=builder /src/target/release/switchboard /usr/local/bin/switchboard
-COPY config/switchboard.example.toml /config/switchboard.toml
+# The built-in config, outside /config: a mounted ./config directory (docker-compose.yml)
+# cannot hide it. The gateway reads /config/switchboard.toml when that file exists and this
+# one otherwise (SWITCHBOARD_CONFIG, SWITCHBOARD_FALLBACK_CONFIG below).
+COPY config/switchboard.example.toml /etc/switchboard/switchboard.toml
 # Tool processes are sandboxed by re-executing this same binary as their supervisor; it needs
 # no capability and works under Docker's default seccomp profile (see README, Sandboxed tools).
 USER switchboard
 WORKDIR /data
 VOLUME ["/data"]
+# No web chat token needed: without SWITCHBOARD_WEB_TOKEN the gateway generates one into
+# /data/web/web.token at first start; `docker compose exec switchboard switchboard web-token`
+# prints the link with it.
 ENV SWITCHBOARD_CONFIG=/config/switchboard.toml \
+    SWITCHBOARD_FALLBACK_CONFIG=/etc/switchboard/switchboard.toml \
     SWITCHBOARD__GATEWAY__LISTEN=0.0.0.0:8080 \
     SWITCHBOARD__GATEWAY__DATABASE_URL=sqlite:///data/switchboard.db \
     SWITCHBOARD__GATEWAY__DATA_DIR=/data

@@ -1,25 +1,23 @@
 //! The command line: `run`, `check`, `migrate`, `audit`, `approvals`, `healthcheck`,
-//! `memory` and `access`, each a thin layer over library code.
+//! `memory`, `access` and `web-token`, each a thin layer over library code. Which config
+//! file they read is `config_file`'s business (a user's file, else a fallback).
 //!
 //! Every subcommand loads the config through [`config::load`], which parses it and then runs
 //! every check, including each channel crate's own `validate()` and the route collisions
 //! between channels. So whatever `check` reports (with file, line and key), `run` refuses
 //! with the same message and exit code 1 before it binds a port or builds a channel.
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{self, Config, ConfigError};
+use crate::config::{self, Config};
 use crate::ids::MemoryScope;
 use crate::{Gateway, channels, store, telemetry};
 
-/// Where `--config` points when it is not given.
-pub const DEFAULT_CONFIG: &str = "config/switchboard.toml";
-/// Used, with a log line saying so, when the default config does not exist.
-pub const EXAMPLE_CONFIG: &str = "config/switchboard.example.toml";
+mod config_file;
+pub use config_file::{ConfigArgs, DEFAULT_CONFIG, EXAMPLE_CONFIG};
 
 /// Switchboard: an LLM agent behind your chat platforms.
 #[derive(Debug, Parser)]
@@ -54,6 +52,9 @@ pub enum Command {
     Access(crate::access::cli::AccessArgs),
     /// List the operator's `[[schedules]]` with their next run (`--all`: chat tasks too).
     Schedules(crate::schedule::operator::SchedulesArgs),
+    /// Print the web chat's link with its access token; --rotate replaces a generated one.
+    #[cfg(feature = "web")]
+    WebToken(crate::web_token::WebTokenArgs),
 }
 
 /// `switchboard memory` options.
@@ -151,43 +152,18 @@ pub struct AuditArgs {
     pub limit: usize,
 }
 
-/// The config file option every subcommand takes.
-#[derive(Debug, Args)]
-pub struct ConfigArgs {
-    /// Config file (default config/switchboard.toml, else the example config).
-    #[arg(long, short, env = "SWITCHBOARD_CONFIG")]
-    pub config: Option<PathBuf>,
-}
-
-impl ConfigArgs {
-    /// The config path in effect, and whether it is the example fallback.
-    fn path(&self) -> (PathBuf, bool) {
-        match &self.config {
-            Some(path) => (path.clone(), false),
-            None if Path::new(DEFAULT_CONFIG).exists() => (DEFAULT_CONFIG.into(), false),
-            None => (EXAMPLE_CONFIG.into(), true),
-        }
-    }
-
-    /// The config in effect, parsed and checked.
-    pub(crate) fn load(&self) -> Result<Config, ConfigError> {
-        let (path, fallback) = self.path();
-        let config = config::load(&path)?;
-        if fallback {
-            tracing::info!("{DEFAULT_CONFIG} not found; using {EXAMPLE_CONFIG}");
-        }
-        Ok(config)
-    }
-}
-
 /// `switchboard run`.
 pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
-    let (path, fallback) = args.path();
-    let config = config::load(&path)?;
+    let (path, missing) = args.path();
+    #[cfg_attr(not(feature = "web"), allow(unused_mut))]
+    let mut config = config::load(&path)?;
+    // Before the scrubber is built, so a generated web chat token is redacted like the rest.
+    #[cfg(feature = "web")]
+    let web_tokens = crate::web_token::prepare(&mut config)?;
     telemetry::init(config.gateway.log_format, scrubber(&config));
-    if fallback {
-        tracing::info!("{DEFAULT_CONFIG} not found; using {EXAMPLE_CONFIG}");
-    }
+    config_file::log_fallback(&path, missing.as_ref());
+    #[cfg(feature = "web")]
+    web_tokens.iter().for_each(|line| tracing::info!("{line}"));
     for warning in crate::access::warnings(&config) {
         tracing::warn!("{warning}");
     }

@@ -30,6 +30,8 @@
 //! - [`clock`]: time as an input (wall clock in production, paused or manual in tests).
 //! - [`gateway`]: wires all of it together and shuts it down in order.
 //! - [`cli`]: the `switchboard` command's subcommands.
+//! - `web_token`: the web chat's generated access token at start-up, and `switchboard
+//!   web-token`, which prints the chat's link with it.
 
 #![warn(clippy::too_many_lines)]
 
@@ -57,5 +59,7 @@ pub mod scrub;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
+#[cfg(feature = "web")]
+pub mod web_token;
 
 pub use gateway::{Gateway, RunningGateway};

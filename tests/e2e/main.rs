@@ -9,6 +9,7 @@ mod approval_store;
 mod approvals;
 mod audit;
 mod config;
+mod docker_image;
 mod helpers;
 mod holdback;
 mod leak;

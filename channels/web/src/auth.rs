@@ -6,6 +6,8 @@ use axum::http::HeaderMap;
 use axum::http::header::{COOKIE, HOST, ORIGIN};
 use subtle::ConstantTimeEq;
 
+use crate::token::Expected;
+
 /// How long the session and token cookies last without a visit (30 days).
 pub(crate) const COOKIE_MAX_AGE_SECS: u64 = 30 * 24 * 60 * 60;
 
@@ -67,15 +69,18 @@ pub(crate) fn cookie_safe(token: &str) -> String {
     out
 }
 
-/// Whether the request proves the token: `?token=` or the token cookie.
+/// Whether the request may pass the gate: anyone where no token is needed, nobody while the
+/// generated token is unreadable, otherwise `?token=` or the token cookie must prove it.
 pub(crate) fn has_token(
-    expected: Option<&str>,
+    expected: &Expected,
     query: Option<&str>,
     headers: &HeaderMap,
     channel: &str,
 ) -> bool {
-    let Some(expected) = expected else {
-        return true;
+    let expected = match expected {
+        Expected::Anyone => return true,
+        Expected::Nobody => return false,
+        Expected::Token(token) => &**token,
     };
     let by_query = query.is_some_and(|given| token_matches(expected, given));
     let by_cookie = cookie(headers, &token_cookie(channel))
@@ -202,13 +207,16 @@ mod tests {
     #[test]
     fn the_token_matches_by_query_or_by_cookie_and_nothing_else() {
         let none = HeaderMap::new();
-        assert!(has_token(None, None, &none, "web"), "no token configured");
-        assert!(has_token(Some("t;k 1"), Some("t;k 1"), &none, "web"));
-        assert!(!has_token(Some("t;k 1"), Some("t;k 2"), &none, "web"));
-        assert!(!has_token(Some("t;k 1"), None, &none, "web"));
+        let tok = Expected::Token("t;k 1".into());
+        assert!(has_token(&Expected::Anyone, None, &none, "web"), "no token");
+        assert!(has_token(&tok, Some("t;k 1"), &none, "web"));
+        assert!(!has_token(&tok, Some("t;k 2"), &none, "web"));
+        assert!(!has_token(&tok, None, &none, "web"));
         let jar = headers(&[("cookie", "sb_web_token=t%3Bk%201")]);
-        assert!(has_token(Some("t;k 1"), None, &jar, "web"));
-        assert!(!has_token(Some("t;k 1"), None, &jar, "other"));
+        assert!(has_token(&tok, None, &jar, "web"));
+        assert!(!has_token(&tok, None, &jar, "other"));
+        let closed = Expected::Nobody;
+        assert!(!has_token(&closed, Some("t;k 1"), &jar, "web"), "closed");
         assert!(!token_matches("abc", "abcd") && !token_matches("abc", "abd"));
     }
 

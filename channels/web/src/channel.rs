@@ -34,12 +34,14 @@ pub struct WebChannel {
 impl WebChannel {
     /// A channel named `name` for `config`, served by a gateway listening on `listen`.
     ///
-    /// Refuses a configuration without an access token on a non-loopback address, since
-    /// anyone who could reach it would be talking to the agent.
+    /// Refuses a configuration without an access token or a `token_file` on a non-loopback
+    /// address, since anyone who could reach it would be talking to the agent; with a
+    /// `token_file`, the generated token is read (or made) now.
     pub fn new(name: &str, config: WebConfig, listen: SocketAddr) -> Result<Self, WebConfigError> {
         config.check(name, listen)?;
+        let gate = crate::token::gate(name, &config, listen)?;
         Ok(Self {
-            hub: Arc::new(Hub::new(name, config)),
+            hub: Arc::new(Hub::new(name, config, gate)),
             closing: CancellationToken::new(),
         })
     }

@@ -27,8 +27,8 @@ pub struct WebConfig {
     /// Where the page is served (`/` or `/chat`); the socket is `<path>/ws`.
     #[serde(deserialize_with = "expanded")]
     pub path: String,
-    /// Token a browser must present (`?token=` once, then a cookie); unset serves anyone,
-    /// which is only allowed on a loopback listen address.
+    /// Token a browser must present (`?token=` once, then a cookie); unset serves anyone on
+    /// a loopback listen address, and elsewhere a token the gateway generates (see `token`).
     pub access_token: Secret,
     /// Origins (`https://chat.example.com`) allowed to open the socket besides the page's
     /// own; empty allows the same origin only.
@@ -53,6 +53,16 @@ pub struct WebConfig {
     /// config key: [`ChannelSettings::build`] takes it from the [`Site`].
     #[serde(skip)]
     pub redactor: Redactor,
+    /// Where the generated token lives when `access_token` is unset on a non-loopback
+    /// address; `None` refuses that case. Not a config key: [`ChannelSettings::build`] sets
+    /// it to [`WebConfig::generated_token_path`].
+    #[serde(skip)]
+    pub token_file: Option<PathBuf>,
+    /// The generated token as it was at start-up, listed among [`ChannelSettings::secrets`]
+    /// so the gateway's scrubber redacts it like a configured one. Not a config key: the
+    /// gateway's start-up sets it.
+    #[serde(skip)]
+    pub generated_token: Secret,
 }
 
 impl Default for WebConfig {
@@ -67,6 +77,8 @@ impl Default for WebConfig {
             history_messages: DEFAULT_HISTORY_MESSAGES,
             history_dir: None,
             redactor: Redactor::default(),
+            token_file: None,
+            generated_token: Secret::default(),
         }
     }
 }
@@ -99,13 +111,14 @@ impl WebConfig {
         if let Some(listen) = listen
             && !self.access_token.is_set()
             && !listen.ip().is_loopback()
+            && self.token_file.is_none()
         {
             errors.push(SettingsError::new(
                 "access_token",
                 format!(
                     "is required because gateway.listen = {listen} is not a loopback address; \
-                     set it (e.g. access_token = \"${{SWITCHBOARD_WEB_TOKEN}}\") or listen on \
-                     127.0.0.1"
+                     set it (e.g. access_token = \"${{SWITCHBOARD_WEB_TOKEN}}\"), give the \
+                     channel a generated token file, or listen on 127.0.0.1"
                 ),
             ));
         }
@@ -130,6 +143,19 @@ impl WebConfig {
         errors
     }
 
+    /// Where the generated token of the channel `site` describes lives, when it needs one:
+    /// no `access_token` and a listen address that is not loopback (or not known yet).
+    pub fn generated_token_path(&self, site: &Site<'_>) -> Option<PathBuf> {
+        let loopback = site.listen.is_some_and(|listen| listen.ip().is_loopback());
+        (!self.access_token.is_set() && !loopback)
+            .then(|| crate::token::token_path(site.data_dir, site.name))
+    }
+
+    /// The page's URL path, always ending in `/`; the socket is this plus `ws`.
+    pub fn page_path(&self) -> String {
+        self.base()
+    }
+
     /// The page's canonical URL path, always ending in `/` so relative URLs resolve under it.
     pub(crate) fn base(&self) -> String {
         let trimmed = self.path.trim_end_matches('/');
@@ -138,8 +164,10 @@ impl WebConfig {
 }
 
 impl ChannelSettings for WebConfig {
-    fn validate(&self, site: &Site<'_>) -> Result<(), Vec<SettingsError>> {
-        collect(self.problems(site.listen))
+    /// No token rule here: off loopback without a token, [`ChannelSettings::build`] gives
+    /// the channel a generated one (under `data_dir`), so the chat is never open.
+    fn validate(&self, _site: &Site<'_>) -> Result<(), Vec<SettingsError>> {
+        collect(self.problems(None))
     }
 
     /// Open: whoever reaches the page is let in by the web chat's own gate (the access
@@ -149,7 +177,7 @@ impl ChannelSettings for WebConfig {
     }
 
     fn secrets(&self) -> Vec<&Secret> {
-        vec![&self.access_token]
+        vec![&self.access_token, &self.generated_token]
     }
 
     fn http_routes(&self, _name: &str) -> Vec<HttpRoute> {
@@ -169,6 +197,7 @@ impl ChannelSettings for WebConfig {
         let config = Self {
             history_dir: Some(site.data_dir.join("web").join(site.name)),
             redactor: site.redactor.cloned().unwrap_or_default(),
+            token_file: self.generated_token_path(site),
             ..self.clone()
         };
         Ok(Arc::new(crate::WebChannel::new(site.name, config, listen)?))

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::WebConfig;
 use crate::persist::Store;
 use crate::session::{Session, Socket};
+use crate::token::Gate;
 
 /// How long after a change a session is saved (changes in between are saved together).
 const SAVE_DELAY: Duration = Duration::from_millis(250);
@@ -26,6 +27,9 @@ const SOCKET_QUEUE: usize = 256;
 pub(crate) struct Hub {
     pub(crate) name: String,
     pub(crate) config: WebConfig,
+    /// Who may open the page and the socket (the configured token, the generated one's
+    /// file, or anyone on loopback).
+    pub(crate) gate: Gate,
     /// A std Mutex: held for in-memory updates only, never across an await.
     sessions: Mutex<HashMap<String, Session>>,
     store: Option<Store>,
@@ -40,7 +44,7 @@ pub(crate) struct Attached {
 }
 
 impl Hub {
-    pub(crate) fn new(name: &str, config: WebConfig) -> Self {
+    pub(crate) fn new(name: &str, config: WebConfig, gate: Gate) -> Self {
         let store = config
             .history_dir
             .clone()
@@ -48,6 +52,7 @@ impl Hub {
         Self {
             name: name.to_owned(),
             config,
+            gate,
             sessions: Mutex::new(HashMap::new()),
             store,
             next_socket: AtomicU64::new(1),
@@ -202,7 +207,7 @@ mod tests {
             history_dir: dir.map(ToOwned::to_owned),
             ..WebConfig::default()
         };
-        Arc::new(Hub::new("web", config))
+        Arc::new(Hub::new("web", config, Gate::Open))
     }
 
     fn bot(id: &str) -> Message {

@@ -13,6 +13,8 @@
 //! - `hub` and `session`: every live session's transcript and open sockets; `persist` saves
 //!   transcripts as JSON files so history survives a restart; `html` renders what is shown.
 //! - [`channel`]: `WebChannel`, the `Channel` implementation tying them together.
+//! - [`token`]: the generated access token (a file under `data_dir`) used off loopback when
+//!   none is configured, and the per-request gate that honours a rotated one at once.
 //!
 //! History: each session keeps its last `history_messages` messages in memory and, when a
 //! `history_dir` is set (the gateway uses `<data_dir>/web/<name>`), in one JSON file per
@@ -30,6 +32,7 @@ mod protocol;
 mod routes;
 mod session;
 mod socket;
+pub mod token;
 
 pub use channel::{MAX_MESSAGE_CHARS, WebChannel};
 pub use config::{

@@ -24,6 +24,7 @@ use crate::auth::{self, COOKIE_MAX_AGE_SECS};
 use crate::hub::Hub;
 use crate::protocol::max_frame_bytes;
 use crate::socket;
+use crate::token::Expected;
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -95,8 +96,8 @@ async fn page(
     }
     let base = hub.config.base();
     let token = query_token(query);
-    let expected = hub.config.access_token.expose();
-    if !auth::has_token(expected, token.as_deref(), &headers, &hub.name) {
+    let expected = hub.gate.expected();
+    if !auth::has_token(&expected, token.as_deref(), &headers, &hub.name) {
         return unauthorized_page();
     }
     let secure = is_https(&headers);
@@ -107,10 +108,10 @@ async fn page(
         &base,
         secure,
     )];
-    if let (Some(expected), Some(_)) = (expected, token) {
+    if let (Expected::Token(expected), Some(_)) = (expected, token) {
         // Trade the token in the URL for a cookie, and drop it from the address bar (and
         // from history and Referer headers).
-        let value = auth::cookie_safe(expected);
+        let value = auth::cookie_safe(&expected);
         cookies.push(cookie(
             &auth::token_cookie(&hub.name),
             &value,
@@ -134,7 +135,7 @@ async fn page(
 /// Without an access token, the refusal for a request whose `Host` is neither loopback nor
 /// a configured public name (a DNS-rebinding page); with one, the token is the gate.
 fn foreign_host(hub: &Hub, headers: &HeaderMap) -> Option<Response> {
-    if hub.config.access_token.is_set() || auth::host_allowed(headers, &hub.config.public_hosts) {
+    if !hub.gate.is_open() || auth::host_allowed(headers, &hub.config.public_hosts) {
         return None;
     }
     let text = "This chat has no access token, so it answers only to localhost (or a name in \
@@ -213,12 +214,7 @@ async fn upgrade(
         return refused;
     }
     let token = query_token(query);
-    if !auth::has_token(
-        hub.config.access_token.expose(),
-        token.as_deref(),
-        &headers,
-        &hub.name,
-    ) {
+    if !auth::has_token(&hub.gate.expected(), token.as_deref(), &headers, &hub.name) {
         return (StatusCode::UNAUTHORIZED, "missing or wrong access token").into_response();
     }
     if !auth::origin_allowed(&headers, &hub.config.allowed_origins) {

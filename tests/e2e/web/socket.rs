@@ -199,18 +199,21 @@ async fn a_foreign_origin_is_refused_and_a_listed_one_connects() {
 }
 
 #[tokio::test]
-async fn a_public_listen_address_without_an_access_token_refuses_to_start_and_says_why() {
+async fn a_public_listen_address_without_an_access_token_gets_a_generated_one_in_data_dir() {
+    use std::os::unix::fs::PermissionsExt;
     let llm = switchboard_standins::FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = web_config(&llm.openai_url(), dir.path(), "");
     config.gateway.listen = switchboard::config::EnvString("0.0.0.0:8080".into());
-    let err = channels::from_config(&config).err().expect("refused");
-    let message = format!("{err:#}");
-    assert!(
-        message.contains("channels.web.access_token is required"),
-        "{message}"
-    );
-    assert!(message.contains("0.0.0.0:8080"), "{message}");
+    channels::from_config(&config).expect("builds with a generated token");
+    let stored = dir.path().join("data/web/web.token");
+    let token = std::fs::read_to_string(&stored).unwrap();
+    assert_eq!(token.trim().len(), 64, "256 random bits in hex");
+    let mode = std::fs::metadata(&stored).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    channels::from_config(&config).unwrap();
+    let again = std::fs::read_to_string(&stored).unwrap();
+    assert_eq!(again, token, "a second build reuses it");
 }
 
 #[test]
