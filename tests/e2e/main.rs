@@ -19,6 +19,7 @@ mod sandbox;
 mod sandbox_limits;
 mod selfhost;
 mod slack;
+mod slack_threads;
 mod spine;
 mod store_contract;
 mod stored_secrets;

@@ -1,7 +1,9 @@
 //! The two webhook routes Slack calls: `POST /slack/<name>/events` (Events API) and
 //! `POST /slack/<name>/interactions` (button presses). Each checks the signature on the raw
 //! body, normalises, hands events to the sink and only then answers 200, so an event Slack
-//! sees acknowledged is already stored; a sink failure answers 500 and Slack retries.
+//! sees acknowledged is already stored; a sink failure answers 500 and Slack retries. A
+//! channel reply without a mention is handed on only if the gateway already has its thread's
+//! conversation (remembered, else asked of the sink), and is otherwise acknowledged unstored.
 
 use std::sync::Arc;
 
@@ -148,8 +150,9 @@ async fn act(state: &WebhookState, verdict: Verdict) -> Response {
         Verdict::Ignore(reason) => return ignored(state, reason),
     };
     for event in events {
-        match state.sink.deliver(event.clone()).await {
-            Ok(Delivery::Stored | Delivery::Duplicate) => state.inner.remember(event.key()),
+        let key = event.key().clone();
+        match state.sink.deliver(event).await {
+            Ok(Delivery::Stored | Delivery::Duplicate) => state.inner.remember(&key),
             Ok(Delivery::Refused) => {}
             Err(e) => return store_failed(state, &e),
         }
