@@ -106,7 +106,11 @@ fn skipped(ctx: &Context<'_>, event: &MessageEvent) -> Option<&'static str> {
     }
     // A thread reply also sent to the channel is still a reply; every other subtype is an
     // edit, a deletion, a join or a bot's post.
-    if event.subtype.as_deref().is_some_and(|s| s != "thread_broadcast") {
+    if event
+        .subtype
+        .as_deref()
+        .is_some_and(|s| s != "thread_broadcast")
+    {
         return Some("edit, deletion or other message subtype");
     }
     if event.user.is_some() && ctx.bot_user_id == event.user.as_deref() {

@@ -127,18 +127,17 @@ fn a_channel_reply_without_a_mention_is_delivered_only_if_its_thread_is_known() 
 fn both_deliveries_of_a_channel_mention_carry_one_event_id() {
     let config = config();
     let fields = json!({"ts": "3.0", "thread_ts": "1.0", "text": "<@UBOT> again"});
-    let mention = delivered(normalise_event(
-        &ctx(&config),
-        "EvMENTION",
-        in_channel("app_mention", fields.clone()),
-    )
-    .unwrap());
-    let Verdict::IfKnown(message) = normalise_event(
-        &ctx(&config),
-        "EvMESSAGE",
-        in_channel("message", fields),
-    )
-    .unwrap() else {
+    let mention = delivered(
+        normalise_event(
+            &ctx(&config),
+            "EvMENTION",
+            in_channel("app_mention", fields.clone()),
+        )
+        .unwrap(),
+    );
+    let Verdict::IfKnown(message) =
+        normalise_event(&ctx(&config), "EvMESSAGE", in_channel("message", fields)).unwrap()
+    else {
         panic!("the message.channels copy is a reply in a thread");
     };
     let message = message_of(message);
@@ -158,7 +157,10 @@ fn channel_chatter_outside_threads_and_mentions_in_dms_are_ignored() {
     let user_change = json!({"type": "user_change", "user": {"id": "U1"}});
     for event in [chatter, root, mention_in_dm, user_change] {
         let verdict = normalise(&config, event.clone());
-        assert!(matches!(verdict, Verdict::Ignore(_)), "{event} gave {verdict:?}");
+        assert!(
+            matches!(verdict, Verdict::Ignore(_)),
+            "{event} gave {verdict:?}"
+        );
     }
 }
 
@@ -177,7 +179,10 @@ fn bots_edits_deletions_and_the_bot_itself_are_ignored() {
             in_channel("message", with(json!({"thread_ts": "1.0"}), extra.clone())),
         ] {
             let verdict = normalise(&config, event);
-            assert!(matches!(verdict, Verdict::Ignore(_)), "{extra} gave {verdict:?}");
+            assert!(
+                matches!(verdict, Verdict::Ignore(_)),
+                "{extra} gave {verdict:?}"
+            );
         }
     }
 }

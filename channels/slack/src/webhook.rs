@@ -141,12 +141,15 @@ fn bad_request(inner: &Inner, what: &str, error: &dyn std::fmt::Display) -> Resp
 async fn act(state: &WebhookState, verdict: Verdict) -> Response {
     let events = match verdict {
         Verdict::Deliver(events) => events,
-        Verdict::IfKnown(event) => match state.inner.knows(state.sink.as_ref(), event.key()).await
-        {
-            Ok(true) => vec![event],
-            Ok(false) => return ignored(state, "channel reply in a thread the bot is not part of"),
-            Err(e) => return store_failed(state, &e),
-        },
+        Verdict::IfKnown(event) => {
+            match state.inner.knows(state.sink.as_ref(), event.key()).await {
+                Ok(true) => vec![event],
+                Ok(false) => {
+                    return ignored(state, "channel reply in a thread the bot is not part of");
+                }
+                Err(e) => return store_failed(state, &e),
+            }
+        }
         Verdict::Ignore(reason) => return ignored(state, reason),
     };
     for event in events {

@@ -4,6 +4,9 @@
 //! memory across a restart; a thread in a DM is its own; in a channel a mention starts a
 //! thread that later replies continue without a mention (after a restart too, on SQLite and
 //! PostgreSQL), a mention delivered twice is one turn, and other chatter reaches nothing.
+//! `lookup`: the store query behind "a thread the bot is part of", on both databases.
+
+mod lookup;
 
 use std::time::Duration;
 
@@ -244,7 +247,11 @@ async fn a_thread_the_user_opens_in_a_dm_is_a_separate_conversation() {
         .await;
     let aside = dm("Ev2", "A side question", "1700000102.000100", Some(root));
     let answer = app.exchange(&[aside], DM, "Side answer.").await;
-    assert_eq!(answer.thread_ts.as_deref(), Some(root), "answered in the thread");
+    assert_eq!(
+        answer.thread_ts.as_deref(),
+        Some(root),
+        "answered in the thread"
+    );
     let back = dm("Ev3", "Back at top level", "1700000103.000100", None);
     let answer = app.exchange(&[back], DM, "Top two.").await;
     assert_eq!(answer.thread_ts, None);
@@ -270,12 +277,21 @@ async fn in_a_channel_a_mention_and_a_reply_without_one_in_its_thread_are_one_co
     let asked = mention("Ev1", "start here", root, None);
     let answer = app.exchange(&asked, CHANNEL, "Started.").await;
     assert_eq!(answer.thread_ts.as_deref(), Some(root), "a thread under it");
-    let reply = said("Ev2", "and without a mention", "1700000202.000100", Some(root));
+    let reply = said(
+        "Ev2",
+        "and without a mention",
+        "1700000202.000100",
+        Some(root),
+    );
     let answer = app.exchange(&[reply], CHANNEL, "Continued.").await;
     assert_eq!(answer.thread_ts.as_deref(), Some(root));
 
     let requests = app.llm.requests();
-    assert_eq!(requests.len(), 2, "the top-level message.channels copy is ignored");
+    assert_eq!(
+        requests.len(),
+        2,
+        "the top-level message.channels copy is ignored"
+    );
     assert_eq!(
         turns(&requests[1]),
         [
@@ -291,12 +307,17 @@ async fn in_a_channel_a_mention_and_a_reply_without_one_in_its_thread_are_one_co
 async fn a_mention_inside_the_bots_thread_delivered_twice_in_either_order_is_one_turn_each() {
     let app = SlackThreads::spawn().await;
     let root = "1700000201.000100";
-    app.exchange(&mention("Ev1", "start here", root, None), CHANNEL, "Started.")
-        .await;
+    app.exchange(
+        &mention("Ev1", "start here", root, None),
+        CHANNEL,
+        "Started.",
+    )
+    .await;
     let again = mention("Ev2", "once more", "1700000202.000100", Some(root));
     app.exchange(&again, CHANNEL, "Once.").await;
     let [app_mention, message] = mention("Ev3", "and again", "1700000203.000100", Some(root));
-    app.exchange(&[message, app_mention], CHANNEL, "Again.").await;
+    app.exchange(&[message, app_mention], CHANNEL, "Again.")
+        .await;
 
     let requests = app.llm.requests();
     assert_eq!(requests.len(), 3, "one LLM call per message");
@@ -316,12 +337,21 @@ async fn a_mention_inside_the_bots_thread_delivered_twice_in_either_order_is_one
 async fn a_channel_message_without_a_mention_outside_the_bots_threads_reaches_nothing() {
     let app = SlackThreads::spawn().await;
     let root = "1700000201.000100";
-    app.exchange(&mention("Ev1", "start here", root, None), CHANNEL, "Started.")
-        .await;
+    app.exchange(
+        &mention("Ev1", "start here", root, None),
+        CHANNEL,
+        "Started.",
+    )
+    .await;
     let elsewhere = "1700000300.000100";
     let chatter = [
         said("Ev2", "just chatting", "1700000301.000100", None),
-        said("Ev3", "a thread of people", "1700000302.000100", Some(elsewhere)),
+        said(
+            "Ev3",
+            "a thread of people",
+            "1700000302.000100",
+            Some(elsewhere),
+        ),
         said("Ev4", "the root of the bot's thread", root, Some(root)),
     ];
     for event in &chatter {
@@ -329,7 +359,11 @@ async fn a_channel_message_without_a_mention_outside_the_bots_threads_reaches_no
     }
     wait_inbox_idle(&app.gateway().store()).await;
 
-    assert_eq!(app.llm.requests().len(), 1, "only the mention reached the model");
+    assert_eq!(
+        app.llm.requests().len(),
+        1,
+        "only the mention reached the model"
+    );
     assert_eq!(app.slack.calls_to("chat.postMessage").len(), 1);
     let counts = app.gateway().store().inbox_counts().await.unwrap();
     assert_eq!(
@@ -344,8 +378,12 @@ async fn a_channel_message_without_a_mention_outside_the_bots_threads_reaches_no
 async fn thread_survives_a_restart(database_url: Option<&str>) {
     let mut app = SlackThreads::spawn_on(database_url).await;
     let root = "1700000201.000100";
-    app.exchange(&mention("Ev1", "start here", root, None), CHANNEL, "Started.")
-        .await;
+    app.exchange(
+        &mention("Ev1", "start here", root, None),
+        CHANNEL,
+        "Started.",
+    )
+    .await;
     app.restart().await;
     let reply = said("Ev2", "still there?", "1700000202.000100", Some(root));
     let answer = app.exchange(&[reply], CHANNEL, "Still here.").await;
