@@ -37,7 +37,7 @@ pub enum Verdict {
     Deliver(Vec<ChannelEvent>),
     /// A channel reply that does not mention the bot: hand it to the sink only if the
     /// conversation (its thread) is one the gateway already has, else acknowledge and drop.
-    IfKnown(ChannelEvent),
+    IfKnown(Box<ChannelEvent>),
     /// Acknowledge and drop; the reason is logged at debug.
     Ignore(&'static str),
 }

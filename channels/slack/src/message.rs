@@ -95,7 +95,7 @@ pub fn normalise_event(
     };
     Ok(match route {
         Route::Addressed(key) => Verdict::Deliver(vec![build(key)]),
-        Route::IfKnown(key) => Verdict::IfKnown(build(key)),
+        Route::IfKnown(key) => Verdict::IfKnown(Box::new(build(key))),
     })
 }
 

@@ -117,7 +117,7 @@ fn a_channel_reply_without_a_mention_is_delivered_only_if_its_thread_is_known() 
         let Verdict::IfKnown(event) = normalise(&config, reply) else {
             panic!("a reply in a thread is delivered only if known");
         };
-        let m = message_of(event);
+        let m = message_of(*event);
         assert_eq!(m.key, ConversationKey::new("slack", "C1").in_thread("1.0"));
         assert_eq!(m.place, Place::group("C1"));
     }
@@ -140,7 +140,7 @@ fn both_deliveries_of_a_channel_mention_carry_one_event_id() {
     else {
         panic!("the message.channels copy is a reply in a thread");
     };
-    let message = message_of(message);
+    let message = message_of(*message);
     assert_eq!(mention.event_id, "C1:3.0");
     assert_eq!(message.event_id, mention.event_id);
     assert_eq!(message.key, mention.key);

@@ -143,7 +143,7 @@ async fn act(state: &WebhookState, verdict: Verdict) -> Response {
         Verdict::Deliver(events) => events,
         Verdict::IfKnown(event) => {
             match state.inner.knows(state.sink.as_ref(), event.key()).await {
-                Ok(true) => vec![event],
+                Ok(true) => vec![*event],
                 Ok(false) => {
                     return ignored(state, "channel reply in a thread the bot is not part of");
                 }
