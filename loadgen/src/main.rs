@@ -63,7 +63,7 @@ struct Args {
     /// Soak: seconds of steady traffic after the conversations went idle.
     #[arg(long, default_value_t = 90)]
     soak_secs: u64,
-    /// Soak: messages per second (replies into the conversations' threads).
+    /// Soak: messages per second (more top-level messages in the same conversations).
     #[arg(long, default_value_t = 50.0)]
     soak_rate: f64,
     /// Overhead: the rates, messages per second.

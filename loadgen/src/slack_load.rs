@@ -26,7 +26,7 @@ pub struct Dm {
     pub channel: String,
     /// The message's ts.
     pub ts: String,
-    /// Set to reply inside an existing conversation's thread.
+    /// Set to reply in a thread under that message (in a DM, a conversation of its own).
     pub thread_ts: Option<String>,
 }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use switchboard_channel::{ChannelEvent, Delivery, EventSink, SinkError};
+use switchboard_channel::{ChannelEvent, ConversationKey, Delivery, EventSink, SinkError};
 
 use super::Registry;
 use crate::access::{Verdict, pairing_reply};
@@ -114,5 +114,17 @@ impl EventSink for Inbox {
                 Ok(Delivery::Stored)
             }
         }
+    }
+
+    async fn knows_conversation(&self, key: &ConversationKey) -> Result<bool, SinkError> {
+        self.registry
+            .deps
+            .store
+            .knows_conversation(key)
+            .await
+            .map_err(|e| {
+                tracing::error!(%key, error = %e, "could not look up a conversation; the platform will redeliver");
+                SinkError(e.to_string())
+            })
     }
 }

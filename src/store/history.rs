@@ -44,6 +44,23 @@ where
         Ok(messages)
     }
 
+    /// Whether `key` has a finished turn (its `conversations` row stays through `/new`) or
+    /// unfinished inbox rows; both lookups use an index (the primary key, `inbox_unfinished`).
+    pub(super) async fn conversation_exists(
+        &self,
+        key: &ConversationKey,
+    ) -> Result<bool, StoreError> {
+        let found: i64 = sqlx::query_scalar(
+            "SELECT (SELECT COUNT(*) FROM conversations WHERE key = $1) \
+             + (SELECT COUNT(*) FROM inbox WHERE conversation_key = $1 \
+                AND status IN ('pending', 'processing'))",
+        )
+        .bind(key.to_string())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(found > 0)
+    }
+
     /// Mark the claimed inbox row done and append its turn's messages, in one transaction
     /// that stores nothing when the claim was superseded (the fence comes first).
     pub(super) async fn complete_turn(

@@ -186,6 +186,10 @@ where
         Ok(())
     }
 
+    async fn knows_conversation(&self, key: &ConversationKey) -> Result<bool, StoreError> {
+        self.conversation_exists(key).await
+    }
+
     async fn inbox_counts(&self) -> Result<InboxCounts, StoreError> {
         let rows: Vec<(String, i64)> =
             sqlx::query_as("SELECT status, COUNT(*) FROM inbox GROUP BY status")

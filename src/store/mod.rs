@@ -190,6 +190,10 @@ pub trait Store:
     /// Forget a conversation's history (`/new`).
     async fn clear_history(&self, key: &ConversationKey) -> Result<(), StoreError>;
 
+    /// Whether conversation `key` exists: a turn of it finished (history cleared by `/new`
+    /// or not), or an event of it waits in the inbox.
+    async fn knows_conversation(&self, key: &ConversationKey) -> Result<bool, StoreError>;
+
     /// Inbox rows per state.
     async fn inbox_counts(&self) -> Result<InboxCounts, StoreError>;
 

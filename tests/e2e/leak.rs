@@ -66,7 +66,7 @@ async fn a_secret_read_by_a_tool_reaches_neither_chat_history_audit_nor_logs() {
     let db = store::connect(&format!("sqlite://{}/leak.db", dir.path().display()))
         .await
         .unwrap();
-    let key = ConversationKey::new("slack", msg.channel).in_thread(msg.ts);
+    let key = ConversationKey::new("slack", msg.channel);
     let history = format!("{:?}", db.history(&key, 100).await.unwrap());
     let audit = format!("{:?}", db.audit(None, 100).await.unwrap());
     let chat = format!("{:?}", slack.calls());
@@ -111,9 +111,7 @@ group_policy = "open"
 
 /// Write `secrets.env` into the workspace of `msg`'s conversation; returns its text.
 fn plant_secrets(dir: &std::path::Path, msg: &SlackMessage<'_>) -> String {
-    let workspace =
-        dir.join("workspaces/slack")
-            .join(format!("{}@{}", msg.channel, msg.ts.replace('.', "_")));
+    let workspace = dir.join("workspaces/slack").join(msg.channel);
     std::fs::create_dir_all(&workspace).unwrap();
     let planted = format!(
         "OPENAI_API_KEY={}\nGITHUB={}\nSLACK={}\nBOT={BOT_TOKEN}\n",

@@ -21,6 +21,7 @@ mod sandbox_limits;
 mod schedules;
 mod selfhost;
 mod slack;
+mod slack_threads;
 mod spine;
 mod store_contract;
 mod stored_secrets;

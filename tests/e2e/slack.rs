@@ -1,5 +1,6 @@
 //! Slack through the whole gateway: signed events stored before 200, answers streamed into a
-//! thread through the Web API stand-in, redeliveries dropped, bad requests refused.
+//! draft through the Web API stand-in, redeliveries dropped, bad requests refused. The
+//! conversation model (DMs, threads, channels) is in `slack_threads`.
 
 use std::time::Duration;
 
@@ -57,7 +58,7 @@ async fn post(app: &SlackApp, request: SignedRequest, secret: &str) -> u16 {
 }
 
 #[tokio::test]
-async fn a_signed_dm_gets_a_streamed_answer_in_its_thread() {
+async fn a_signed_dm_gets_a_streamed_answer_at_top_level() {
     let app = spawn("").await;
     let answer: String = (1..=12)
         .map(|i| format!("Part {i} of the answer. "))
@@ -80,7 +81,7 @@ async fn a_signed_dm_gets_a_streamed_answer_in_its_thread() {
     wait_inbox_idle(&app.gateway.store()).await;
     let messages = app.slack.messages(msg.channel);
     assert_eq!(messages.len(), 1, "{messages:#?}");
-    assert_eq!(messages[0].thread_ts.as_deref(), Some(msg.ts));
+    assert_eq!(messages[0].thread_ts, None, "a DM is answered at top level");
     assert_eq!(messages[0].text.trim(), answer.trim());
     assert!(
         !app.slack.calls_to("chat.update").is_empty(),

@@ -88,6 +88,14 @@ pub trait EventSink: Send + Sync {
     /// Store the event durably (deduplicated by channel + event id) before returning.
     /// Only after `Ok` may the channel acknowledge the event to its platform.
     async fn deliver(&self, event: ChannelEvent) -> Result<Delivery, SinkError>;
+
+    /// Whether conversation `key` has begun: an event of it was stored and let in before
+    /// (it is answered, or waiting to be). A channel asks this before delivering a message
+    /// that does not address the bot but may continue a conversation it takes part in (a
+    /// reply in a Slack thread the bot was mentioned in). The default knows nothing.
+    async fn knows_conversation(&self, _key: &ConversationKey) -> Result<bool, SinkError> {
+        Ok(false)
+    }
 }
 
 /// A channel's own view of whether it can receive, for `/readyz`.

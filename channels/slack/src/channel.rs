@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use switchboard_channel::{
     ButtonPress, Channel, ChannelError, ConversationKey, EventSink, Health, LengthUnit, Limits,
-    MessageRef, Outbound, Recent, Target, render,
+    MessageRef, Outbound, Recent, SinkError, Target, render,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +25,8 @@ const FIRST_AUTH_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_AUTH_BACKOFF: Duration = Duration::from_secs(60);
 /// How many pressed messages' blocks are remembered for `answer_button`.
 const PRESSED_CAP: usize = 512;
+/// How many threads the bot is known to be part of are remembered without asking the store.
+const KNOWN_THREADS_CAP: usize = 4096;
 
 /// One configured Slack app: Events API webhooks in, Web API out.
 pub struct SlackChannel {
@@ -41,6 +43,11 @@ pub(crate) struct Inner {
     health: Mutex<Health>,
     /// Blocks of messages whose buttons were pressed, so an answer replaces only the buttons.
     pressed: Mutex<Recent<Vec<Value>>>,
+    /// Threads with a conversation, so a reply there skips the store lookup. Only what is
+    /// known goes in: a thread joins the gateway's conversations and never leaves them (a
+    /// `/new` keeps the conversation), while an unknown thread may become known any time,
+    /// on another replica too, so it is asked again.
+    known_threads: Mutex<Recent<()>>,
 }
 
 impl SlackChannel {
@@ -61,6 +68,7 @@ impl SlackChannel {
                 bot_user_id: OnceLock::new(),
                 health: Mutex::new(health),
                 pressed: Mutex::new(Recent::new(PRESSED_CAP)),
+                known_threads: Mutex::new(Recent::new(KNOWN_THREADS_CAP)),
             }),
         }
     }
@@ -85,6 +93,38 @@ impl Inner {
     fn pressed_blocks(&self, chat: &str, ts: &str) -> Option<Vec<Value>> {
         let pressed = self.pressed.lock().unwrap_or_else(PoisonError::into_inner);
         pressed.get(&format!("{chat}:{ts}"))
+    }
+
+    /// Whether the gateway has conversation `key` (the bot was mentioned in that thread or
+    /// answers there): remembered, else asked of the sink (the store, so it survives a
+    /// restart and is shared by replicas).
+    pub(crate) async fn knows(
+        &self,
+        sink: &dyn EventSink,
+        key: &ConversationKey,
+    ) -> Result<bool, SinkError> {
+        let text = key.to_string();
+        if self.threads().get(&text).is_some() {
+            return Ok(true);
+        }
+        let known = sink.knows_conversation(key).await?;
+        if known {
+            self.threads().insert(text, ());
+        }
+        Ok(known)
+    }
+
+    /// Note that conversation `key` exists (an event of it was just stored).
+    pub(crate) fn remember(&self, key: &ConversationKey) {
+        if key.thread.is_some() {
+            self.threads().insert(key.to_string(), ());
+        }
+    }
+
+    fn threads(&self) -> std::sync::MutexGuard<'_, Recent<()>> {
+        self.known_threads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn set_health(&self, health: Health) {

@@ -42,7 +42,9 @@ pub struct SlackConfig {
     /// (empty: none).
     #[serde(default)]
     pub allowed_channels: Vec<String>,
-    /// Answer a top-level message in a thread under it (one conversation per thread).
+    /// Channels only: answer a top-level mention in a thread under it (one conversation per
+    /// thread); off, the channel is one conversation answered at top level. A DM is always
+    /// one conversation at top level, with each thread in it a conversation of its own.
     #[serde(default = "true_")]
     pub reply_in_thread: bool,
     /// Let Slack unfurl links and media in the bot's messages. Off by default: a preview

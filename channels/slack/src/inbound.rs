@@ -1,12 +1,11 @@
 //! Slack Events API and interaction payloads → `ChannelEvent`: the edge where Slack's JSON
-//! stops. Runs after the signature check and before the sink; decides what is delivered,
-//! what is ignored (bots, edits, other event types) and what is refused (allowlists).
+//! stops. Runs after the signature check and before the sink; decides what is delivered and
+//! what is ignored (bots, edits, other event types, channel chatter). Messages and mentions
+//! are normalised in `message` (the conversation model), button presses here.
 
 use serde::Deserialize;
 use serde_json::Value;
-use switchboard_channel::{
-    ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef, Place, UserRef,
-};
+use switchboard_channel::{ButtonPress, ChannelEvent, ConversationKey, MessageRef, Place, UserRef};
 
 use crate::config::SlackConfig;
 
@@ -31,27 +30,14 @@ pub enum Envelope {
     Other,
 }
 
-/// The fields of a `message` or `app_mention` event the gateway reads.
-#[derive(Deserialize, Debug)]
-struct MessageEvent {
-    #[serde(rename = "type")]
-    kind: String,
-    user: Option<String>,
-    #[serde(default)]
-    text: String,
-    channel: Option<String>,
-    channel_type: Option<String>,
-    ts: Option<String>,
-    thread_ts: Option<String>,
-    bot_id: Option<String>,
-    subtype: Option<String>,
-}
-
 /// What to do with one Slack event or interaction.
 #[derive(Debug, PartialEq)]
 pub enum Verdict {
     /// Hand these to the sink, then acknowledge.
     Deliver(Vec<ChannelEvent>),
+    /// A channel reply that does not mention the bot: hand it to the sink only if the
+    /// conversation (its thread) is one the gateway already has, else acknowledge and drop.
+    IfKnown(Box<ChannelEvent>),
     /// Acknowledge and drop; the reason is logged at debug.
     Ignore(&'static str),
 }
@@ -69,101 +55,6 @@ pub struct Context<'a> {
     pub config: &'a SlackConfig,
     /// The bot's user id from `auth.test`, once known.
     pub bot_user_id: Option<&'a str>,
-}
-
-impl Context<'_> {
-    fn key(&self, chat: &str, thread_ts: Option<&str>, ts: &str) -> ConversationKey {
-        let key = ConversationKey::new(self.name, chat);
-        match (thread_ts, self.config.reply_in_thread) {
-            (Some(thread), _) => key.in_thread(thread),
-            (None, true) => key.in_thread(ts),
-            (None, false) => key,
-        }
-    }
-}
-
-/// Decide what an `event_callback`'s `event` becomes.
-pub fn normalise_event(
-    ctx: &Context<'_>,
-    event_id: &str,
-    event: Value,
-) -> Result<Verdict, Malformed> {
-    let kind = event
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if kind != "message" && kind != "app_mention" {
-        return Ok(Verdict::Ignore("event type not handled"));
-    }
-    let event: MessageEvent = serde_json::from_value(event)?;
-    if event.bot_id.is_some() {
-        return Ok(Verdict::Ignore("bot message"));
-    }
-    if event.subtype.is_some() {
-        return Ok(Verdict::Ignore("edit, deletion or other message subtype"));
-    }
-    let (Some(user), Some(channel), Some(ts)) = (event.user, event.channel, event.ts) else {
-        return Ok(Verdict::Ignore("event without user, channel or ts"));
-    };
-    if ctx.bot_user_id == Some(user.as_str()) {
-        return Ok(Verdict::Ignore("the bot's own message"));
-    }
-    let is_im = event.channel_type.as_deref() == Some("im");
-    match (event.kind.as_str(), is_im) {
-        ("message", false) => return Ok(Verdict::Ignore("channel message without a mention")),
-        ("app_mention", true) => {
-            return Ok(Verdict::Ignore("mention in a DM arrives as message.im"));
-        }
-        _ => {}
-    }
-    let place = if is_im {
-        Place::Direct
-    } else {
-        Place::group(&channel)
-    };
-    let key = ctx.key(&channel, event.thread_ts.as_deref(), &ts);
-    let text = strip_mention(&event.text, ctx.bot_user_id);
-    Ok(Verdict::Deliver(vec![ChannelEvent::Message(Inbound {
-        key,
-        event_id: event_id.to_owned(),
-        user: UserRef {
-            id: user,
-            name: None,
-        },
-        text: unescape(&text),
-        place,
-    })]))
-}
-
-/// Remove the bot's `<@BOTID>` (or `<@BOTID|name>`) mentions. Before `auth.test` has
-/// answered the bot id is unknown, and a leading mention is taken to be the bot's.
-fn strip_mention(text: &str, bot_user_id: Option<&str>) -> String {
-    match bot_user_id {
-        Some(id) => {
-            let plain = format!("<@{id}>");
-            let named = format!("<@{id}|");
-            let mut out = text.replace(&plain, "");
-            while let Some(start) = out.find(&named) {
-                let end = out[start..].find('>').map_or(out.len(), |e| start + e + 1);
-                out.replace_range(start..end, "");
-            }
-            out.split_whitespace().collect::<Vec<_>>().join(" ")
-        }
-        None => {
-            let trimmed = text.trim_start();
-            match trimmed.strip_prefix("<@").and_then(|r| r.split_once('>')) {
-                Some((_, rest)) => rest.trim().to_owned(),
-                None => text.trim().to_owned(),
-            }
-        }
-    }
-}
-
-/// Slack escapes `&`, `<` and `>` in message text; the core wants what the user typed.
-fn unescape(text: &str) -> String {
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&")
 }
 
 /// The fields of a `block_actions` interaction the gateway reads.
@@ -224,7 +115,11 @@ pub fn normalise_actions(ctx: &Context<'_>, payload: &BlockActions) -> Verdict {
     let Some(channel) = payload.channel_id() else {
         return Verdict::Ignore("block_actions without a channel");
     };
-    let thread = payload.message.as_ref().and_then(|m| m.thread_ts.clone());
+    // A message that became a thread's root carries `thread_ts == ts` but is not inside it.
+    let thread = payload
+        .message
+        .as_ref()
+        .and_then(|m| m.thread_ts.clone().filter(|t| *t != m.ts));
     let key = ConversationKey {
         channel: ctx.name.to_owned(),
         chat: channel.to_owned(),

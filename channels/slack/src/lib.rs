@@ -4,7 +4,9 @@
 //! Layout, in the order a message flows:
 //! - [`config`]: `[channels.<name>]` keys (`bot_token`, `signing_secret`, allowlists, …).
 //! - `verify`: the signature check every webhook passes first.
-//! - `inbound`: Slack event and interaction JSON → `ChannelEvent` (or ignored / refused).
+//! - `inbound`: the envelope, and button presses → `ChannelEvent` (or ignored).
+//! - `message`: messages and mentions → `ChannelEvent`: the conversation model (a DM is one
+//!   conversation, a thread its own; channel replies only in threads the bot is part of).
 //! - `webhook`: the axum routes that verify, normalise, store through the sink, then ack.
 //! - `blocks`: Block Kit for messages with buttons (sections ≤ 3,000 chars + actions).
 //! - `api`: the Web API client and the mapping of Slack errors to `ChannelError`.
@@ -15,6 +17,7 @@ mod blocks;
 pub mod channel;
 pub mod config;
 mod inbound;
+mod message;
 mod verify;
 mod webhook;
 

@@ -1,7 +1,9 @@
 //! The two webhook routes Slack calls: `POST /slack/<name>/events` (Events API) and
 //! `POST /slack/<name>/interactions` (button presses). Each checks the signature on the raw
 //! body, normalises, hands events to the sink and only then answers 200, so an event Slack
-//! sees acknowledged is already stored; a sink failure answers 500 and Slack retries.
+//! sees acknowledged is already stored; a sink failure answers 500 and Slack retries. A
+//! channel reply without a mention is handed on only if the gateway already has its thread's
+//! conversation (remembered, else asked of the sink), and is otherwise acknowledged unstored.
 
 use std::sync::Arc;
 
@@ -13,10 +15,11 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use switchboard_channel::EventSink;
+use switchboard_channel::{Delivery, EventSink, SinkError};
 
 use crate::channel::Inner;
 use crate::inbound::{self, BlockActions, Context, Envelope, Verdict};
+use crate::message;
 use crate::verify::{unix_now, verify};
 
 #[derive(Clone)]
@@ -61,7 +64,7 @@ async fn events_handler(
         }
         Envelope::EventCallback { event_id, event } => {
             let ctx = context(&state.inner);
-            match inbound::normalise_event(&ctx, &event_id, event) {
+            match message::normalise_event(&ctx, &event_id, event) {
                 Ok(verdict) => act(&state, verdict).await,
                 Err(e) => bad_request(&state.inner, "event", &e),
             }
@@ -136,18 +139,36 @@ fn bad_request(inner: &Inner, what: &str, error: &dyn std::fmt::Display) -> Resp
 
 /// Carry out a verdict: deliver (then 200, or 500 so Slack retries) or acknowledge.
 async fn act(state: &WebhookState, verdict: Verdict) -> Response {
-    match verdict {
-        Verdict::Deliver(events) => {
-            for event in events {
-                if let Err(e) = state.sink.deliver(event).await {
-                    tracing::error!(channel = %state.inner.name, error = %e, "could not store a Slack event; Slack will retry");
-                    return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    let events = match verdict {
+        Verdict::Deliver(events) => events,
+        Verdict::IfKnown(event) => {
+            match state.inner.knows(state.sink.as_ref(), event.key()).await {
+                Ok(true) => vec![*event],
+                Ok(false) => {
+                    return ignored(state, "channel reply in a thread the bot is not part of");
                 }
+                Err(e) => return store_failed(state, &e),
             }
         }
-        Verdict::Ignore(reason) => {
-            tracing::trace!(channel = %state.inner.name, reason, "ignored a Slack event");
+        Verdict::Ignore(reason) => return ignored(state, reason),
+    };
+    for event in events {
+        let key = event.key().clone();
+        match state.sink.deliver(event).await {
+            Ok(Delivery::Stored | Delivery::Duplicate) => state.inner.remember(&key),
+            Ok(Delivery::Refused) => {}
+            Err(e) => return store_failed(state, &e),
         }
     }
     StatusCode::OK.into_response()
+}
+
+fn ignored(state: &WebhookState, reason: &str) -> Response {
+    tracing::trace!(channel = %state.inner.name, reason, "ignored a Slack event");
+    StatusCode::OK.into_response()
+}
+
+fn store_failed(state: &WebhookState, error: &SinkError) -> Response {
+    tracing::error!(channel = %state.inner.name, %error, "could not store a Slack event; Slack will retry");
+    StatusCode::INTERNAL_SERVER_ERROR.into_response()
 }

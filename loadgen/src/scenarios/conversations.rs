@@ -1,6 +1,6 @@
 //! Many conversations: N distinct Slack DM conversations each send one message at a fixed
 //! rate (instant echo LLM); RSS before, at the peak, and once the actors have retired; then a
-//! soak of steady replies into those conversations' threads, sampling RSS every 10 s.
+//! soak of steady replies into those same conversations, sampling RSS every 10 s.
 
 use std::time::{Duration, Instant};
 
@@ -103,7 +103,7 @@ pub async fn run(env: &Env) -> anyhow::Result<Vec<Measurement>> {
     Ok(out)
 }
 
-/// Steady replies into the conversations' threads (each wakes a retired conversation, which
+/// Steady replies into the same conversations (each wakes a retired conversation, which
 /// reloads its history), sampling RSS every 10 s.
 async fn soak(env: &Env, running: &Running) -> anyhow::Result<Vec<Measurement>> {
     let s = &env.settings;
@@ -123,11 +123,11 @@ async fn soak(env: &Env, running: &Running) -> anyhow::Result<Vec<Measurement>> 
     });
     let url = events_url(&running.gateway.base_url());
     let sent = send_at_rate(&env.client, &url, count, s.soak_rate, |i| {
+        // Top level again: a DM's top level is one conversation (a thread would be another).
         let root = Dm::first('c', i % n);
         Dm {
             event_id: format!("EvS{i:010}"),
             ts: format!("1700000200.{i:06}"),
-            thread_ts: Some(root.ts.clone()),
             ..root
         }
     })

@@ -14,7 +14,7 @@ use switchboard::store::Store;
 
 /// The example config's `[channels.<name>]` table, with `replace`d keys set to new values
 /// and every other line kept as shipped.
-fn example_table(name: &str, replace: &[(&str, String)]) -> String {
+pub(crate) fn example_table(name: &str, replace: &[(&str, String)]) -> String {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/config/switchboard.example.toml"
@@ -37,7 +37,7 @@ fn example_table(name: &str, replace: &[(&str, String)]) -> String {
 }
 
 /// `text` as a TOML string.
-fn quoted(text: &str) -> String {
+pub(crate) fn quoted(text: &str) -> String {
     format!("{text:?}")
 }
 

@@ -1,7 +1,8 @@
 //! `RecordingSink`: the one stand-in for the core's durable inbox that every channel crate's
 //! tests hand to their channel. It deduplicates by channel and event id like the inbox,
-//! records every attempt and outcome, and can be told to fail (the first `n` calls, or all
-//! until told otherwise) so "store before acknowledging" can be tested.
+//! knows the conversations of the events it stored, records every attempt and outcome, and
+//! can be told to fail (the first `n` calls, or all until told otherwise) so "store before
+//! acknowledging" can be tested.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -9,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use switchboard_channel::{ChannelEvent, Delivery, EventSink, SinkError};
+use switchboard_channel::{ChannelEvent, ConversationKey, Delivery, EventSink, SinkError};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -136,5 +137,15 @@ impl EventSink for RecordingSink {
         };
         self.outcomes.lock().unwrap().push(outcome);
         Ok(outcome)
+    }
+
+    /// Like the inbox: a conversation is known once an event of it was stored; a failing
+    /// sink fails the lookup too (the database is down).
+    async fn knows_conversation(&self, key: &ConversationKey) -> Result<bool, SinkError> {
+        if self.fail_all.load(Ordering::SeqCst) {
+            return Err(SinkError("database is down (test)".into()));
+        }
+        let stored = self.stored.lock().unwrap();
+        Ok(stored.iter().any(|(e, _)| e.key() == key))
     }
 }

@@ -7,8 +7,8 @@ mod signer;
 
 pub use server::{Failure, FakeMessage, FakeSlack, SlackCall};
 pub use signer::{
-    ButtonClick, SignedRequest, SlackMessage, block_actions, dm_event, mention_event, sign,
-    unix_now, url_verification,
+    ButtonClick, SignedRequest, SlackMessage, block_actions, channel_message_event, dm_event,
+    mention_deliveries, mention_event, sign, unix_now, url_verification,
 };
 
 /// The bot token `FakeSlack::start` accepts; obviously not a real token.

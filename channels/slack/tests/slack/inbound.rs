@@ -4,8 +4,8 @@ use reqwest::StatusCode;
 use serde_json::json;
 use switchboard_channel::{ChannelEvent, ConversationKey, Delivery, Inbound, Place};
 use switchboard_standins::slack::{
-    FAKE_BOT_USER_ID, FAKE_SIGNING_SECRET, SignedRequest, SlackMessage, dm_event, mention_event,
-    unix_now, url_verification,
+    FAKE_BOT_USER_ID, FAKE_SIGNING_SECRET, SignedRequest, SlackMessage, channel_message_event,
+    dm_event, mention_deliveries, mention_event, unix_now, url_verification,
 };
 
 use crate::helpers::{spawn_app, spawn_app_with};
@@ -35,10 +35,7 @@ async fn a_signed_dm_is_stored_as_an_inbound_message_before_the_200() {
     let stored = app.sink.stored(); // already there when the 200 arrived
     assert_eq!(stored.len(), 1);
     let m = message(&stored[0]);
-    assert_eq!(
-        m.key,
-        ConversationKey::new("slack", "D1").in_thread("1700000100.000100")
-    );
+    assert_eq!(m.key, ConversationKey::new("slack", "D1"), "the DM itself");
     assert_eq!((m.event_id.as_str(), m.user.id.as_str()), ("Ev1", "U1"));
     assert_eq!(m.text, "what is 1 < 2?");
 }
@@ -226,7 +223,11 @@ async fn users_and_channels_off_the_allowlists_are_delivered_with_their_place_fo
         .iter()
         .map(|e| e.event_id().to_owned())
         .collect();
-    assert_eq!(ids, ["Ev1", "Ev2", "Ev3"]);
+    let ts = SlackMessage::default().ts;
+    assert_eq!(
+        ids,
+        ["Ev1".to_owned(), format!("C2:{ts}"), format!("C1:{ts}")]
+    );
     let places: Vec<Place> = app
         .sink
         .stored()
@@ -250,4 +251,54 @@ async fn the_bots_own_messages_learned_from_auth_test_are_not_delivered() {
     let response = app.post_event(&SignedRequest::event(&own)).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert!(app.sink.outcomes().is_empty());
+}
+
+fn in_thread<'a>(event_id: &'a str, text: &'a str, ts: &'a str) -> SlackMessage<'a> {
+    SlackMessage {
+        event_id,
+        channel: "C1",
+        text,
+        ts,
+        thread_ts: Some("1700000100.000100"),
+        ..SlackMessage::default()
+    }
+}
+
+#[tokio::test]
+async fn a_reply_without_a_mention_is_stored_only_in_a_thread_the_bot_is_part_of() {
+    let app = spawn_app().await;
+    let stray = channel_message_event(&in_thread("Ev1", "not for the bot", "1700000150.000100"));
+    let response = app.post_event(&SignedRequest::event(&stray)).await;
+    assert_eq!(response.status(), StatusCode::OK, "acknowledged");
+    assert!(app.sink.outcomes().is_empty(), "nothing stored");
+
+    let text = format!("<@{FAKE_BOT_USER_ID}> join in");
+    for event in mention_deliveries(&in_thread("Ev2", &text, "1700000200.000100")) {
+        let response = app.post_event(&SignedRequest::event(&event)).await;
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    let reply = channel_message_event(&in_thread("Ev3", "thanks", "1700000300.000100"));
+    assert_eq!(
+        app.post_event(&SignedRequest::event(&reply)).await.status(),
+        StatusCode::OK
+    );
+
+    assert_eq!(
+        app.sink.outcomes(),
+        [Delivery::Stored, Delivery::Duplicate, Delivery::Stored],
+        "the mention's two deliveries are one event"
+    );
+    let stored = app.sink.stored();
+    let thread = ConversationKey::new("slack", "C1").in_thread("1700000100.000100");
+    assert!(stored.iter().all(|e| e.key() == &thread), "{stored:?}");
+    assert_eq!(message(&stored[1]).text, "thanks");
+}
+
+#[tokio::test]
+async fn a_failing_thread_lookup_answers_500_so_slack_retries() {
+    let app = spawn_app().await;
+    app.sink.set_failing(true);
+    let reply = channel_message_event(&in_thread("Ev1", "thanks", "1700000300.000100"));
+    let response = app.post_event(&SignedRequest::event(&reply)).await;
+    assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
 }

@@ -164,6 +164,28 @@ pub fn mention_event(m: &SlackMessage<'_>) -> Value {
     envelope(m.event_id, message_fields("app_mention", m))
 }
 
+/// An `event_callback` for a message in a channel the bot is in (`message.channels`, or
+/// `message.groups` for a private channel): what Slack sends for every message there, with or
+/// without a mention. A message that mentions the bot arrives a second time as
+/// [`mention_event`], under another `event_id`; [`mention_deliveries`] gives both.
+pub fn channel_message_event(m: &SlackMessage<'_>) -> Value {
+    let mut event = message_fields("message", m);
+    let private = m.channel.starts_with('G');
+    event["channel_type"] = json!(if private { "group" } else { "channel" });
+    envelope(m.event_id, event)
+}
+
+/// Both events Slack sends for a message mentioning the bot in a channel: `app_mention`
+/// under `m.event_id`, then `message.channels` under `m.event_id` + `-msg`.
+pub fn mention_deliveries(m: &SlackMessage<'_>) -> [Value; 2] {
+    let second = format!("{}-msg", m.event_id);
+    let copy = SlackMessage {
+        event_id: &second,
+        ..m.clone()
+    };
+    [mention_event(m), channel_message_event(&copy)]
+}
+
 /// The `url_verification` request Slack sends when the events URL is saved.
 pub fn url_verification(challenge: &str) -> Value {
     json!({"token": "test-verification-token", "challenge": challenge, "type": "url_verification"})
