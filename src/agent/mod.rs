@@ -5,6 +5,7 @@
 mod call;
 mod exec;
 mod guard;
+mod offload;
 mod parse;
 mod run;
 mod tool;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use guard::DraftGuard;
+pub use offload::{DEFAULT_OFFLOAD_BYTES, OUTPUT_DIR, Offload};
 pub use parse::{MALFORMED_CALL, Parsed, parse_tool_calls};
 pub use run::{Resolution, Suspension};
 pub use tool::{ContextProvider, Gate, Tool, ToolResult};
@@ -164,6 +166,7 @@ pub struct AgentLoopBuilder {
     scrubber: Option<Arc<Scrubber>>,
     prompt_guided: bool,
     gate: Option<Arc<dyn Gate>>,
+    offload: Option<Offload>,
 }
 
 impl AgentLoopBuilder {
@@ -210,6 +213,12 @@ impl AgentLoopBuilder {
         self
     }
 
+    /// Offload tool outputs over its threshold to files (default: outputs are kept whole).
+    pub fn offload(mut self, offload: Offload) -> Self {
+        self.offload = Some(offload);
+        self
+    }
+
     /// Finish.
     pub fn build(self) -> AgentLoop {
         AgentLoop {
@@ -219,6 +228,7 @@ impl AgentLoopBuilder {
             scrubber: self.scrubber.unwrap_or_default(),
             prompt_guided: self.prompt_guided,
             gate: self.gate,
+            offload: self.offload,
         }
     }
 }
@@ -231,6 +241,7 @@ pub struct AgentLoop {
     scrubber: Arc<Scrubber>,
     prompt_guided: bool,
     gate: Option<Arc<dyn Gate>>,
+    offload: Option<Offload>,
 }
 
 impl AgentLoop {

@@ -86,6 +86,11 @@ impl Toolbox {
 }
 
 impl Toolbox {
+    /// The directory handle of `key`'s workspace (what the gateway itself writes through).
+    pub fn workspace_dir(&self, key: &ConversationKey) -> WorkspaceDir {
+        self.dir(&self.workspace(key))
+    }
+
     fn dir(&self, ws: &Path) -> WorkspaceDir {
         WorkspaceDir::new(ws.to_path_buf(), self.sandbox.owner())
     }

@@ -14,6 +14,7 @@ mod holdback;
 mod leak;
 mod memory;
 mod memory_store;
+mod offload;
 mod providers;
 mod sandbox;
 mod sandbox_limits;
