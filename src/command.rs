@@ -23,6 +23,8 @@ pub enum Intent {
     /// A button press: the approval decision its payload names, or `None` for a payload no
     /// approval prompt ever carried (stale, or from another bot).
     Button(Option<ApprovalButton>),
+    /// The Continue button of a paused turn: a new turn picks up where it stopped.
+    Continue,
 }
 
 impl Intent {
@@ -31,6 +33,9 @@ impl Intent {
         match event {
             ChannelEvent::Message(m) => {
                 Command::parse(&m.text).map_or(Self::Message, Self::Command)
+            }
+            ChannelEvent::Button(press) if press.payload.parse::<ContinueButton>().is_ok() => {
+                Self::Continue
             }
             ChannelEvent::Button(press) => Self::Button(press.payload.parse().ok()),
         }
@@ -45,7 +50,8 @@ impl Intent {
             | Self::Command(Command::Stop | Command::Approve(_) | Command::Deny(_)) => {
                 InboxKind::Control
             }
-            Self::Message | Self::Command(_) => InboxKind::Message,
+            // Continue starts a turn: it waits its turn like a message.
+            Self::Message | Self::Command(_) | Self::Continue => InboxKind::Message,
         }
     }
 }
@@ -167,6 +173,32 @@ impl FromStr for ApprovalButton {
     }
 }
 
+/// The Continue button under a paused turn's summary (payload `go`): pressing it runs a new
+/// turn, with a fresh step budget, that picks up where the paused one stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContinueButton;
+
+impl ContinueButton {
+    /// What the user sees on it.
+    pub const LABEL: &'static str = "▶ Continue";
+    /// The user message a press stands for (stored in history like typed words).
+    pub const SAYS: &'static str = "continue";
+}
+
+impl fmt::Display for ContinueButton {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("go")
+    }
+}
+
+impl FromStr for ContinueButton {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        if s == "go" { Ok(Self) } else { Err(()) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use switchboard_channel::{ButtonPress, ConversationKey, Inbound, UserRef};
@@ -247,6 +279,16 @@ mod tests {
                 action: Action::Deny
             }))
         );
+    }
+
+    #[test]
+    fn the_continue_button_is_its_own_intent_and_waits_like_a_message() {
+        let payload = ContinueButton.to_string();
+        assert_eq!(payload.parse::<ContinueButton>(), Ok(ContinueButton));
+        assert_eq!(Intent::of(&press(&payload)), Intent::Continue);
+        assert_eq!(Intent::Continue.kind(), InboxKind::Message);
+        assert!(payload.parse::<ApprovalButton>().is_err());
+        assert!("go:1".parse::<ContinueButton>().is_err());
     }
 
     #[test]

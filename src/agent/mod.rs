@@ -84,6 +84,9 @@ pub enum AgentEvent {
     },
     /// Progress lines should be removed before the final answer.
     ClearProgress,
+    /// The turn paused (see [`AgentError::paused`]): the final answer gets a Continue button
+    /// where the channel has buttons. Sent by the conversation layer before its `Final`.
+    OfferContinue,
     /// The complete final answer.
     Final(String),
 }
@@ -145,6 +148,37 @@ pub enum AgentError {
 }
 
 impl AgentError {
+    /// For a turn the loop guard stopped (the step cap, or one call failing the same way
+    /// again and again): the short summary the user sees, saying what was done and how to
+    /// go on. `None` for every other ending.
+    pub fn paused(&self) -> Option<String> {
+        let why = match self {
+            Self::MaxIterations { iterations, .. } => {
+                format!("I paused after {iterations} steps without finishing.")
+            }
+            Self::Tool { tool, .. } => {
+                format!("I paused because `{tool}` kept failing the same way.")
+            }
+            _ => return None,
+        };
+        let mut runs: Vec<(&str, usize)> = Vec::new();
+        for call in self.partial().iter().flat_map(|m| &m.tool_calls) {
+            match runs.iter_mut().find(|(name, _)| *name == call.name) {
+                Some((_, n)) => *n += 1,
+                None => runs.push((&call.name, 1)),
+            }
+        }
+        let done = if runs.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = runs.iter().map(|(t, n)| format!("`{t}` ×{n}")).collect();
+            format!(" Done so far: {}.", list.join(", "))
+        };
+        Some(format!(
+            "⏸ {why}{done} Press ▶ Continue (or say \"continue\") and I'll carry on."
+        ))
+    }
+
     /// Messages the turn added before it ended.
     pub fn partial(&self) -> &[ChatMessage] {
         match self {

@@ -191,6 +191,14 @@ impl Draft {
                 }
             }
             AgentEvent::ClearProgress => self.progress.clear(),
+            AgentEvent::OfferContinue if self.limits.supports_buttons => {
+                let payload = crate::command::ContinueButton;
+                self.buttons = vec![Button {
+                    label: crate::command::ContinueButton::LABEL.into(),
+                    payload: payload.to_string(),
+                }];
+            }
+            AgentEvent::OfferContinue => {}
             AgentEvent::Final(_)
             | AgentEvent::ApprovalRequested { .. }
             | AgentEvent::ApprovalResolved { .. } => {}

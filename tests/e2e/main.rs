@@ -15,6 +15,7 @@ mod leak;
 mod memory;
 mod memory_store;
 mod offload;
+mod pause;
 mod providers;
 mod sandbox;
 mod sandbox_limits;

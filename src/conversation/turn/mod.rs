@@ -105,8 +105,11 @@ impl Turn<'_> {
             (ChannelEvent::Button(press), Intent::Button(Some(button))) => {
                 self.decide(&press.user, &button, Some(press), cancel).await
             }
+            (ChannelEvent::Button(press), Intent::Continue) => {
+                self.continue_paused(press, cancel).await
+            }
             (ChannelEvent::Button(press), _) => self.stale_button(press).await,
-            (ChannelEvent::Message(_), Intent::Button(_)) => {
+            (ChannelEvent::Message(_), Intent::Button(_) | Intent::Continue) => {
                 unreachable!("only button presses classify as buttons")
             }
         }
@@ -179,6 +182,33 @@ impl Turn<'_> {
                 Ok(self.deps.store.forget_approval_call(id).await?)
             }
         }
+    }
+
+    /// The Continue button of a paused turn: acknowledge it, take the button away (so one
+    /// pause is continued once), and run a turn that says "continue" — with a fresh step
+    /// budget, over the history the paused turn stored.
+    async fn continue_paused(
+        &self,
+        press: &ButtonPress,
+        cancel: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let out = &self.deps.outbound;
+        out.notice(self.channel, self.key(), Some(press), "▶ Continuing…")
+            .await;
+        if let Some(message) = &press.message {
+            let text = "⏸ Paused — continued below.";
+            if let Err(err) = out.edit(self.channel, self.key(), message, text).await {
+                tracing::warn!(error = %err, "could not take the Continue button away");
+            }
+        }
+        let inbound = Inbound {
+            key: press.key.clone(),
+            event_id: press.event_id.clone(),
+            user: press.user.clone(),
+            text: crate::command::ContinueButton::SAYS.into(),
+            place: press.place.clone(),
+        };
+        self.chat(&inbound, cancel).await
     }
 
     /// A message for the model: compact the history if due, run the turn, autosave.

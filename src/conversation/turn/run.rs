@@ -108,7 +108,10 @@ impl Turn<'_> {
         };
         if let Err(err) = &result {
             let _ = tx.send(AgentEvent::ClearProgress);
-            let _ = tx.send(AgentEvent::Final(error_reply(err, self.trace)));
+            if err.paused().is_some() {
+                let _ = tx.send(AgentEvent::OfferContinue);
+            }
+            let _ = tx.send(AgentEvent::Final(ending(err, self.trace)));
         }
         result
     }
@@ -145,10 +148,7 @@ impl Turn<'_> {
                 tracing::warn!(error = %err, "turn ended without an answer");
                 stored.extend(err.partial().iter().cloned());
                 if !matches!(err, AgentError::Llm { .. }) {
-                    stored.push(ChatMessage::new(
-                        Role::Assistant,
-                        error_reply(&err, self.trace),
-                    ));
+                    stored.push(ChatMessage::new(Role::Assistant, ending(&err, self.trace)));
                 }
             }
         }
@@ -164,6 +164,12 @@ impl Turn<'_> {
             .await?;
         Ok(())
     }
+}
+
+/// What the user sees (and history keeps) when a turn ends without an answer: a paused
+/// turn's summary, or the error line.
+fn ending(err: &AgentError, trace: &str) -> String {
+    err.paused().unwrap_or_else(|| error_reply(err, trace))
 }
 
 /// Records the messages an answer posted, so a restarted turn edits instead of reposting.
