@@ -225,6 +225,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "file_edit",
     "file_list",
     "http_fetch",
+    "todo",
 ];
 
 /// `[tools]`.

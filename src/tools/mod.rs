@@ -8,6 +8,7 @@ mod fetch;
 mod files;
 mod path;
 mod shell;
+mod todo;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,6 +20,7 @@ pub use fetch::{HttpFetchTool, host_allowed};
 pub use files::{FileOp, FileTool};
 pub use path::{WorkspaceDir, confine};
 pub use shell::{ShellTool, TRUNCATED};
+pub use todo::{Plan, PlanItem, Status, TODO_TOOL, TodoTool};
 
 use crate::agent::Tool;
 use crate::config::ToolsConfig;
@@ -78,6 +80,7 @@ impl Toolbox {
                     "file_edit" => Arc::new(FileTool::new(FileOp::Edit, self.dir(&ws))),
                     "file_list" => Arc::new(FileTool::new(FileOp::List, self.dir(&ws))),
                     "http_fetch" => self.fetch.clone(),
+                    TODO_TOOL => Arc::new(TodoTool),
                     _ => return None,
                 })
             })

@@ -16,6 +16,7 @@ mod memory;
 mod memory_store;
 mod offload;
 mod pause;
+mod plan;
 mod providers;
 mod sandbox;
 mod sandbox_limits;
