@@ -71,6 +71,8 @@ pub enum Command {
     Approve(ApprovalId),
     /// Deny a pending action by id.
     Deny(ApprovalId),
+    /// Show today's token and tool-run usage against the budgets.
+    Usage,
 }
 
 impl Command {
@@ -91,6 +93,7 @@ impl Command {
             "new" | "reset" => Some(Self::New),
             "help" | "start" => Some(Self::Help),
             "forget" => Some(Self::Forget),
+            "usage" => Some(Self::Usage),
             "approve" => id().map(Self::Approve),
             "deny" => id().map(Self::Deny),
             _ => None,
@@ -103,7 +106,7 @@ impl Command {
             Self::Stop => "⏹ Stopped.",
             Self::New => "🆕 Started a new conversation — I've forgotten what we said before.",
             Self::Forget => "🧹 Forgot what I remembered from this conversation.",
-            Self::Help | Self::Approve(_) | Self::Deny(_) => HELP,
+            Self::Help | Self::Approve(_) | Self::Deny(_) | Self::Usage => HELP,
         }
     }
 }
@@ -113,6 +116,7 @@ Commands:\n\
 • `/stop` — stop what I'm doing\n\
 • `/new` — start a fresh conversation\n\
 • `/forget` — forget what I remembered here\n\
+• `/usage` — today's token and tool-run usage\n\
 • `/approve <id>` / `/deny <id>` — answer an approval request\n\
 • `/help` — this message";
 

@@ -29,6 +29,12 @@ pub struct Metrics {
     pub approval_seconds: HistogramVec,
     /// Conversations with a live actor (set at scrape).
     pub active_conversations: IntGauge,
+    /// LLM tokens counted against budgets, by channel.
+    pub llm_tokens: IntCounterVec,
+    /// Tool runs counted against budgets, by channel.
+    pub tool_runs: IntCounterVec,
+    /// Turns stopped or messages refused by a budget, by channel and budget.
+    pub budget_stops: IntCounterVec,
 }
 
 impl Default for Metrics {
@@ -91,6 +97,24 @@ impl Metrics {
                 &r,
                 "switchboard_active_conversations",
                 "Conversations with a live actor.",
+            ),
+            llm_tokens: counter(
+                &r,
+                "switchboard_llm_tokens_total",
+                "LLM tokens used (provider figures, estimated when absent), by channel.",
+                &["channel"],
+            ),
+            tool_runs: counter(
+                &r,
+                "switchboard_tool_runs_total",
+                "Tool runs counted against budgets, by channel.",
+                &["channel"],
+            ),
+            budget_stops: counter(
+                &r,
+                "switchboard_budget_stops_total",
+                "Turns stopped or messages refused because a budget was reached.",
+                &["channel", "budget"],
             ),
             registry: r,
         }

@@ -82,6 +82,9 @@ pub enum AgentEvent {
         /// The final decision: the ask, decided by the person who answered or the system.
         decision: Decision,
     },
+    /// Tokens one LLM round-trip used (the provider's figures; estimated at about four
+    /// characters a token when it reported none), for budgets and metrics.
+    Usage(Usage),
     /// Progress lines should be removed before the final answer.
     ClearProgress,
     /// The turn paused (see [`AgentError::paused`]): the final answer gets a Continue button
@@ -142,6 +145,14 @@ pub enum AgentError {
         /// Messages added.
         partial: Vec<ChatMessage>,
     },
+    /// The turn was stopped from outside for a reason the user reads (a budget reached).
+    #[error("{reason}")]
+    Stopped {
+        /// The one line the user sees.
+        reason: String,
+        /// Messages added.
+        partial: Vec<ChatMessage>,
+    },
     /// A call needs a person's approval; everything needed to resume is inside.
     #[error("waiting for approval of {}", .0.pending.name)]
     Suspended(Box<Suspension>),
@@ -185,7 +196,8 @@ impl AgentError {
             Self::Llm { partial, .. }
             | Self::MaxIterations { partial, .. }
             | Self::Tool { partial, .. }
-            | Self::Cancelled { partial, .. } => partial,
+            | Self::Cancelled { partial, .. }
+            | Self::Stopped { partial, .. } => partial,
             Self::Suspended(s) => &s.turn,
         }
     }

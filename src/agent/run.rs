@@ -199,8 +199,10 @@ impl AgentLoop {
                     });
                 }
             };
-            state.run.usage.input_tokens += response.usage.input_tokens;
-            state.run.usage.output_tokens += response.usage.output_tokens;
+            let used = response.used(&request);
+            on_event(AgentEvent::Usage(used));
+            state.run.usage.input_tokens += used.input_tokens;
+            state.run.usage.output_tokens += used.output_tokens;
             if response.calls.is_empty() || response.stop == StopReason::MaxTokens {
                 let mut answer = response.text;
                 if response.stop == StopReason::MaxTokens {
@@ -220,6 +222,11 @@ impl AgentLoop {
             assistant.tool_calls = response.calls.clone();
             state.messages.push(assistant.clone());
             state.run.messages.push(assistant);
+            if cancel.is_cancelled() {
+                // Stopped while the response streamed in (a budget it used up): none of
+                // its calls runs.
+                return Err(cancelled(state, &response.calls));
+            }
             let batch = tokio::select! {
                 b = self.execute_batch(&response.calls, &mut on_event) => b,
                 () = cancel.cancelled() => return Err(cancelled(state, &response.calls)),

@@ -7,6 +7,7 @@
 //! found after parsing. `${VAR}` expansion and the redacting [`Secret`] live in
 //! `switchboard_channel::settings`, so core keys and channel keys resolve the same way.
 
+pub mod budgets;
 mod channels;
 mod load;
 mod locate;
@@ -50,6 +51,9 @@ pub struct Config {
     /// How tool processes are confined (`[sandbox]`).
     #[serde(default)]
     pub sandbox: crate::sandbox::SandboxConfig,
+    /// Daily limits on LLM tokens and tool runs (`[budgets]`).
+    #[serde(default)]
+    pub budgets: budgets::BudgetsConfig,
     /// Chat platform instances by name; the name is the `channel` of their conversations.
     #[serde(default)]
     pub channels: BTreeMap<String, ChannelConfig>,

@@ -31,6 +31,8 @@ pub struct TurnSettings {
     pub native_tools: bool,
     /// `[memory]`: recall, autosave, compaction.
     pub memory: MemoryConfig,
+    /// `[budgets]`: daily limits per conversation and per user.
+    pub budgets: crate::config::budgets::BudgetsConfig,
 }
 
 /// The memory tools' names (offered when memory is enabled).

@@ -184,7 +184,8 @@ impl Draft {
                 if let Some(at) = self.proposed.iter().position(|(pid, _)| *pid == id) {
                     let (_, plan) = self.proposed.remove(at);
                     if success {
-                        self.plan = Some(plan);
+                        // An empty list takes the plan away.
+                        self.plan = Some(plan).filter(|p| !p.items.is_empty());
                     }
                 }
             }
@@ -221,6 +222,7 @@ impl Draft {
             }
             AgentEvent::OfferContinue => {}
             AgentEvent::Final(_)
+            | AgentEvent::Usage(_)
             | AgentEvent::ApprovalRequested { .. }
             | AgentEvent::ApprovalResolved { .. } => {}
         }

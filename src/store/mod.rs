@@ -26,6 +26,7 @@ mod memory;
 mod postgres;
 mod rows;
 mod sqlite;
+mod usage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +41,7 @@ pub use backend::{Backend, Dialect, SqlStore};
 pub use memory::{Memory, MemoryStore, search_words};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
+pub use usage::{UsageStore, Used};
 
 use crate::ids::InboxKind;
 use crate::provider::ChatMessage;
@@ -120,7 +122,9 @@ pub struct InboxCounts {
 
 /// Durable state. Time is passed in (Unix ms) so leases behave alike on both databases.
 #[async_trait]
-pub trait Store: AuditLog + ApprovalStore + MemoryStore + AccessStore + Send + Sync {
+pub trait Store:
+    AuditLog + ApprovalStore + MemoryStore + AccessStore + UsageStore + Send + Sync
+{
     /// Store a new event of the given kind (classified by the caller); a redelivery of a
     /// stored event is reported as `Duplicate`.
     async fn insert_event(

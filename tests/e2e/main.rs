@@ -8,6 +8,7 @@ mod approval_secrets;
 mod approval_store;
 mod approvals;
 mod audit;
+mod budget;
 mod config;
 mod helpers;
 mod holdback;

@@ -126,6 +126,13 @@ impl Turn<'_> {
 
     async fn command(&self, command: &Command, user_id: &str) -> anyhow::Result<()> {
         let deps = self.deps;
+        if *command == Command::Usage {
+            let (limits, clock) = (deps.agents.settings().budgets, deps.lifecycle.clock());
+            let store = deps.store.as_ref();
+            let text = crate::budget::report(store, limits, self.key(), user_id, clock).await?;
+            self.draft().finish(&text).await?;
+            return self.done().await;
+        }
         match command {
             Command::New => deps.store.clear_history(self.key()).await?,
             Command::Forget => {
@@ -213,6 +220,9 @@ impl Turn<'_> {
 
     /// A message for the model: compact the history if due, run the turn, autosave.
     async fn chat(&self, inbound: &Inbound, cancel: CancellationToken) -> anyhow::Result<()> {
+        if self.refused_by_budget(&inbound.user.id).await? {
+            return Ok(());
+        }
         let (deps, key) = (self.deps, self.key());
         let memory = &deps.agents.settings().memory;
         if memory.enabled {
