@@ -98,24 +98,9 @@ impl Metrics {
                 "switchboard_active_conversations",
                 "Conversations with a live actor.",
             ),
-            llm_tokens: counter(
-                &r,
-                "switchboard_llm_tokens_total",
-                "LLM tokens used (provider figures, estimated when absent), by channel.",
-                &["channel"],
-            ),
-            tool_runs: counter(
-                &r,
-                "switchboard_tool_runs_total",
-                "Tool runs counted against budgets, by channel.",
-                &["channel"],
-            ),
-            budget_stops: counter(
-                &r,
-                "switchboard_budget_stops_total",
-                "Turns stopped or messages refused because a budget was reached.",
-                &["channel", "budget"],
-            ),
+            llm_tokens: budget_counter(&r, "llm_tokens"),
+            tool_runs: budget_counter(&r, "tool_runs"),
+            budget_stops: budget_counter(&r, "budget_stops"),
             registry: r,
         }
     }
@@ -126,6 +111,30 @@ impl Metrics {
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         String::from_utf8(out).unwrap_or_default()
     }
+}
+
+/// One of the budget counters (`llm_tokens`, `tool_runs`, `budget_stops`), by channel.
+fn budget_counter(registry: &Registry, which: &str) -> IntCounterVec {
+    let (help, labels): (&str, &[&str]) = match which {
+        "llm_tokens" => (
+            "LLM tokens used (provider figures, estimated when absent), by channel.",
+            &["channel"],
+        ),
+        "tool_runs" => (
+            "Tool runs counted against budgets, by channel.",
+            &["channel"],
+        ),
+        _ => (
+            "Turns stopped or messages refused because a budget was reached.",
+            &["channel", "budget"],
+        ),
+    };
+    counter(
+        registry,
+        &format!("switchboard_{which}_total"),
+        help,
+        labels,
+    )
 }
 
 /// A counter family registered in `registry`.

@@ -26,7 +26,8 @@ impl Response {
         if self.usage.input_tokens + self.usage.output_tokens > 0 {
             return self.usage;
         }
-        let args = |calls: &[ToolCall]| -> usize { calls.iter().map(|c| c.args.to_string().len()).sum() };
+        let args =
+            |calls: &[ToolCall]| -> usize { calls.iter().map(|c| c.args.to_string().len()).sum() };
         let sent: usize = request
             .messages
             .iter()

@@ -33,7 +33,10 @@ impl Offload {
         if output.len() <= self.threshold {
             return output;
         }
-        let (head, tail) = (HEAD_BYTES.min(self.threshold / 2), TAIL_BYTES.min(self.threshold / 4));
+        let (head, tail) = (
+            HEAD_BYTES.min(self.threshold / 2),
+            TAIL_BYTES.min(self.threshold / 4),
+        );
         let lines = output.lines().count();
         if tool == "file_read" {
             let note = format!(
@@ -164,7 +167,9 @@ mod tests {
         assert!(shown.contains("bytes not shown"));
         let read = offload(&dir).apply("file_read", "z\n".repeat(50_000));
         assert!(read.contains("smaller line range") && read.len() < 14 * 1024);
-        let saved = std::fs::read_dir(dir.path().join(OUTPUT_DIR)).unwrap().count();
+        let saved = std::fs::read_dir(dir.path().join(OUTPUT_DIR))
+            .unwrap()
+            .count();
         assert_eq!(saved, 1, "only the fetch was saved");
     }
 }

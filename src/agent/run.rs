@@ -204,19 +204,7 @@ impl AgentLoop {
             state.run.usage.input_tokens += used.input_tokens;
             state.run.usage.output_tokens += used.output_tokens;
             if response.calls.is_empty() || response.stop == StopReason::MaxTokens {
-                let mut answer = response.text;
-                if response.stop == StopReason::MaxTokens {
-                    // A call cut off by the token limit has incomplete arguments: never run it.
-                    answer.push_str("\n\n_(answer cut off at the token limit)_");
-                }
-                state
-                    .run
-                    .messages
-                    .push(ChatMessage::new(Role::Assistant, answer.clone()));
-                on_event(AgentEvent::ClearProgress);
-                on_event(AgentEvent::Final(answer.clone()));
-                state.run.answer = answer;
-                return Ok(state.run);
+                return Ok(answered(state, response, &mut on_event));
             }
             let mut assistant = ChatMessage::new(Role::Assistant, response.text);
             assistant.tool_calls = response.calls.clone();
@@ -240,7 +228,30 @@ impl AgentLoop {
             partial: state.run.messages,
         })
     }
+}
 
+/// The model answered without (runnable) calls: the turn's result.
+fn answered(
+    mut state: LoopState,
+    response: super::call::Response,
+    on_event: &mut impl FnMut(AgentEvent),
+) -> AgentRun {
+    let mut answer = response.text;
+    if response.stop == StopReason::MaxTokens {
+        // A call cut off by the token limit has incomplete arguments: never run it.
+        answer.push_str("\n\n_(answer cut off at the token limit)_");
+    }
+    state
+        .run
+        .messages
+        .push(ChatMessage::new(Role::Assistant, answer.clone()));
+    on_event(AgentEvent::ClearProgress);
+    on_event(AgentEvent::Final(answer.clone()));
+    state.run.answer = answer;
+    state.run
+}
+
+impl AgentLoop {
     /// Add a batch's results to the state; a suspension or a looping call ends the turn.
     fn absorb(
         &self,

@@ -140,10 +140,22 @@ impl Meter {
         let l = &self.limits;
         let [conv, user] = self.before;
         let checks = [
-            (Budget::ConversationTokens, l.conversation_tokens_per_day, conv.tokens),
-            (Budget::ConversationToolRuns, l.conversation_tool_runs_per_day, conv.tool_runs),
+            (
+                Budget::ConversationTokens,
+                l.conversation_tokens_per_day,
+                conv.tokens,
+            ),
+            (
+                Budget::ConversationToolRuns,
+                l.conversation_tool_runs_per_day,
+                conv.tool_runs,
+            ),
             (Budget::UserTokens, l.user_tokens_per_day, user.tokens),
-            (Budget::UserToolRuns, l.user_tool_runs_per_day, user.tool_runs),
+            (
+                Budget::UserToolRuns,
+                l.user_tool_runs_per_day,
+                user.tool_runs,
+            ),
         ];
         let turn = |b: Budget| match b {
             Budget::ConversationTokens | Budget::UserTokens => self.turn.tokens,

@@ -30,7 +30,9 @@ impl Draft {
             .count()
             .saturating_sub(self.shown.chars().count());
         let progress_changed = !self.progress.is_empty()
-            && !self.shown.starts_with(&self.under_plan(&self.progress_text()));
+            && !self
+                .shown
+                .starts_with(&self.under_plan(&self.progress_text()));
         let plan_changed = !self.shown.starts_with(&self.plan_text());
         if grown < self.settings.chunk_min_chars && !progress_changed && !plan_changed {
             return None;
@@ -67,7 +69,11 @@ impl Draft {
         // The plan stays on top; the streamed body gives up its oldest part to make room.
         let plan = self.plan_text();
         let room = self.limits.max_message_len - plan.encode_utf16().count();
-        let body = fit_tail(&self.body(), room.saturating_sub(2), self.limits.length_unit);
+        let body = fit_tail(
+            &self.body(),
+            room.saturating_sub(2),
+            self.limits.length_unit,
+        );
         let text = self.under_plan(&body);
         if self.try_native_draft(&text).await {
             self.shown = visible;

@@ -180,7 +180,9 @@ impl Draft {
                     self.proposed.push((id, plan));
                 }
             }
-            AgentEvent::ToolCompleted { id, name, success, .. } if name == TODO_TOOL => {
+            AgentEvent::ToolCompleted {
+                id, name, success, ..
+            } if name == TODO_TOOL => {
                 if let Some(at) = self.proposed.iter().position(|(pid, _)| *pid == id) {
                     let (_, plan) = self.proposed.remove(at);
                     if success {

@@ -60,12 +60,16 @@ where
     }
 
     async fn usage(&self, scope: &str, day: i64) -> Result<Used, StoreError> {
-        let row: Option<(i64, i64)> =
-            sqlx::query_as("SELECT tokens, tool_runs FROM budget_usage WHERE scope = $1 AND day = $2")
-                .bind(scope)
-                .bind(day)
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(row.map_or_else(Used::default, |(tokens, tool_runs)| Used { tokens, tool_runs }))
+        let row: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT tokens, tool_runs FROM budget_usage WHERE scope = $1 AND day = $2",
+        )
+        .bind(scope)
+        .bind(day)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map_or_else(Used::default, |(tokens, tool_runs)| Used {
+            tokens,
+            tool_runs,
+        }))
     }
 }

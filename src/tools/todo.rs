@@ -144,7 +144,10 @@ mod tests {
             "📋 Plan (1/3 done)\n✅ Read the logs\n🔄 Find the bug\n⬜ Fix it"
         );
         let short = plan.render(40);
-        assert!(short.chars().count() <= 40 && short.contains("more"), "{short}");
+        assert!(
+            short.chars().count() <= 40 && short.contains("more"),
+            "{short}"
+        );
         let bad = TodoTool
             .execute(json!({"items": [{"text": "x", "status": "maybe"}]}))
             .await;

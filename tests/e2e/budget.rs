@@ -36,9 +36,17 @@ async fn a_1000_token_daily_budget_stops_the_turn_refuses_until_midnight_and_sho
         "🛑 Stopped: your daily token budget (1000 tokens) is used up. It resets at 00:00 UTC, in 4 h 0 min."
     );
     wait_inbox_idle(&app.store()).await;
-    assert_eq!(app.llm.requests().len(), 67, "no step after the crossing one");
+    assert_eq!(
+        app.llm.requests().len(),
+        67,
+        "no step after the crossing one"
+    );
     let history = app.store().history(&chat, 1000).await.unwrap();
-    let last_result = history.iter().rev().find(|m| m.tool_call_id.is_some()).unwrap();
+    let last_result = history
+        .iter()
+        .rev()
+        .find(|m| m.tool_call_id.is_some())
+        .unwrap();
     assert!(
         last_result.content.contains("cancelled"),
         "the crossing response's call did not run: {}",
@@ -48,26 +56,50 @@ async fn a_1000_token_daily_budget_stops_the_turn_refuses_until_midnight_and_sho
     clock.advance(Duration::from_secs(90 * 60));
     app.channel.say(&chat, "u1", "one more?").await.unwrap();
     let t = wait_transcript(&app.channel, &chat, |t| t.len() == 2).await;
-    assert!(t[1].contains("your daily token budget") && t[1].ends_with("in 2 h 30 min."), "{t:?}");
-    assert_eq!(app.llm.requests().len(), 67, "a refused message never reaches the model");
+    assert!(
+        t[1].contains("your daily token budget") && t[1].ends_with("in 2 h 30 min."),
+        "{t:?}"
+    );
+    assert_eq!(
+        app.llm.requests().len(),
+        67,
+        "a refused message never reaches the model"
+    );
 
     app.channel.say(&chat, "u1", "/usage").await.unwrap();
     let t = wait_transcript(&app.channel, &chat, |t| t.len() == 3).await;
-    assert!(t[2].contains("you: 1005 / 1000 tokens, 66 tool runs"), "{}", t[2]);
-    assert!(t[2].contains("this conversation: 1005 tokens, 66 tool runs"), "{}", t[2]);
+    assert!(
+        t[2].contains("you: 1005 / 1000 tokens, 66 tool runs"),
+        "{}",
+        t[2]
+    );
+    assert!(
+        t[2].contains("this conversation: 1005 tokens, 66 tool runs"),
+        "{}",
+        t[2]
+    );
 
     let url = format!("http://{}/metrics", app.gateway().addr());
     let metrics = reqwest::get(&url).await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("switchboard_llm_tokens_total{channel=\"fake\"} 1005"), "{metrics}");
+    assert!(
+        metrics.contains("switchboard_llm_tokens_total{channel=\"fake\"} 1005"),
+        "{metrics}"
+    );
     assert!(metrics.contains("switchboard_tool_runs_total{channel=\"fake\"} 66"));
-    assert!(metrics.contains("switchboard_budget_stops_total{budget=\"user_tokens\",channel=\"fake\"} 2"));
+    assert!(
+        metrics
+            .contains("switchboard_budget_stops_total{budget=\"user_tokens\",channel=\"fake\"} 2")
+    );
 
     // Past midnight UTC the budget is fresh again.
     clock.advance(Duration::from_secs(150 * 60));
     wait_inbox_idle(&app.store()).await;
     app.llm.push(Reply::text("A fresh day."));
     app.channel.say(&chat, "u1", "good morning").await.unwrap();
-    wait_transcript(&app.channel, &chat, |t| t.len() == 4 && t[3] == "A fresh day.").await;
+    wait_transcript(&app.channel, &chat, |t| {
+        t.len() == 4 && t[3] == "A fresh day."
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -80,13 +112,19 @@ async fn a_tool_run_budget_stops_before_the_next_step_and_survives_a_restart() {
     let chat = key("runs");
     app.channel.say(&chat, "u1", "plan").await.unwrap();
     let t = wait_transcript(&app.channel, &chat, |t| t.len() == 1 && t[0].contains("🛑")).await;
-    assert!(t[0].contains("this conversation's daily tool-run budget (2 tool runs)"), "{t:?}");
+    assert!(
+        t[0].contains("this conversation's daily tool-run budget (2 tool runs)"),
+        "{t:?}"
+    );
     wait_inbox_idle(&app.store()).await;
     assert_eq!(app.llm.requests().len(), 2);
     app.restart().await;
     app.channel.say(&chat, "u1", "again").await.unwrap();
     let t = wait_transcript(&app.channel, &chat, |t| t.len() == 2).await;
-    assert!(t[1].contains("tool-run budget"), "still refused after a restart: {t:?}");
+    assert!(
+        t[1].contains("tool-run budget"),
+        "still refused after a restart: {t:?}"
+    );
     // Another conversation of the same user has its own conversation budget.
     app.llm.push(Reply::text("Hello there."));
     let other = key("runs-2");
@@ -108,7 +146,10 @@ async fn usage_adds_up(store: &dyn switchboard::store::Store) {
     assert_eq!(store.usage("conversation:a", 20_000).await.unwrap(), used);
     let user = store.usage("user:fake:u1", 20_000).await.unwrap();
     assert_eq!((user.tokens, user.tool_runs), (800, 4));
-    assert_eq!(store.usage("user:fake:u1", 19_999).await.unwrap(), Used::default());
+    assert_eq!(
+        store.usage("user:fake:u1", 19_999).await.unwrap(),
+        Used::default()
+    );
 }
 
 #[tokio::test]

@@ -32,7 +32,10 @@ async fn a_megabyte_tool_result_is_offloaded_to_a_file_the_model_reads_by_line_r
     let app = TestApp::spawn_with(TOOLS).await;
     // 1,078,895 bytes of numbers, cut by the shell tool at its 1 MiB cap.
     app.llm
-        .push(Reply::tool_call("shell", json!({"command": "seq 1 170000"})))
+        .push(Reply::tool_call(
+            "shell",
+            json!({"command": "seq 1 170000"}),
+        ))
         .push(Reply::text("Counted."));
     let chat = key("big");
     app.channel.say(&chat, "u1", "count a lot").await.unwrap();
@@ -54,7 +57,11 @@ async fn a_megabyte_tool_result_is_offloaded_to_a_file_the_model_reads_by_line_r
         .join("workspaces/fake/big")
         .join(&path);
     let saved = std::fs::read_to_string(&file).unwrap();
-    assert!(saved.len() > 1024 * 1024, "the whole output: {}", saved.len());
+    assert!(
+        saved.len() > 1024 * 1024,
+        "the whole output: {}",
+        saved.len()
+    );
     assert!(saved.starts_with("exit code: 0\n1\n2\n"));
 
     // Next turn: the model reads lines 100001..=100003 (line 1 is the exit code).
@@ -64,14 +71,21 @@ async fn a_megabyte_tool_result_is_offloaded_to_a_file_the_model_reads_by_line_r
             json!({"path": path, "start_line": 100_001, "end_line": 100_003}),
         ))
         .push(Reply::text("Found them."));
-    app.channel.say(&chat, "u1", "show me 100000").await.unwrap();
+    app.channel
+        .say(&chat, "u1", "show me 100000")
+        .await
+        .unwrap();
     wait_transcript(&app.channel, &chat, |t| t.len() == 2).await;
     wait_inbox_idle(&app.store()).await;
     let read = tool_message(&app.llm.requests()[3]);
     assert_eq!(read, "100000\n100001\n100002\n");
     let history = app.store().history(&chat, 100).await.unwrap();
     for m in &history {
-        assert!(m.content.len() < 20 * 1024, "a history row of {} bytes", m.content.len());
+        assert!(
+            m.content.len() < 20 * 1024,
+            "a history row of {} bytes",
+            m.content.len()
+        );
     }
     let total: usize = history.iter().map(|m| m.content.len()).sum();
     assert!(total < 40 * 1024, "history of {total} bytes");
@@ -98,7 +112,10 @@ async fn seed(store: &std::sync::Arc<dyn Store>, chat: &ConversationKey, message
         .await
         .unwrap()
         .unwrap();
-    store.complete(row.claim(), chat, messages, 0).await.unwrap();
+    store
+        .complete(row.claim(), chat, messages, 0)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -107,7 +124,11 @@ async fn a_history_of_four_large_messages_is_compacted_by_size() {
     let chat = key("few-large");
     let messages: Vec<ChatMessage> = (0..4)
         .map(|i| {
-            let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
+            let role = if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
             ChatMessage::new(role, format!("part {i}: {}", "x".repeat(40_000)))
         })
         .collect();

@@ -27,7 +27,10 @@ async fn an_iteration_cap_hit_shows_continue_and_pressing_it_resumes_and_finishe
         t.iter().any(|m| m.contains("paused after 3 steps"))
     })
     .await;
-    assert!(t[0].contains("`shell` ×3"), "the summary says what was done: {t:?}");
+    assert!(
+        t[0].contains("`shell` ×3"),
+        "the summary says what was done: {t:?}"
+    );
     let buttons = app.channel.last_buttons(&chat);
     assert_eq!(buttons.len(), 1, "{buttons:?}");
     assert!(buttons[0].label.contains("Continue"));
@@ -62,29 +65,46 @@ async fn an_iteration_cap_hit_shows_continue_and_pressing_it_resumes_and_finishe
         t.last().is_some_and(|m| m == "All done.")
     })
     .await;
-    assert!(t[0].contains("continued below"), "the button is taken away: {t:?}");
+    assert!(
+        t[0].contains("continued below"),
+        "the button is taken away: {t:?}"
+    );
     let last_edit = app
         .channel
         .calls()
         .into_iter()
         .rfind(|c| c.msg_id == pause_msg && c.op == Op::Edit)
         .unwrap();
-    assert!(last_edit.buttons.is_empty(), "no Continue left to press twice");
+    assert!(
+        last_edit.buttons.is_empty(),
+        "no Continue left to press twice"
+    );
     assert_eq!(app.llm.requests().len(), 5);
     let resumed = app.llm.requests()[3]["messages"].to_string();
     assert!(
         resumed.contains("echo step 2") && resumed.contains("\"continue\""),
         "the resumed turn sees the paused work and the press as \"continue\""
     );
-    assert!(app.channel.button_answers().iter().any(|a| a.contains("Continuing")));
+    assert!(
+        app.channel
+            .button_answers()
+            .iter()
+            .any(|a| a.contains("Continuing"))
+    );
 }
 
 #[tokio::test]
 async fn the_same_failing_call_pauses_with_a_summary_and_says_continue_without_buttons() {
-    let app = TestApp::spawn_on(FakeChannel::new("fake"), THREE_STEPS.replace('3', "10").as_str()).await;
+    let app = TestApp::spawn_on(
+        FakeChannel::new("fake"),
+        THREE_STEPS.replace('3', "10").as_str(),
+    )
+    .await;
     for _ in 0..3 {
-        app.llm
-            .push(Reply::tool_call("file_read", json!({"path": "missing.txt"})));
+        app.llm.push(Reply::tool_call(
+            "file_read",
+            json!({"path": "missing.txt"}),
+        ));
     }
     let chat = key("fails");
     app.channel.say(&chat, "u1", "read it").await.unwrap();
@@ -97,7 +117,8 @@ async fn the_same_failing_call_pauses_with_a_summary_and_says_continue_without_b
     assert!(app.channel.last_buttons(&chat).is_empty());
     wait_inbox_idle(&app.store()).await;
     // Typing it works the same way as the button.
-    app.llm.push(Reply::text("The file does not exist; create it first."));
+    app.llm
+        .push(Reply::text("The file does not exist; create it first."));
     app.channel.say(&chat, "u1", "continue").await.unwrap();
     wait_transcript(&app.channel, &chat, |t| t.len() == 2).await;
 }

@@ -66,7 +66,8 @@ async fn a_three_item_plan_is_ticked_off_at_the_top_of_the_draft_and_kept_in_the
     let chat = key("plan");
     app.channel.say(&chat, "u1", "fix the bug").await.unwrap();
     let t = wait_transcript(&app.channel, &chat, |t| {
-        t.last().is_some_and(|m| m.ends_with("Finished all three steps."))
+        t.last()
+            .is_some_and(|m| m.ends_with("Finished all three steps."))
     })
     .await;
     assert_eq!(t, [format!("{LAST}\n\nFinished all three steps.")]);
@@ -89,7 +90,12 @@ async fn a_three_item_plan_is_ticked_off_at_the_top_of_the_draft_and_kept_in_the
         .iter()
         .find(|t| t["function"]["name"] == "todo")
         .expect("the model is offered the tool");
-    assert!(todo["function"]["description"].as_str().unwrap().contains("checklist"));
+    assert!(
+        todo["function"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("checklist")
+    );
     let system = first["messages"][0]["content"].as_str().unwrap();
     assert!(!system.contains("todo"), "the system prompt does not grow");
 }
@@ -114,7 +120,10 @@ async fn the_plan_is_drafted_and_kept_on_the_telegram_stand_in() {
     let _running = gateway.start(listener).await.unwrap();
     // Telegram allows about one edit a second per chat.
     script(&llm, Duration::from_millis(1300));
-    tg.inject(&UserMessage::private(FakeUser::human(1001, "alice"), "fix it"));
+    tg.inject(&UserMessage::private(
+        FakeUser::human(1001, "alice"),
+        "fix it",
+    ));
     let deadline = std::time::Instant::now() + WAIT;
     let final_text = loop {
         let done: Vec<String> = tg

@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 use super::Turn;
 use super::report::{error_reply, log_delivery};
 use crate::agent::{AgentError, AgentEvent, AgentLoop, AgentRun, Resolution, Suspension};
-use crate::conversation::approval::Suspended;
 use crate::budget::{Meter, Reached};
+use crate::conversation::approval::Suspended;
 use crate::conversation::audit::AuditRecorder;
 use crate::draft::{Draft, PostedHook};
 use crate::provider::{ChatMessage, Role};
@@ -235,7 +235,11 @@ impl Turn<'_> {
             return Ok(false);
         };
         let labels = [self.key().channel.as_str(), reached.budget.label()];
-        self.deps.metrics.budget_stops.with_label_values(&labels).inc();
+        self.deps
+            .metrics
+            .budget_stops
+            .with_label_values(&labels)
+            .inc();
         self.draft().finish(&reached.message()).await?;
         self.done().await?;
         Ok(true)
@@ -266,7 +270,10 @@ impl Turn<'_> {
         if reached.is_none()
             && let Some(now_reached) = meter.reached()
         {
-            tracing::info!(budget = now_reached.budget.label(), "budget reached; stopping the turn");
+            tracing::info!(
+                budget = now_reached.budget.label(),
+                "budget reached; stopping the turn"
+            );
             m.budget_stops
                 .with_label_values(&[channel, now_reached.budget.label()])
                 .inc();
