@@ -23,6 +23,8 @@ pub enum Intent {
     /// A button press: the approval decision its payload names, or `None` for a payload no
     /// approval prompt ever carried (stale, or from another bot).
     Button(Option<ApprovalButton>),
+    /// The Continue button of a paused turn: a new turn picks up where it stopped.
+    Continue,
 }
 
 impl Intent {
@@ -34,6 +36,7 @@ impl Intent {
             }
             ChannelEvent::Button(press) => match schedule_button(&press.payload) {
                 Some(id) => Self::Command(Command::Unschedule(id)),
+                None if press.payload.parse::<ContinueButton>().is_ok() => Self::Continue,
                 None => Self::Button(press.payload.parse().ok()),
             },
         }
@@ -48,7 +51,8 @@ impl Intent {
             | Self::Command(Command::Stop | Command::Approve(_) | Command::Deny(_)) => {
                 InboxKind::Control
             }
-            Self::Message | Self::Command(_) => InboxKind::Message,
+            // Continue starts a turn: it waits its turn like a message.
+            Self::Message | Self::Command(_) | Self::Continue => InboxKind::Message,
         }
     }
 }
@@ -74,6 +78,8 @@ pub enum Command {
     Unschedule(i64),
     /// Show (`/tz`) or set (`/tz Europe/Paris`) this conversation's time zone.
     Tz(Option<String>),
+    /// Show today's token and tool-run usage against the budgets.
+    Usage,
 }
 
 impl Command {
@@ -94,6 +100,7 @@ impl Command {
             "new" | "reset" => Some(Self::New),
             "help" | "start" => Some(Self::Help),
             "forget" => Some(Self::Forget),
+            "usage" => Some(Self::Usage),
             "approve" => id().map(Self::Approve),
             "deny" => id().map(Self::Deny),
             "schedules" => Some(Self::Schedules),
@@ -114,7 +121,7 @@ impl Command {
             Self::Stop => "⏹ Stopped.",
             Self::New => "🆕 Started a new conversation — I've forgotten what we said before.",
             Self::Forget => "🧹 Forgot what I remembered from this conversation.",
-            Self::Help | Self::Approve(_) | Self::Deny(_) => HELP,
+            Self::Help | Self::Approve(_) | Self::Deny(_) | Self::Usage => HELP,
             // Answered by the scheduler (`schedule::Schedules::answer`), which reads the store.
             Self::Schedules | Self::Unschedule(_) | Self::Tz(_) => HELP,
         }
@@ -126,6 +133,7 @@ Commands:\n\
 • `/stop` — stop what I'm doing\n\
 • `/new` — start a fresh conversation\n\
 • `/forget` — forget what I remembered here\n\
+• `/usage` — today's token and tool-run usage\n\
 • `/approve <id>` / `/deny <id>` — answer an approval request\n\
 • `/schedules` — scheduled tasks here; `/unschedule <id>` cancels one\n\
 • `/tz [zone]` — this conversation's time zone\n\
@@ -200,6 +208,32 @@ impl FromStr for ApprovalButton {
         };
         let id = id.parse().map_err(|_| ())?;
         Ok(Self { id, action })
+    }
+}
+
+/// The Continue button under a paused turn's summary (payload `go`): pressing it runs a new
+/// turn, with a fresh step budget, that picks up where the paused one stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContinueButton;
+
+impl ContinueButton {
+    /// What the user sees on it.
+    pub const LABEL: &'static str = "▶ Continue";
+    /// The user message a press stands for (stored in history like typed words).
+    pub const SAYS: &'static str = "continue";
+}
+
+impl fmt::Display for ContinueButton {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("go")
+    }
+}
+
+impl FromStr for ContinueButton {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        if s == "go" { Ok(Self) } else { Err(()) }
     }
 }
 
@@ -305,6 +339,16 @@ mod tests {
             Intent::Command(Command::Unschedule(12))
         );
         assert_eq!(Intent::of(&press("sc:x:x")), Intent::Button(None));
+    }
+
+    #[test]
+    fn the_continue_button_is_its_own_intent_and_waits_like_a_message() {
+        let payload = ContinueButton.to_string();
+        assert_eq!(payload.parse::<ContinueButton>(), Ok(ContinueButton));
+        assert_eq!(Intent::of(&press(&payload)), Intent::Continue);
+        assert_eq!(Intent::Continue.kind(), InboxKind::Message);
+        assert!(payload.parse::<ApprovalButton>().is_err());
+        assert!("go:1".parse::<ContinueButton>().is_err());
     }
 
     #[test]

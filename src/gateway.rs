@@ -186,6 +186,7 @@ impl Gateway {
             max_iterations: config.agent.max_tool_iterations,
             native_tools: config.provider.native_tools,
             memory: config.memory.clone(),
+            budgets: config.budgets,
         };
         let schedules = self.schedules(&store);
         let toolbox = Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir)

@@ -15,6 +15,7 @@
 //!   the typed `Decision` it hands to approvals, the audit and the metrics.
 //! - [`provider`]: streaming LLM clients (OpenAI-compatible, Anthropic).
 //! - [`schedule`]: reminders and recurring tasks, fired through the inbox exactly once.
+//! - [`budget`]: daily token and tool-run budgets per conversation and per user.
 //! - [`tools`]: built-in tools (shell, files, http_fetch), confined to a workspace.
 //! - [`sandbox`]: the supervisor every tool process runs under (namespaces, limits, Landlock,
 //!   seccomp) and the posture it measured on this host.
@@ -37,6 +38,7 @@
 
 pub mod access;
 pub mod agent;
+pub mod budget;
 pub mod channels;
 pub mod cli;
 pub mod clock;

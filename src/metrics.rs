@@ -29,6 +29,12 @@ pub struct Metrics {
     pub approval_seconds: HistogramVec,
     /// Conversations with a live actor (set at scrape).
     pub active_conversations: IntGauge,
+    /// LLM tokens counted against budgets, by channel.
+    pub llm_tokens: IntCounterVec,
+    /// Tool runs counted against budgets, by channel.
+    pub tool_runs: IntCounterVec,
+    /// Turns stopped or messages refused by a budget, by channel and budget.
+    pub budget_stops: IntCounterVec,
 }
 
 impl Default for Metrics {
@@ -92,6 +98,9 @@ impl Metrics {
                 "switchboard_active_conversations",
                 "Conversations with a live actor.",
             ),
+            llm_tokens: budget_counter(&r, "llm_tokens"),
+            tool_runs: budget_counter(&r, "tool_runs"),
+            budget_stops: budget_counter(&r, "budget_stops"),
             registry: r,
         }
     }
@@ -102,6 +111,30 @@ impl Metrics {
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         String::from_utf8(out).unwrap_or_default()
     }
+}
+
+/// One of the budget counters (`llm_tokens`, `tool_runs`, `budget_stops`), by channel.
+fn budget_counter(registry: &Registry, which: &str) -> IntCounterVec {
+    let (help, labels): (&str, &[&str]) = match which {
+        "llm_tokens" => (
+            "LLM tokens used (provider figures, estimated when absent), by channel.",
+            &["channel"],
+        ),
+        "tool_runs" => (
+            "Tool runs counted against budgets, by channel.",
+            &["channel"],
+        ),
+        _ => (
+            "Turns stopped or messages refused because a budget was reached.",
+            &["channel", "budget"],
+        ),
+    };
+    counter(
+        registry,
+        &format!("switchboard_{which}_total"),
+        help,
+        labels,
+    )
 }
 
 /// A counter family registered in `registry`.

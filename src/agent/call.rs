@@ -19,6 +19,28 @@ pub(super) struct Response {
     pub usage: Usage,
 }
 
+impl Response {
+    /// The provider's token counts, or (when it reported none) about four characters a
+    /// token of what was sent and received, so budgets hold on servers without usage.
+    pub(super) fn used(&self, request: &ChatRequest) -> Usage {
+        if self.usage.input_tokens + self.usage.output_tokens > 0 {
+            return self.usage;
+        }
+        let args =
+            |calls: &[ToolCall]| -> usize { calls.iter().map(|c| c.args.to_string().len()).sum() };
+        let sent: usize = request
+            .messages
+            .iter()
+            .map(|m| m.content.len() + args(&m.tool_calls))
+            .sum();
+        let received = self.text.len() + args(&self.calls);
+        Usage {
+            input_tokens: (sent as u64).div_ceil(4),
+            output_tokens: (received as u64).div_ceil(4),
+        }
+    }
+}
+
 impl AgentLoop {
     /// One streamed round-trip. `Err(Ok(text))` means cancelled after streaming `text`.
     pub(super) async fn call(
@@ -28,6 +50,9 @@ impl AgentLoop {
         cancel: &CancellationToken,
         on_event: &mut impl FnMut(AgentEvent),
     ) -> Result<Response, Result<String, ProviderError>> {
+        if cancel.is_cancelled() {
+            return Err(Ok(String::new()));
+        }
         let mut stream = tokio::select! {
             s = provider.stream(request) => s.map_err(Err)?,
             () = cancel.cancelled() => return Err(Ok(String::new())),

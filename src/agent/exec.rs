@@ -172,10 +172,31 @@ impl AgentLoop {
                 Err(problem) => {
                     ToolResult::err(format!("invalid arguments for {}: {problem}", call.name))
                 }
-                Ok(()) => tool.execute(call.args.clone()).await,
+                Ok(()) => {
+                    let result = tool.execute(call.args.clone()).await;
+                    self.bound(call, result).await
+                }
             },
         };
         (result, started.elapsed())
+    }
+
+    /// Offload a large output (scrubbed first: the file is as safe to show as the history).
+    async fn bound(&self, call: &ToolCall, mut result: ToolResult) -> ToolResult {
+        let Some(offload) = self.offload.clone() else {
+            return result;
+        };
+        if result.output.len() <= offload.threshold {
+            return result;
+        }
+        self.scrubber.scrub_string(&mut result.output);
+        let output = std::mem::take(&mut result.output);
+        let name = call.name.clone();
+        let job = tokio::task::spawn_blocking(move || offload.apply(&name, output));
+        result.output = job
+            .await
+            .unwrap_or_else(|e| format!("[large output dropped: saving it failed: {e}]"));
+        result
     }
 }
 

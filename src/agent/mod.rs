@@ -5,6 +5,7 @@
 mod call;
 mod exec;
 mod guard;
+mod offload;
 mod parse;
 mod run;
 mod tool;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use guard::DraftGuard;
+pub use offload::{DEFAULT_OFFLOAD_BYTES, OUTPUT_DIR, Offload};
 pub use parse::{MALFORMED_CALL, Parsed, parse_tool_calls};
 pub use run::{Resolution, Suspension};
 pub use tool::{ContextProvider, Gate, Tool, ToolResult};
@@ -80,8 +82,14 @@ pub enum AgentEvent {
         /// The final decision: the ask, decided by the person who answered or the system.
         decision: Decision,
     },
+    /// Tokens one LLM round-trip used (the provider's figures; estimated at about four
+    /// characters a token when it reported none), for budgets and metrics.
+    Usage(Usage),
     /// Progress lines should be removed before the final answer.
     ClearProgress,
+    /// The turn paused (see [`AgentError::paused`]): the final answer gets a Continue button
+    /// where the channel has buttons. Sent by the conversation layer before its `Final`.
+    OfferContinue,
     /// The complete final answer.
     Final(String),
 }
@@ -137,19 +145,59 @@ pub enum AgentError {
         /// Messages added.
         partial: Vec<ChatMessage>,
     },
+    /// The turn was stopped from outside for a reason the user reads (a budget reached).
+    #[error("{reason}")]
+    Stopped {
+        /// The one line the user sees.
+        reason: String,
+        /// Messages added.
+        partial: Vec<ChatMessage>,
+    },
     /// A call needs a person's approval; everything needed to resume is inside.
     #[error("waiting for approval of {}", .0.pending.name)]
     Suspended(Box<Suspension>),
 }
 
 impl AgentError {
+    /// For a turn the loop guard stopped (the step cap, or one call failing the same way
+    /// again and again): the short summary the user sees, saying what was done and how to
+    /// go on. `None` for every other ending.
+    pub fn paused(&self) -> Option<String> {
+        let why = match self {
+            Self::MaxIterations { iterations, .. } => {
+                format!("I paused after {iterations} steps without finishing.")
+            }
+            Self::Tool { tool, .. } => {
+                format!("I paused because `{tool}` kept failing the same way.")
+            }
+            _ => return None,
+        };
+        let mut runs: Vec<(&str, usize)> = Vec::new();
+        for call in self.partial().iter().flat_map(|m| &m.tool_calls) {
+            match runs.iter_mut().find(|(name, _)| *name == call.name) {
+                Some((_, n)) => *n += 1,
+                None => runs.push((&call.name, 1)),
+            }
+        }
+        let done = if runs.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = runs.iter().map(|(t, n)| format!("`{t}` ×{n}")).collect();
+            format!(" Done so far: {}.", list.join(", "))
+        };
+        Some(format!(
+            "⏸ {why}{done} Press ▶ Continue (or say \"continue\") and I'll carry on."
+        ))
+    }
+
     /// Messages the turn added before it ended.
     pub fn partial(&self) -> &[ChatMessage] {
         match self {
             Self::Llm { partial, .. }
             | Self::MaxIterations { partial, .. }
             | Self::Tool { partial, .. }
-            | Self::Cancelled { partial, .. } => partial,
+            | Self::Cancelled { partial, .. }
+            | Self::Stopped { partial, .. } => partial,
             Self::Suspended(s) => &s.turn,
         }
     }
@@ -164,6 +212,7 @@ pub struct AgentLoopBuilder {
     scrubber: Option<Arc<Scrubber>>,
     prompt_guided: bool,
     gate: Option<Arc<dyn Gate>>,
+    offload: Option<Offload>,
 }
 
 impl AgentLoopBuilder {
@@ -210,6 +259,12 @@ impl AgentLoopBuilder {
         self
     }
 
+    /// Offload tool outputs over its threshold to files (default: outputs are kept whole).
+    pub fn offload(mut self, offload: Offload) -> Self {
+        self.offload = Some(offload);
+        self
+    }
+
     /// Finish.
     pub fn build(self) -> AgentLoop {
         AgentLoop {
@@ -219,6 +274,7 @@ impl AgentLoopBuilder {
             scrubber: self.scrubber.unwrap_or_default(),
             prompt_guided: self.prompt_guided,
             gate: self.gate,
+            offload: self.offload,
         }
     }
 }
@@ -231,6 +287,7 @@ pub struct AgentLoop {
     scrubber: Arc<Scrubber>,
     prompt_guided: bool,
     gate: Option<Arc<dyn Gate>>,
+    offload: Option<Offload>,
 }
 
 impl AgentLoop {

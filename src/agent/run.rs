@@ -199,27 +199,22 @@ impl AgentLoop {
                     });
                 }
             };
-            state.run.usage.input_tokens += response.usage.input_tokens;
-            state.run.usage.output_tokens += response.usage.output_tokens;
+            let used = response.used(&request);
+            on_event(AgentEvent::Usage(used));
+            state.run.usage.input_tokens += used.input_tokens;
+            state.run.usage.output_tokens += used.output_tokens;
             if response.calls.is_empty() || response.stop == StopReason::MaxTokens {
-                let mut answer = response.text;
-                if response.stop == StopReason::MaxTokens {
-                    // A call cut off by the token limit has incomplete arguments: never run it.
-                    answer.push_str("\n\n_(answer cut off at the token limit)_");
-                }
-                state
-                    .run
-                    .messages
-                    .push(ChatMessage::new(Role::Assistant, answer.clone()));
-                on_event(AgentEvent::ClearProgress);
-                on_event(AgentEvent::Final(answer.clone()));
-                state.run.answer = answer;
-                return Ok(state.run);
+                return Ok(answered(state, response, &mut on_event));
             }
             let mut assistant = ChatMessage::new(Role::Assistant, response.text);
             assistant.tool_calls = response.calls.clone();
             state.messages.push(assistant.clone());
             state.run.messages.push(assistant);
+            if cancel.is_cancelled() {
+                // Stopped while the response streamed in (a budget it used up): none of
+                // its calls runs.
+                return Err(cancelled(state, &response.calls));
+            }
             let batch = tokio::select! {
                 b = self.execute_batch(&response.calls, &mut on_event) => b,
                 () = cancel.cancelled() => return Err(cancelled(state, &response.calls)),
@@ -233,7 +228,30 @@ impl AgentLoop {
             partial: state.run.messages,
         })
     }
+}
 
+/// The model answered without (runnable) calls: the turn's result.
+fn answered(
+    mut state: LoopState,
+    response: super::call::Response,
+    on_event: &mut impl FnMut(AgentEvent),
+) -> AgentRun {
+    let mut answer = response.text;
+    if response.stop == StopReason::MaxTokens {
+        // A call cut off by the token limit has incomplete arguments: never run it.
+        answer.push_str("\n\n_(answer cut off at the token limit)_");
+    }
+    state
+        .run
+        .messages
+        .push(ChatMessage::new(Role::Assistant, answer.clone()));
+    on_event(AgentEvent::ClearProgress);
+    on_event(AgentEvent::Final(answer.clone()));
+    state.run.answer = answer;
+    state.run
+}
+
+impl AgentLoop {
     /// Add a batch's results to the state; a suspension or a looping call ends the turn.
     fn absorb(
         &self,

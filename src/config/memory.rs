@@ -35,6 +35,12 @@ pub struct MemoryConfig {
     pub compaction_source_chars: usize,
     /// Longest summary kept.
     pub summary_max_chars: usize,
+    /// History longer than this many characters (about 4 per token) is compacted too,
+    /// however few its messages.
+    pub max_history_chars: usize,
+    /// A tool output longer than this many bytes is saved to a file in the workspace; the
+    /// history keeps its head, tail, size and path.
+    pub offload_threshold_bytes: usize,
 }
 
 impl Default for MemoryConfig {
@@ -49,6 +55,8 @@ impl Default for MemoryConfig {
             compaction_keep_recent: 20,
             compaction_source_chars: 12_000,
             summary_max_chars: 2_000,
+            max_history_chars: 120_000,
+            offload_threshold_bytes: crate::agent::DEFAULT_OFFLOAD_BYTES,
         }
     }
 }

@@ -7,6 +7,7 @@
 //! found after parsing. `${VAR}` expansion and the redacting [`Secret`] live in
 //! `switchboard_channel::settings`, so core keys and channel keys resolve the same way.
 
+pub mod budgets;
 mod channels;
 mod load;
 mod locate;
@@ -52,6 +53,9 @@ pub struct Config {
     /// How tool processes are confined (`[sandbox]`).
     #[serde(default)]
     pub sandbox: crate::sandbox::SandboxConfig,
+    /// Daily limits on LLM tokens and tool runs (`[budgets]`).
+    #[serde(default)]
+    pub budgets: budgets::BudgetsConfig,
     /// Chat platform instances by name; the name is the `channel` of their conversations.
     #[serde(default)]
     pub channels: BTreeMap<String, ChannelConfig>,
@@ -233,6 +237,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "file_edit",
     "file_list",
     "http_fetch",
+    "todo",
 ];
 
 /// `[tools]`.

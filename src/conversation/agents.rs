@@ -8,7 +8,7 @@ use std::sync::Arc;
 use switchboard_channel::ConversationKey;
 
 use super::approval::PolicyGate;
-use crate::agent::{AgentLoop, ContextProvider, Tool};
+use crate::agent::{AgentLoop, ContextProvider, Offload, Tool};
 use crate::clock::Clock;
 use crate::config::MemoryConfig;
 use crate::memory::{Recall, memory_tools, scope_for};
@@ -31,6 +31,8 @@ pub struct TurnSettings {
     pub native_tools: bool,
     /// `[memory]`: recall, autosave, compaction.
     pub memory: MemoryConfig,
+    /// `[budgets]`: daily limits per conversation and per user.
+    pub budgets: crate::config::budgets::BudgetsConfig,
 }
 
 /// The memory tools' names (offered when memory is enabled).
@@ -161,7 +163,12 @@ impl Agents {
                 }))
                 .tools(memory_tools(store, &scope, &self.clock));
         }
+        let offload = Offload {
+            dir: self.toolbox.workspace_dir(key),
+            threshold: memory.offload_threshold_bytes.max(1024),
+        };
         Ok(builder
+            .offload(offload)
             .tools(self.toolbox.for_conversation(key))
             .tools(self.extra_tools.iter().cloned())
             .max_iterations(self.settings.max_iterations)

@@ -27,6 +27,8 @@ impl Draft {
         } else {
             answer
         };
+        // The final answer keeps the plan on top (split like the rest when it is long).
+        let answer = self.under_plan(&answer);
         let max = self.limits.max_message_len;
         let mut parts: VecDeque<String> =
             split_message(&answer, max, self.limits.length_unit).into();

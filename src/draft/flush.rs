@@ -29,9 +29,12 @@ impl Draft {
             .chars()
             .count()
             .saturating_sub(self.shown.chars().count());
-        let progress_changed =
-            !self.progress.is_empty() && !self.shown.starts_with(&self.progress_text());
-        if grown < self.settings.chunk_min_chars && !progress_changed {
+        let progress_changed = !self.progress.is_empty()
+            && !self
+                .shown
+                .starts_with(&self.under_plan(&self.progress_text()));
+        let plan_changed = !self.shown.starts_with(&self.plan_text());
+        if grown < self.settings.chunk_min_chars && !progress_changed && !plan_changed {
             return None;
         }
         let after_interval = self
@@ -63,11 +66,15 @@ impl Draft {
             return;
         }
         let visible = self.visible();
-        let text = fit_tail(
-            &visible,
-            self.limits.max_message_len,
+        // The plan stays on top; the streamed body gives up its oldest part to make room.
+        let plan = self.plan_text();
+        let room = self.limits.max_message_len - plan.encode_utf16().count();
+        let body = fit_tail(
+            &self.body(),
+            room.saturating_sub(2),
             self.limits.length_unit,
         );
+        let text = self.under_plan(&body);
         if self.try_native_draft(&text).await {
             self.shown = visible;
             return;

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use crate::agent::AgentEvent;
 use crate::governor::Governor;
 use crate::scrub::{Holdback, Scrubber};
+use crate::tools::{Plan, TODO_TOOL};
 
 /// Generic patterns only, for drafts built without the config's secrets.
 static DEFAULT_SCRUBBER: std::sync::LazyLock<Arc<Scrubber>> =
@@ -64,6 +65,11 @@ pub struct Draft {
     holdback: Holdback,
     /// Progress lines by tool call id.
     progress: Vec<(String, String)>,
+    /// The live plan: the last checklist a `todo` call set, shown above everything else
+    /// (in every update and in the final answer).
+    plan: Option<Plan>,
+    /// `todo` calls started but not yet completed, by call id.
+    proposed: Vec<(String, Plan)>,
     shown: String,
     last_edit: Option<Instant>,
     paused_until: Option<Instant>,
@@ -98,6 +104,8 @@ impl Draft {
             answer: String::new(),
             holdback: Holdback::default(),
             progress: Vec::new(),
+            plan: None,
+            proposed: Vec::new(),
             shown: String::new(),
             last_edit: None,
             paused_until: None,
@@ -167,6 +175,22 @@ impl Draft {
                 }
                 self.answer.push_str(&text.replace(CLEAR_SENTINEL, ""));
             }
+            AgentEvent::ToolStarted { id, name, args, .. } if name == TODO_TOOL => {
+                if let Ok(plan) = Plan::from_args(&args) {
+                    self.proposed.push((id, plan));
+                }
+            }
+            AgentEvent::ToolCompleted {
+                id, name, success, ..
+            } if name == TODO_TOOL => {
+                if let Some(at) = self.proposed.iter().position(|(pid, _)| *pid == id) {
+                    let (_, plan) = self.proposed.remove(at);
+                    if success {
+                        // An empty list takes the plan away.
+                        self.plan = Some(plan).filter(|p| !p.items.is_empty());
+                    }
+                }
+            }
             AgentEvent::ToolStarted {
                 id, name, summary, ..
             } => {
@@ -191,7 +215,16 @@ impl Draft {
                 }
             }
             AgentEvent::ClearProgress => self.progress.clear(),
+            AgentEvent::OfferContinue if self.limits.supports_buttons => {
+                let payload = crate::command::ContinueButton;
+                self.buttons = vec![Button {
+                    label: crate::command::ContinueButton::LABEL.into(),
+                    payload: payload.to_string(),
+                }];
+            }
+            AgentEvent::OfferContinue => {}
             AgentEvent::Final(_)
+            | AgentEvent::Usage(_)
             | AgentEvent::ApprovalRequested { .. }
             | AgentEvent::ApprovalResolved { .. } => {}
         }
@@ -202,9 +235,37 @@ impl Draft {
         lines.join("\n")
     }
 
-    /// What an intermediate update shows: progress lines and the settled part of the
-    /// answer, scrubbed.
+    /// The plan as shown at the top of the draft: within half the platform's length limit
+    /// (counted in UTF-16 units, never fewer than characters), scrubbed; empty when none.
+    pub(super) fn plan_text(&self) -> String {
+        let Some(plan) = &self.plan else {
+            return String::new();
+        };
+        let text = plan.render(self.limits.max_message_len / 2);
+        let mut text = self.scrubber.scrub(&text).into_owned();
+        while text.encode_utf16().count() > self.limits.max_message_len / 2 {
+            text.pop();
+        }
+        text
+    }
+
+    /// `body` under the plan (when there is one).
+    pub(super) fn under_plan(&self, body: &str) -> String {
+        match self.plan_text() {
+            plan if plan.is_empty() => body.to_owned(),
+            plan if body.trim().is_empty() => plan,
+            plan => format!("{plan}\n\n{body}"),
+        }
+    }
+
+    /// What an intermediate update shows: the plan, progress lines and the settled part of
+    /// the answer, scrubbed.
     pub(super) fn visible(&self) -> String {
+        self.under_plan(&self.body())
+    }
+
+    /// An update without the plan: progress lines and the settled answer, scrubbed.
+    pub(super) fn body(&self) -> String {
         let answer = self.holdback.settled(&self.scrubber, &self.answer);
         let text = match (self.progress.is_empty(), answer.trim().is_empty()) {
             (true, _) => answer.to_owned(),

@@ -1,4 +1,5 @@
-//! Auto-compaction: when a conversation's history outgrows `max_history_messages`, the older
+//! Auto-compaction: when a conversation's history outgrows `max_history_messages` or
+//! `max_history_chars` (a few large messages count as much as many small ones), the older
 //! part is summarised by the model (or, if that fails, digested deterministically) and
 //! replaced by one summary message; the newest messages stay verbatim and an assistant's
 //! tool call is never separated from its results. Runs between turns, never mid-turn.
@@ -49,13 +50,18 @@ pub async fn compact_if_needed(
 ) -> anyhow::Result<Compaction> {
     let history = store.history(key, usize::MAX >> 1).await?;
     let total = history.iter().filter(|m| m.role != Role::System).count();
-    if total <= config.max_history_messages {
+    let chars: usize = history.iter().map(size).sum();
+    let oversized = chars > config.max_history_chars;
+    if total <= config.max_history_messages && !oversized {
         return Ok(Compaction::NotNeeded);
     }
     let mut split = history.len().saturating_sub(config.compaction_keep_recent);
     // Never open the kept part on tool results: their call must stay with them.
-    while split > 0 && history[split].role == Role::Tool {
+    while split > 0 && split < history.len() && history[split].role == Role::Tool {
         split -= 1;
+    }
+    if oversized {
+        split = split.max(split_by_size(&history, config.max_history_chars / 2));
     }
     let (older, recent) = history.split_at(split);
     if older.is_empty() {
@@ -86,6 +92,30 @@ pub async fn compact_if_needed(
     } else {
         Compaction::Digested { replaced, kept }
     })
+}
+
+/// Characters a message adds to a request (its text and its calls' arguments).
+fn size(m: &ChatMessage) -> usize {
+    m.content.len()
+        + m.tool_calls
+            .iter()
+            .map(|c| c.name.len() + c.args.to_string().len())
+            .sum::<usize>()
+}
+
+/// Where the kept part starts when only the newest messages within `budget` characters stay
+/// verbatim (a few large messages are summarised too); it never opens on tool results,
+/// so those go with their call into the summary.
+fn split_by_size(history: &[ChatMessage], budget: usize) -> usize {
+    let (mut at, mut kept) = (history.len(), 0);
+    while at > 0 && kept + size(&history[at - 1]) <= budget {
+        at -= 1;
+        kept += size(&history[at]);
+    }
+    while at < history.len() && history[at].role == Role::Tool {
+        at += 1;
+    }
+    at
 }
 
 /// The older messages as a transcript, each cut to a share, the whole capped at `max` chars

@@ -27,6 +27,7 @@ mod postgres;
 mod rows;
 mod schedules;
 mod sqlite;
+mod usage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +43,7 @@ pub use memory::{Memory, MemoryStore, search_words};
 pub use postgres::PostgresStore;
 pub use schedules::{JobSource, NewSchedule, Schedule, ScheduleStore, Timing};
 pub use sqlite::SqliteStore;
+pub use usage::{UsageStore, Used};
 
 use crate::ids::InboxKind;
 use crate::provider::ChatMessage;
@@ -123,7 +125,7 @@ pub struct InboxCounts {
 /// Durable state. Time is passed in (Unix ms) so leases behave alike on both databases.
 #[async_trait]
 pub trait Store:
-    AuditLog + ApprovalStore + MemoryStore + AccessStore + ScheduleStore + Send + Sync
+    AuditLog + ApprovalStore + MemoryStore + AccessStore + ScheduleStore + UsageStore + Send + Sync
 {
     /// Store a new event of the given kind (classified by the caller); a redelivery of a
     /// stored event is reported as `Duplicate`.

@@ -9,6 +9,7 @@ mod files;
 mod path;
 mod schedule;
 mod shell;
+mod todo;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,6 +22,7 @@ pub use files::{FileOp, FileTool};
 pub use path::{WorkspaceDir, confine};
 pub use schedule::ScheduleTool;
 pub use shell::{ShellTool, TRUNCATED};
+pub use todo::{Plan, PlanItem, Status, TODO_TOOL, TodoTool};
 
 use crate::agent::Tool;
 use crate::config::ToolsConfig;
@@ -89,6 +91,7 @@ impl Toolbox {
                     "file_edit" => Arc::new(FileTool::new(FileOp::Edit, self.dir(&ws))),
                     "file_list" => Arc::new(FileTool::new(FileOp::List, self.dir(&ws))),
                     "http_fetch" => self.fetch.clone(),
+                    TODO_TOOL => Arc::new(TodoTool),
                     _ => return None,
                 })
             })
@@ -100,6 +103,11 @@ impl Toolbox {
 }
 
 impl Toolbox {
+    /// The directory handle of `key`'s workspace (what the gateway itself writes through).
+    pub fn workspace_dir(&self, key: &ConversationKey) -> WorkspaceDir {
+        self.dir(&self.workspace(key))
+    }
+
     fn dir(&self, ws: &Path) -> WorkspaceDir {
         WorkspaceDir::new(ws.to_path_buf(), self.sandbox.owner())
     }

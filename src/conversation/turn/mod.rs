@@ -113,8 +113,11 @@ impl Turn<'_> {
             (ChannelEvent::Button(press), Intent::Button(Some(button))) => {
                 self.decide(&press.user, &button, Some(press), cancel).await
             }
+            (ChannelEvent::Button(press), Intent::Continue) => {
+                self.continue_paused(press, cancel).await
+            }
             (ChannelEvent::Button(press), _) => self.stale_button(press).await,
-            (ChannelEvent::Message(_), Intent::Button(_)) => {
+            (ChannelEvent::Message(_), Intent::Button(_) | Intent::Continue) => {
                 unreachable!("only button presses classify as buttons")
             }
         }
@@ -131,6 +134,13 @@ impl Turn<'_> {
 
     async fn command(&self, command: &Command, user_id: &str) -> anyhow::Result<()> {
         let deps = self.deps;
+        if *command == Command::Usage {
+            let (limits, clock) = (deps.agents.settings().budgets, deps.lifecycle.clock());
+            let store = deps.store.as_ref();
+            let text = crate::budget::report(store, limits, self.key(), user_id, clock).await?;
+            self.draft().finish(&text).await?;
+            return self.done().await;
+        }
         match command {
             Command::New => deps.store.clear_history(self.key()).await?,
             Command::Forget => {
@@ -197,8 +207,38 @@ impl Turn<'_> {
         }
     }
 
+    /// The Continue button of a paused turn: acknowledge it, take the button away (so one
+    /// pause is continued once), and run a turn that says "continue" — with a fresh step
+    /// budget, over the history the paused turn stored.
+    async fn continue_paused(
+        &self,
+        press: &ButtonPress,
+        cancel: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let out = &self.deps.outbound;
+        out.notice(self.channel, self.key(), Some(press), "▶ Continuing…")
+            .await;
+        if let Some(message) = &press.message {
+            let text = "⏸ Paused — continued below.";
+            if let Err(err) = out.edit(self.channel, self.key(), message, text).await {
+                tracing::warn!(error = %err, "could not take the Continue button away");
+            }
+        }
+        let inbound = Inbound {
+            key: press.key.clone(),
+            event_id: press.event_id.clone(),
+            user: press.user.clone(),
+            text: crate::command::ContinueButton::SAYS.into(),
+            place: press.place.clone(),
+        };
+        self.chat(&inbound, cancel).await
+    }
+
     /// A message for the model: compact the history if due, run the turn, autosave.
     async fn chat(&self, inbound: &Inbound, cancel: CancellationToken) -> anyhow::Result<()> {
+        if self.refused_by_budget(&inbound.user.id).await? {
+            return Ok(());
+        }
         let (deps, key) = (self.deps, self.key());
         let memory = &deps.agents.settings().memory;
         if memory.enabled {

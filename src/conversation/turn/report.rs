@@ -91,6 +91,7 @@ pub(super) fn error_reply(err: &AgentError, trace: &str) -> String {
         AgentError::Tool { tool, .. } => {
             format!("I stopped because `{tool}` kept failing the same way. (trace {trace})")
         }
+        AgentError::Stopped { reason, .. } => reason.clone(),
         AgentError::Cancelled { text, .. } if text.trim().is_empty() => "⏹ Stopped.".into(),
         AgentError::Cancelled { text, .. } => format!("{text}\n\n_(stopped)_"),
         AgentError::Suspended(s) => format!("⏸ Waiting for approval to run `{}`…", s.pending.name),

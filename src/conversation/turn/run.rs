@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::Turn;
 use super::report::{error_reply, log_delivery};
 use crate::agent::{AgentError, AgentEvent, AgentLoop, AgentRun, Resolution, Suspension};
+use crate::budget::{Meter, Reached};
 use crate::conversation::approval::Suspended;
 use crate::conversation::audit::AuditRecorder;
 use crate::draft::{Draft, PostedHook};
@@ -57,7 +58,7 @@ impl Turn<'_> {
         let (tx, rx) = mpsc::unbounded_channel();
         let started = Instant::now();
         deps.metrics.turns.with_label_values(&["started"]).inc();
-        let agent_side = self.agent_side(&agent, start, &cancel, tx, started);
+        let agent_side = self.agent_side(&agent, start, &cancel, tx, (started, requester));
         let typing = async {
             loop {
                 deps.outbound.typing(self.channel, self.key()).await;
@@ -81,9 +82,13 @@ impl Turn<'_> {
         start: Start,
         cancel: &CancellationToken,
         tx: mpsc::UnboundedSender<AgentEvent>,
-        started: Instant,
+        (started, requester): (Instant, &str),
     ) -> Result<AgentRun, AgentError> {
         let deps = self.deps;
+        let mut meter = self.meter(requester).await;
+        // Cancelled when a budget is reached mid-turn (and with the turn's own token).
+        let stop = cancel.child_token();
+        let mut reached = None;
         let clock = deps.lifecycle.clock().clone();
         let mut audit = AuditRecorder::new(
             Arc::clone(&deps.store),
@@ -95,20 +100,32 @@ impl Turn<'_> {
         let on_event = |event: AgentEvent| {
             self.observe(&event, &mut first_text, started);
             audit.observe(&event);
+            if let Some(meter) = meter.as_mut() {
+                self.spend(&event, meter, &stop, &mut reached);
+            }
             let _ = tx.send(event);
         };
         let provider = deps.agents.provider();
         let result = match start {
-            Start::Fresh(messages) => agent.run_until(provider, messages, cancel, on_event).await,
+            Start::Fresh(messages) => agent.run_until(provider, messages, &stop, on_event).await,
             Start::Resume(s, resolution) => {
                 agent
-                    .resume(provider, *s, resolution, cancel, on_event)
+                    .resume(provider, *s, resolution, &stop, on_event)
                     .await
             }
         };
+        let result = stopped_by_budget(result, reached);
+        if let Some(meter) = &meter
+            && let Err(err) = meter.record(deps.store.as_ref()).await
+        {
+            tracing::warn!(error = %err, "could not record budget usage");
+        }
         if let Err(err) = &result {
             let _ = tx.send(AgentEvent::ClearProgress);
-            let _ = tx.send(AgentEvent::Final(error_reply(err, self.trace)));
+            if err.paused().is_some() {
+                let _ = tx.send(AgentEvent::OfferContinue);
+            }
+            let _ = tx.send(AgentEvent::Final(ending(err, self.trace)));
         }
         result
     }
@@ -145,10 +162,7 @@ impl Turn<'_> {
                 tracing::warn!(error = %err, "turn ended without an answer");
                 stored.extend(err.partial().iter().cloned());
                 if !matches!(err, AgentError::Llm { .. }) {
-                    stored.push(ChatMessage::new(
-                        Role::Assistant,
-                        error_reply(&err, self.trace),
-                    ));
+                    stored.push(ChatMessage::new(Role::Assistant, ending(&err, self.trace)));
                 }
             }
         }
@@ -166,6 +180,26 @@ impl Turn<'_> {
     }
 }
 
+/// A turn cancelled because a budget was reached ends with that budget's line.
+fn stopped_by_budget(
+    result: Result<AgentRun, AgentError>,
+    reached: Option<Reached>,
+) -> Result<AgentRun, AgentError> {
+    match (result, reached) {
+        (Err(AgentError::Cancelled { partial, .. }), Some(reached)) => Err(AgentError::Stopped {
+            reason: reached.message(),
+            partial,
+        }),
+        (result, _) => result,
+    }
+}
+
+/// What the user sees (and history keeps) when a turn ends without an answer: a paused
+/// turn's summary, or the error line.
+fn ending(err: &AgentError, trace: &str) -> String {
+    err.paused().unwrap_or_else(|| error_reply(err, trace))
+}
+
 /// Records the messages an answer posted, so a restarted turn edits instead of reposting.
 fn posted_hook(store: &Arc<dyn crate::store::Store>, inbox_id: i64) -> PostedHook {
     let store = Arc::clone(store);
@@ -177,4 +211,74 @@ fn posted_hook(store: &Arc<dyn crate::store::Store>, inbox_id: i64) -> PostedHoo
             }
         })
     })
+}
+
+impl Turn<'_> {
+    /// This turn's budget meter; a store failure is logged and the turn runs unmetered.
+    async fn meter(&self, user: &str) -> Option<Meter> {
+        let deps = self.deps;
+        let limits = deps.agents.settings().budgets;
+        let clock = deps.lifecycle.clock();
+        match Meter::load(deps.store.as_ref(), limits, self.key(), user, clock).await {
+            Ok(meter) => Some(meter),
+            Err(err) => {
+                tracing::warn!(error = %err, "could not read budget usage; the turn is not metered");
+                None
+            }
+        }
+    }
+
+    /// Refuse a new message when one of its budgets is already used up: one line saying
+    /// which and when it resets, and nothing reaches the model. Returns whether it refused.
+    pub(super) async fn refused_by_budget(&self, user: &str) -> anyhow::Result<bool> {
+        let Some(reached) = self.meter(user).await.and_then(|m| m.reached()) else {
+            return Ok(false);
+        };
+        let labels = [self.key().channel.as_str(), reached.budget.label()];
+        self.deps
+            .metrics
+            .budget_stops
+            .with_label_values(&labels)
+            .inc();
+        self.draft().finish(&reached.message()).await?;
+        self.done().await?;
+        Ok(true)
+    }
+
+    /// Count `event` against the budgets (and the metrics); the first budget it uses up
+    /// cancels `stop`, so the turn ends before its next step.
+    fn spend(
+        &self,
+        event: &AgentEvent,
+        meter: &mut Meter,
+        stop: &CancellationToken,
+        reached: &mut Option<Reached>,
+    ) {
+        let (m, channel) = (&self.deps.metrics, self.key().channel.as_str());
+        match event {
+            AgentEvent::Usage(used) => {
+                let tokens = used.input_tokens + used.output_tokens;
+                meter.add_tokens(tokens);
+                m.llm_tokens.with_label_values(&[channel]).inc_by(tokens);
+            }
+            AgentEvent::ToolCompleted { .. } => {
+                meter.add_tool_run();
+                m.tool_runs.with_label_values(&[channel]).inc();
+            }
+            _ => return,
+        }
+        if reached.is_none()
+            && let Some(now_reached) = meter.reached()
+        {
+            tracing::info!(
+                budget = now_reached.budget.label(),
+                "budget reached; stopping the turn"
+            );
+            m.budget_stops
+                .with_label_values(&[channel, now_reached.budget.label()])
+                .inc();
+            stop.cancel();
+            *reached = Some(now_reached);
+        }
+    }
 }

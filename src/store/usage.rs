@@ -1,0 +1,75 @@
+//! The budget half of the store: LLM tokens and tool runs per scope (a conversation, or a
+//! user on one channel) per UTC calendar day, added to after each turn and read before the
+//! next. The limits themselves live in `crate::budget`.
+
+use async_trait::async_trait;
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
+
+use super::StoreError;
+use super::backend::{Backend, SqlStore};
+
+/// What one scope used on one day.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Used {
+    /// LLM tokens (input and output).
+    pub tokens: i64,
+    /// Tool calls run (or refused) on the model's request.
+    pub tool_runs: i64,
+}
+
+/// Where budget usage is counted.
+#[async_trait]
+pub trait UsageStore {
+    /// Add `used` to each of `scopes` for `day` (days since the epoch, UTC), atomically.
+    async fn add_usage(&self, scopes: &[String], day: i64, used: Used) -> Result<(), StoreError>;
+
+    /// What `scope` used on `day` (zero when nothing was recorded).
+    async fn usage(&self, scope: &str, day: i64) -> Result<Used, StoreError>;
+}
+
+#[async_trait]
+impl<DB> UsageStore for SqlStore<DB>
+where
+    DB: Backend,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+{
+    async fn add_usage(&self, scopes: &[String], day: i64, used: Used) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        for scope in scopes {
+            sqlx::query(
+                "INSERT INTO budget_usage (scope, day, tokens, tool_runs) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (scope, day) DO UPDATE SET tokens = budget_usage.tokens + excluded.tokens, \
+                 tool_runs = budget_usage.tool_runs + excluded.tool_runs",
+            )
+            .bind(scope.as_str())
+            .bind(day)
+            .bind(used.tokens)
+            .bind(used.tool_runs)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn usage(&self, scope: &str, day: i64) -> Result<Used, StoreError> {
+        let row: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT tokens, tool_runs FROM budget_usage WHERE scope = $1 AND day = $2",
+        )
+        .bind(scope)
+        .bind(day)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map_or_else(Used::default, |(tokens, tool_runs)| Used {
+            tokens,
+            tool_runs,
+        }))
+    }
+}
