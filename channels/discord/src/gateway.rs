@@ -260,6 +260,10 @@ async fn deliver(
     sink: &dyn EventSink,
     event: ChannelEvent,
 ) -> Result<Delivery, SinkError> {
+    if let Err(bad) = event.check_ids() {
+        tracing::warn!(channel = %inner.name, reason = %bad, "refused a Discord event with a bad id");
+        return Err(SinkError(bad.to_string()));
+    }
     let mut backoff = FIRST_DELIVERY_BACKOFF;
     let mut attempt = 1;
     loop {

@@ -138,6 +138,12 @@ fn bad_request(inner: &Inner, what: &str, error: &dyn std::fmt::Display) -> Resp
 async fn act(state: &WebhookState, verdict: Verdict) -> Response {
     match verdict {
         Verdict::Deliver(events) => {
+            // Ids the inbox cannot key on (an empty event id, a control character) would be
+            // dropped as duplicates or fail on every retry: refused before anything is stored.
+            if let Some(bad) = events.iter().find_map(|e| e.check_ids().err()) {
+                tracing::warn!(channel = %state.inner.name, reason = %bad, "refused a Slack event with a bad id");
+                return (StatusCode::BAD_REQUEST, "bad id").into_response();
+            }
             for event in events {
                 if let Err(e) = state.sink.deliver(event).await {
                     tracing::error!(channel = %state.inner.name, error = %e, "could not store a Slack event; Slack will retry");
