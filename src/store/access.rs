@@ -202,10 +202,7 @@ where
         .bind(user_id)
         .bind(role.as_str())
         .fetch_optional(&self.pool);
-        let found: Option<(i64,)> = self
-            .timeouts
-            .bounded(async { Ok(lookup.await?) })
-            .await?;
+        let found: Option<(i64,)> = self.timeouts.bounded(async { Ok(lookup.await?) }).await?;
         Ok(found.is_some())
     }
 

@@ -1,7 +1,8 @@
 //! The retry policy for writes that must land: those that follow something people already
 //! saw (an answer posted, a prompt shown), where giving up would lose history or leave the
 //! inbox disagreeing with the chat. [`Durable::write`] retries a transient database error
-//! ([`StoreError::is_transient`]: connection reset or closed, pool timeout, I/O, PostgreSQL
+//! ([`StoreError::is_transient`]: connection reset or closed (or cut mid-handshake, which
+//! reads as a protocol or TLS error), pool timeout, I/O, PostgreSQL
 //! shutting down or restarting, serialization failures and deadlocks, a busy SQLite file)
 //! with capped exponential backoff until the write succeeds or the process stops. Any other
 //! error is returned at once, `StoreError::Superseded` included: the fenced claim belongs to
@@ -51,14 +52,21 @@ impl Durable {
             let err = match op().await {
                 Ok(value) => {
                     if failures > 0 {
-                        tracing::info!(write = what, failures, "database write landed after retries");
+                        tracing::info!(
+                            write = what,
+                            failures,
+                            "database write landed after retries"
+                        );
                     }
                     return Ok(value);
                 }
                 Err(err) if err.is_transient() => err,
                 Err(err) if failures > 0 && matches!(err, StoreError::Superseded(_)) => {
                     // An earlier attempt may have committed before its connection died.
-                    tracing::info!(write = what, "write retried after a lost connection was already applied or taken over");
+                    tracing::info!(
+                        write = what,
+                        "write retried after a lost connection was already applied or taken over"
+                    );
                     return Err(err);
                 }
                 Err(err) => return Err(err),
@@ -83,7 +91,12 @@ impl Durable {
 /// refused this attempt only because of concurrent work.
 pub(super) fn transient_db(err: &sqlx::Error) -> bool {
     match err {
-        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::WorkerCrashed => true,
+        // A connection cut mid-handshake reads as a protocol or TLS error.
+        sqlx::Error::Io(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(db) => {
             if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
                 transient_pg(pg.code())
@@ -172,7 +185,10 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(30)).await;
             stop.cancel();
         };
-        let (gave_up, ()) = tokio::join!(durable.write("test", || async { Err::<(), _>(io()) }), stopper);
+        let (gave_up, ()) = tokio::join!(
+            durable.write("test", || async { Err::<(), _>(io()) }),
+            stopper
+        );
         assert!(matches!(gave_up, Err(StoreError::Stopped)));
     }
 

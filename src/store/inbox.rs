@@ -76,10 +76,7 @@ where
         .bind(now_ms)
         .bind(kind.as_str())
         .fetch_optional(&self.pool);
-        let id: Option<i64> = self
-            .timeouts
-            .bounded(async { Ok(insert.await?) })
-            .await?;
+        let id: Option<i64> = self.timeouts.bounded(async { Ok(insert.await?) }).await?;
         Ok(id.map_or(Insert::Duplicate, Insert::Stored))
     }
 

@@ -4,20 +4,14 @@
 //! tsvector + ts_rank).
 
 use std::str::FromStr;
-use std::time::Duration;
 
+use sqlx::Postgres;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult};
-use sqlx::{Connection, PgConnection, Postgres};
-use tokio::time::Instant;
 
 use super::backend::{Backend, Dialect, SqlStore};
 use super::memory::websearch_query;
 use super::timeouts::STARTUP_WAIT;
 use super::{StoreError, Timeouts};
-
-/// Longest one connection attempt at start-up may take (a server that accepts but never
-/// answers).
-const CONNECT_ATTEMPT: Duration = Duration::from_secs(5);
 
 /// `Store` over PostgreSQL.
 pub type PostgresStore = SqlStore<Postgres>;
@@ -66,24 +60,15 @@ impl SqlStore<Postgres> {
     }
 }
 
-/// Apply migrations over a connection of their own: with no statement timeout (a migration
-/// may rightly take long), after waiting for a server that is still starting up.
+/// Apply migrations over a pool of their own: with no statement timeout (a migration may
+/// rightly take long), after waiting up to [`STARTUP_WAIT`] for a server still starting up.
 async fn migrate(options: &PgConnectOptions) -> Result<(), StoreError> {
-    let deadline = Instant::now() + STARTUP_WAIT;
-    let mut conn = loop {
-        let attempt = tokio::time::timeout(CONNECT_ATTEMPT, PgConnection::connect_with(options));
-        let err = match attempt.await {
-            Ok(Ok(conn)) => break conn,
-            Ok(Err(err)) => StoreError::Db(err),
-            Err(_) => StoreError::Timeout,
-        };
-        if !err.is_transient() || Instant::now() >= deadline {
-            return Err(err);
-        }
-        tracing::info!(error = %err, "waiting for PostgreSQL to accept connections");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
-    sqlx::migrate!("migrations/postgres").run(&mut conn).await?;
-    let _ = conn.close().await;
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(STARTUP_WAIT)
+        .connect_with(options.clone())
+        .await?;
+    sqlx::migrate!("migrations/postgres").run(&pool).await?;
+    pool.close().await;
     Ok(())
 }

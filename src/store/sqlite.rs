@@ -10,9 +10,9 @@ use sqlx::sqlite::{
     SqliteSynchronous,
 };
 
-use super::{StoreError, Timeouts};
 use super::backend::{Backend, Dialect, SqlStore};
 use super::memory::fts5_query;
+use super::{StoreError, Timeouts};
 
 /// `Store` over a SQLite database file.
 pub type SqliteStore = SqlStore<Sqlite>;

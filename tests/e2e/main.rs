@@ -9,6 +9,7 @@ mod approval_store;
 mod approvals;
 mod audit;
 mod config;
+mod db_faults;
 mod helpers;
 mod holdback;
 mod leak;

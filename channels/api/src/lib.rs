@@ -26,8 +26,8 @@ pub mod split;
 pub mod types;
 
 pub use access::{AccessRules, DmPolicy, GroupPolicy, Place};
-pub use ids::{BadId, check_id, check_key};
 pub use channel::{Channel, ChannelError, Delivery, EventSink, Health, Limits, SinkError};
+pub use ids::{BadId, check_id, check_key};
 pub use recent::Recent;
 pub use render::{Target, render};
 pub use settings::{
