@@ -72,7 +72,7 @@ impl Durable {
                 Err(err) => return Err(err),
             };
             failures += 1;
-            if failures == 1 || failures % WARN_EVERY == 0 {
+            if failures == 1 || failures.is_multiple_of(WARN_EVERY) {
                 tracing::warn!(write = what, failures, error = %err, "database write failed; retrying until it lands");
             }
             tokio::select! {

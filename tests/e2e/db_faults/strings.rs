@@ -161,7 +161,7 @@ async fn answered_history(url: Option<&str>) -> Vec<ChatMessage> {
 #[tokio::test]
 async fn slack_events_with_an_empty_or_control_character_id_get_400_and_are_not_stored() {
     let app = SlackApp::spawn(None).await;
-    let bad_ids = ["", "Ev\01", "Ev\u{1b}2", "Ev\u{85}3"];
+    let bad_ids = ["", "Ev\0-1", "Ev\u{1b}2", "Ev\u{85}3"];
     for id in bad_ids {
         let msg = SlackMessage {
             event_id: id,
