@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
@@ -35,6 +36,10 @@ pub struct HealthState {
     /// `gateway.metrics_token`: when set, every scrape must send it as a bearer token.
     pub metrics_token: Option<String>,
 }
+
+/// How long `/readyz` waits for the database to answer before reporting it down, so a
+/// probe answers within a second while the database is unreachable.
+const DB_PROBE: Duration = Duration::from_millis(800);
 
 /// The gateway's own paths; a channel claiming one of them is a config error.
 pub const ROUTES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
@@ -104,14 +109,19 @@ async fn metrics(
         .into_response()
 }
 
-/// The database answers and every channel can receive.
+/// The database answers (within [`DB_PROBE`]) and every channel can receive. Nothing is
+/// remembered between probes, so readiness returns by itself when the database does.
 async fn readyz(State(state): State<HealthState>) -> impl IntoResponse {
-    let db = state.store.ping().await;
+    let db = match tokio::time::timeout(DB_PROBE, state.store.ping()).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(_) => Err(format!("no answer within {} ms", DB_PROBE.as_millis())),
+    };
     let mut ready = db.is_ok();
     let mut checks = vec![json!({
         "name": "database",
         "ok": db.is_ok(),
-        "detail": db.err().map(|e| e.to_string()).unwrap_or_else(|| "ok".into()),
+        "detail": db.err().unwrap_or_else(|| "ok".into()),
     })];
     checks.push(crate::sandbox::readyz_check(&state.sandbox));
     for (name, health) in state.channels.health() {

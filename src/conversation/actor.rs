@@ -48,17 +48,17 @@ async fn drain(
     while !deps.lifecycle.draining().is_cancelled() {
         // While a turn waits for an approval, only control events (buttons, /stop,
         // /approve, /deny) are taken; messages wait behind it in order.
-        let waiting = match deps.store.pending_approval(key).await {
-            Ok(pending) => pending.is_some(),
-            Err(err) => {
-                tracing::error!(%key, error = %err, "reading pending approvals failed");
-                return;
+        // A failure of either read is retried below like any claim failure, so a database
+        // that is briefly away does not leave the conversation waiting for the sweep.
+        let claimed = match deps.store.pending_approval(key).await {
+            Ok(pending) => {
+                let waiting = pending.is_some();
+                deps.lifecycle
+                    .claim(deps.store.as_ref(), key, waiting)
+                    .await
             }
+            Err(err) => Err(err),
         };
-        let claimed = deps
-            .lifecycle
-            .claim(deps.store.as_ref(), key, waiting)
-            .await;
         let row = match claimed {
             Ok(Some(row)) => row,
             Ok(None) => return,

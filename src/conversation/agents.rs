@@ -100,8 +100,9 @@ impl Agents {
     /// `name` as a metric label: a tool the gateway offers keeps its name, anything the
     /// model invented is `other`, so it cannot grow the label set without bound.
     pub fn tool_label<'a>(&self, name: &'a str) -> &'a str {
-        let built_in =
-            crate::config::TOOL_NAMES.contains(&name) || MEMORY_TOOL_NAMES.contains(&name);
+        let built_in = crate::config::TOOL_NAMES.contains(&name)
+            || MEMORY_TOOL_NAMES.contains(&name)
+            || name == crate::tools::SCHEDULE_TOOL;
         if built_in || self.extra_tools.iter().any(|t| t.name() == name) {
             name
         } else {

@@ -102,6 +102,9 @@ impl EventSink for Inbox {
             Insert::Duplicate => {
                 self.count(&event, "duplicate");
                 tracing::debug!(event_id = event.event_id(), "duplicate event dropped");
+                // The first delivery may have been stored by an insert whose answer was lost
+                // (a cut connection, a timeout: answered 5xx, woke nobody); waking is cheap.
+                self.registry.wake(event.key());
                 Ok(Delivery::Duplicate)
             }
             Insert::Stored(_) => {

@@ -11,6 +11,7 @@ use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
 use super::StoreError;
 use super::backend::{Backend, SqlStore};
 use super::rows::parse;
+use super::text;
 
 /// What a grant lets a person do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -143,7 +144,7 @@ fn pairing(row: PairingRow) -> PairingRequest {
     PairingRequest {
         channel,
         user_id,
-        user_name,
+        user_name: text::decode_opt(user_name),
         code,
         created_at,
         expires_at,
@@ -171,7 +172,7 @@ where
         .bind(g.channel.as_str())
         .bind(g.user_id.as_str())
         .bind(g.role.as_str())
-        .bind(g.user_name.clone())
+        .bind(text::put_opt::<DB>(g.user_name.as_deref()))
         .bind(g.granted_at)
         .execute(&self.pool)
         .await?;
@@ -193,14 +194,15 @@ where
         user_id: &str,
         role: AccessRole,
     ) -> Result<bool, StoreError> {
-        let found: Option<(i64,)> = sqlx::query_as(
+        // On every inbound event's path (the access decision): bounded.
+        let lookup = sqlx::query_as(
             "SELECT granted_at FROM access_grants WHERE channel = $1 AND user_id = $2 AND role = $3",
         )
         .bind(channel)
         .bind(user_id)
         .bind(role.as_str())
-        .fetch_optional(&self.pool)
-        .await?;
+        .fetch_optional(&self.pool);
+        let found: Option<(i64,)> = self.timeouts.bounded(async { Ok(lookup.await?) }).await?;
         Ok(found.is_some())
     }
 
@@ -217,7 +219,7 @@ where
                     role: parse("role", &role)?,
                     channel,
                     user_id,
-                    user_name,
+                    user_name: text::decode_opt(user_name),
                     granted_at,
                 })
             })
@@ -246,7 +248,7 @@ where
         let inserted = sqlx::query(&sql)
             .bind(r.channel.as_str())
             .bind(r.user_id.as_str())
-            .bind(r.user_name.clone())
+            .bind(text::put_opt::<DB>(r.user_name.as_deref()))
             .bind(r.code.as_str())
             .bind(r.created_at)
             .bind(r.expires_at)
@@ -309,7 +311,7 @@ where
         )
         .bind(channel)
         .bind(request.user_id.as_str())
-        .bind(request.user_name.clone())
+        .bind(text::put_opt::<DB>(request.user_name.as_deref()))
         .bind(now_ms)
         .execute(&mut *tx)
         .await?;

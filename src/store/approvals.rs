@@ -8,6 +8,7 @@ use switchboard_channel::ConversationKey;
 use super::StoreError;
 use super::backend::{Backend, SqlStore};
 use super::rows::{ApprovalRecord, convert, parse};
+use super::text;
 use crate::ids::{ApprovalId, ApprovalStatus};
 
 /// One approval request.
@@ -148,10 +149,10 @@ where
         ))
         .bind(a.id.as_str())
         .bind(a.conversation.to_string())
-        .bind(a.tool.as_str())
-        .bind(a.args.as_str())
-        .bind(a.rule.as_str())
-        .bind(a.reason.as_str())
+        .bind(text::put::<DB>(&a.tool))
+        .bind(text::put::<DB>(&a.args))
+        .bind(text::put::<DB>(&a.rule))
+        .bind(text::put::<DB>(&a.reason))
         .bind(a.requester.as_str())
         .bind(a.status.as_str())
         .bind(a.decided_by.clone())
@@ -275,7 +276,7 @@ where
              ON CONFLICT (conversation_key, rule) DO NOTHING",
         )
         .bind(key.to_string())
-        .bind(rule)
+        .bind(text::put::<DB>(rule))
         .bind(by)
         .bind(now_ms)
         .execute(&self.pool)
@@ -284,11 +285,12 @@ where
     }
 
     async fn allow_rules(&self, key: &ConversationKey) -> Result<Vec<String>, StoreError> {
-        Ok(sqlx::query_scalar(
+        let rules: Vec<String> = sqlx::query_scalar(
             "SELECT rule FROM allow_rules WHERE conversation_key = $1 ORDER BY created_at",
         )
         .bind(key.to_string())
         .fetch_all(&self.pool)
-        .await?)
+        .await?;
+        Ok(rules.into_iter().map(text::decode).collect())
     }
 }

@@ -8,6 +8,7 @@ use switchboard_channel::ConversationKey;
 use super::StoreError;
 use super::backend::{Backend, SqlStore};
 use super::rows::{AuditRecord, convert};
+use super::text;
 
 /// One audited tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,14 +71,14 @@ where
         )
         .bind(e.conversation.to_string())
         .bind(e.inbox_id)
-        .bind(e.tool.as_str())
-        .bind(e.call_id.as_str())
-        .bind(e.args.as_str())
+        .bind(text::put::<DB>(&e.tool))
+        .bind(text::put::<DB>(&e.call_id))
+        .bind(text::put::<DB>(&e.args))
         .bind(e.decision.as_str())
         .bind(e.decided_by.clone())
         .bind(e.status.as_str())
         .bind(e.duration_ms)
-        .bind(e.output.as_str())
+        .bind(text::put::<DB>(&e.output))
         .bind(e.created_at)
         .execute(&self.pool)
         .await?;

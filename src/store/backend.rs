@@ -14,6 +14,8 @@
 
 use sqlx::{Database, Pool};
 
+use super::Timeouts;
+
 /// SQL text that differs between the databases. Everything else is shared, written with
 /// `$n` placeholders, which both SQLite and PostgreSQL accept.
 #[derive(Debug)]
@@ -29,6 +31,9 @@ pub struct Dialect {
     /// Run after a raw value is overwritten so no older copy stays in a journal file
     /// (SQLite's WAL); empty when the database keeps none a file grep could find.
     pub flush_journal: &'static str,
+    /// Whether free text containing NUL must be escaped (PostgreSQL `text` cannot hold
+    /// U+0000); see `text.rs` for the encoding.
+    pub escape_nul: bool,
 }
 
 mod sealed {
@@ -68,11 +73,13 @@ pub trait Backend: Database + sealed::Sealed {
 /// (`Option<T>` needs its own line: `sqlx` implements `Encode` for it per driver.)
 pub struct SqlStore<DB: Database> {
     pub(super) pool: Pool<DB>,
+    /// The bounds of request-path calls (the pool applies the others itself).
+    pub(super) timeouts: Timeouts,
 }
 
 impl<DB: Database> SqlStore<DB> {
-    /// A store over an open, migrated pool.
-    pub(super) fn new(pool: Pool<DB>) -> Self {
-        Self { pool }
+    /// A store over an open, migrated pool configured with `timeouts`.
+    pub(super) fn new(pool: Pool<DB>, timeouts: Timeouts) -> Self {
+        Self { pool, timeouts }
     }
 }

@@ -7,6 +7,7 @@ use switchboard_channel::ConversationKey;
 use super::backend::{Backend, SqlStore};
 use super::inbox::fenced;
 use super::rows::{MessageRecord, convert};
+use super::text;
 use super::{Claim, StoreError};
 use crate::provider::{ChatMessage, Role};
 
@@ -131,9 +132,9 @@ where
             )
             .bind(key_text)
             .bind(m.role.as_str())
-            .bind(m.content.as_str())
+            .bind(text::put::<DB>(&m.content))
             .bind(calls)
-            .bind(m.tool_call_id.clone())
+            .bind(text::put_opt::<DB>(m.tool_call_id.as_deref()))
             .bind(inbox_id)
             .bind(now_ms)
             .execute(&mut **tx)

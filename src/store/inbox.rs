@@ -9,6 +9,7 @@ use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
 use super::backend::{Backend, SqlStore};
 use super::rows::{InboxRecord, conversation_key};
+use super::text;
 use super::{Claim, InboxCounts, InboxRow, Insert, Store, StoreError};
 use crate::ids::InboxKind;
 use crate::provider::ChatMessage;
@@ -63,7 +64,8 @@ where
     ) -> Result<Insert, StoreError> {
         let payload =
             serde_json::to_string(event).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let id: Option<i64> = sqlx::query_scalar(
+        // On a webhook's path: bounded, so the platform gets a 5xx in time to retry.
+        let insert = sqlx::query_scalar(
             "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at, kind) \
              VALUES ($1, $2, $3, $4, $5, $5, $6) ON CONFLICT (channel, event_id) DO NOTHING RETURNING id",
         )
@@ -73,8 +75,8 @@ where
         .bind(payload)
         .bind(now_ms)
         .bind(kind.as_str())
-        .fetch_optional(&self.pool)
-        .await?;
+        .fetch_optional(&self.pool);
+        let id: Option<i64> = self.timeouts.bounded(async { Ok(insert.await?) }).await?;
         Ok(id.map_or(Insert::Duplicate, Insert::Stored))
     }
 
@@ -139,7 +141,7 @@ where
             "UPDATE inbox SET status = 'failed', error = $1, owner = NULL, lease_until = NULL, updated_at = $2 \
              WHERE id = $3 AND status = 'processing' AND attempts = $4",
         )
-        .bind(error)
+        .bind(text::put::<DB>(error))
         .bind(now_ms)
         .bind(claim.id)
         .bind(claim.attempt)
@@ -208,7 +210,8 @@ where
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        let ping = sqlx::query("SELECT 1").execute(&self.pool);
+        self.timeouts.bounded(async { Ok(ping.await?) }).await?;
         Ok(())
     }
 }

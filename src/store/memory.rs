@@ -9,6 +9,7 @@ use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
 use super::StoreError;
 use super::backend::{Backend, SqlStore};
 use super::rows::{MemoryRecord, convert};
+use super::text;
 use crate::ids::MemoryScope;
 
 /// One remembered fact.
@@ -105,8 +106,8 @@ where
         };
         let done = sqlx::query(sql)
             .bind(m.scope.to_string())
-            .bind(m.key.as_str())
-            .bind(m.content.as_str())
+            .bind(text::put::<DB>(&m.key))
+            .bind(text::put::<DB>(&m.content))
             .bind(m.category.as_str())
             .bind(m.updated_at)
             .execute(&self.pool)
@@ -136,7 +137,7 @@ where
     async fn forget(&self, scope: &MemoryScope, key: &str) -> Result<bool, StoreError> {
         let done = sqlx::query("DELETE FROM memories WHERE scope = $1 AND key = $2")
             .bind(scope.to_string())
-            .bind(key)
+            .bind(text::put::<DB>(key))
             .execute(&self.pool)
             .await?;
         Ok(DB::rows_affected(&done) > 0)

@@ -15,11 +15,16 @@
 //! - `approvals.rs`, `audit.rs`, `memory.rs`, `access.rs`: each half-trait, its types and
 //!   its SQL.
 //! - `rows.rs`: selected rows as records, converted to the types above.
+//! - `text.rs`: free text stored exactly on both databases (NUL escaped on PostgreSQL).
+//! - `durable.rs`: [`Durable`], the retry policy for writes that follow a visible action,
+//!   and which database errors are transient.
+//! - `timeouts.rs`: [`Timeouts`], the bounded waits on every pool (acquire, statement).
 
 mod access;
 mod approvals;
 mod audit;
 mod backend;
+mod durable;
 mod history;
 mod inbox;
 mod memory;
@@ -27,6 +32,8 @@ mod postgres;
 mod rows;
 mod schedules;
 mod sqlite;
+pub mod text;
+mod timeouts;
 mod usage;
 
 use std::sync::Arc;
@@ -39,10 +46,12 @@ pub use access::{AccessRole, AccessStore, Grant, Pairing, PairingRequest};
 pub use approvals::{Approval, ApprovalCounts, ApprovalStore};
 pub use audit::{AuditEntry, AuditLog};
 pub use backend::{Backend, Dialect, SqlStore};
+pub use durable::Durable;
 pub use memory::{Memory, MemoryStore, search_words};
 pub use postgres::PostgresStore;
 pub use schedules::{JobSource, NewSchedule, Schedule, ScheduleStore, Timing};
 pub use sqlite::SqliteStore;
+pub use timeouts::Timeouts;
 pub use usage::{UsageStore, Used};
 
 use crate::ids::InboxKind;
@@ -64,6 +73,24 @@ pub enum StoreError {
     /// lease that ran out) or already finished. Nothing was written.
     #[error("inbox row {0} was claimed again; this claim's result is dropped")]
     Superseded(i64),
+    /// The database did not answer within the bounded wait of a request-path call.
+    #[error("the database did not answer in time")]
+    Timeout,
+    /// The process is stopping; a write [`Durable`] was retrying was not stored.
+    #[error("stopping before the write was stored")]
+    Stopped,
+}
+
+impl StoreError {
+    /// Whether the same call may succeed later (the database was unreachable, restarting,
+    /// or busy), so a write that must land is retried rather than given up.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Db(err) => durable::transient_db(err),
+            Self::Timeout => true,
+            Self::Migrate(_) | Self::Corrupt(_) | Self::Superseded(_) | Self::Stopped => false,
+        }
+    }
 }
 
 /// One claim of an inbox row: the row and which attempt this is. Finishing a row is fenced
@@ -204,11 +231,16 @@ pub trait Store:
 }
 
 /// Open the database named by `url` (creating a SQLite file and its directory if needed)
-/// and apply migrations.
+/// and apply migrations, with the default [`Timeouts`].
 pub async fn connect(url: &str) -> Result<Arc<dyn Store>, StoreError> {
+    connect_with(url, Timeouts::default()).await
+}
+
+/// [`connect`] with the given bounded waits.
+pub async fn connect_with(url: &str, timeouts: Timeouts) -> Result<Arc<dyn Store>, StoreError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(Arc::new(PostgresStore::connect(url).await?))
+        Ok(Arc::new(PostgresStore::connect_with(url, timeouts).await?))
     } else {
-        Ok(Arc::new(SqliteStore::connect(url).await?))
+        Ok(Arc::new(SqliteStore::connect_with(url, timeouts).await?))
     }
 }

@@ -3,12 +3,15 @@
 //! with `FOR UPDATE SKIP LOCKED` so two replicas never take the same event; recall uses
 //! tsvector + ts_rank).
 
-use sqlx::Postgres;
-use sqlx::postgres::{PgPoolOptions, PgQueryResult};
+use std::str::FromStr;
 
-use super::StoreError;
+use sqlx::Postgres;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult};
+
 use super::backend::{Backend, Dialect, SqlStore};
 use super::memory::websearch_query;
+use super::timeouts::STARTUP_WAIT;
+use super::{StoreError, Timeouts};
 
 /// `Store` over PostgreSQL.
 pub type PostgresStore = SqlStore<Postgres>;
@@ -20,6 +23,7 @@ impl Backend for Postgres {
              WHERE scope = $2 AND search @@ q ORDER BY ts_rank(search, q) DESC, id DESC LIMIT $3",
         search_query: websearch_query,
         flush_journal: "",
+        escape_nul: true,
     };
 
     fn rows_affected(result: &PgQueryResult) -> u64 {
@@ -28,13 +32,43 @@ impl Backend for Postgres {
 }
 
 impl SqlStore<Postgres> {
-    /// Connect and migrate.
+    /// Connect and migrate, with the default [`Timeouts`].
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_with(url, Timeouts::default()).await
+    }
+
+    /// Migrate (waiting up to [`STARTUP_WAIT`] for the server), then open a pool whose
+    /// waits are bounded by `timeouts`. A `statement_timeout` given in the URL's `options`
+    /// wins over `timeouts.statement`.
+    pub async fn connect_with(url: &str, timeouts: Timeouts) -> Result<Self, StoreError> {
+        let base = PgConnectOptions::from_str(url)?;
+        migrate(&base).await?;
+        let options = if base
+            .get_options()
+            .is_some_and(|o| o.contains("statement_timeout"))
+        {
+            base
+        } else {
+            let ms = timeouts.statement.as_millis().to_string();
+            base.options([("statement_timeout", ms)])
+        };
         let pool = PgPoolOptions::new()
             .max_connections(10)
-            .connect(url)
-            .await?;
-        sqlx::migrate!("migrations/postgres").run(&pool).await?;
-        Ok(Self::new(pool))
+            .acquire_timeout(timeouts.acquire)
+            .connect_lazy_with(options);
+        Ok(Self::new(pool, timeouts))
     }
+}
+
+/// Apply migrations over a pool of their own: with no statement timeout (a migration may
+/// rightly take long), after waiting up to [`STARTUP_WAIT`] for a server still starting up.
+async fn migrate(options: &PgConnectOptions) -> Result<(), StoreError> {
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(STARTUP_WAIT)
+        .connect_with(options.clone())
+        .await?;
+    sqlx::migrate!("migrations/postgres").run(&pool).await?;
+    pool.close().await;
+    Ok(())
 }

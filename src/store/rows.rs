@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
+use super::text::{decode, decode_opt};
 use super::{Approval, AuditEntry, InboxRow, Memory, StoreError};
 use crate::ids::ApprovalId;
 use crate::provider::{ChatMessage, Role, ToolCall};
@@ -81,9 +82,9 @@ impl TryFrom<MessageRecord> for ChatMessage {
         };
         Ok(ChatMessage {
             role,
-            content: r.content,
+            content: decode(r.content),
             tool_calls,
-            tool_call_id: r.tool_call_id,
+            tool_call_id: decode_opt(r.tool_call_id),
         })
     }
 }
@@ -113,10 +114,10 @@ impl TryFrom<ApprovalRecord> for Approval {
         Ok(Approval {
             id: ApprovalId::new(r.id),
             conversation: conversation_key(&r.conversation_key)?,
-            tool: r.tool,
-            args: r.args,
-            rule: r.rule,
-            reason: r.reason,
+            tool: decode(r.tool),
+            args: decode(r.args),
+            rule: decode(r.rule),
+            reason: decode(r.reason),
             requester: r.requester,
             status: parse("approvals.status", &r.status)?,
             decided_by: r.decided_by,
@@ -151,14 +152,14 @@ impl TryFrom<AuditRecord> for AuditEntry {
         Ok(AuditEntry {
             conversation: conversation_key(&r.conversation_key)?,
             inbox_id: r.inbox_id,
-            tool: r.tool,
-            call_id: r.call_id,
-            args: r.args,
+            tool: decode(r.tool),
+            call_id: decode(r.call_id),
+            args: decode(r.args),
             decision: r.decision,
             decided_by: r.decided_by,
             status: r.status,
             duration_ms: r.duration_ms,
-            output: r.output,
+            output: decode(r.output),
             created_at: r.created_at,
         })
     }
@@ -180,8 +181,8 @@ impl TryFrom<MemoryRecord> for Memory {
     fn try_from(r: MemoryRecord) -> Result<Self, StoreError> {
         Ok(Memory {
             scope: parse("memories.scope", &r.scope)?,
-            key: r.key,
-            content: r.content,
+            key: decode(r.key),
+            content: decode(r.content),
             category: r.category,
             updated_at: r.updated_at,
         })

@@ -11,6 +11,7 @@ use switchboard_channel::{ChannelEvent, ConversationKey};
 use super::StoreError;
 use super::backend::{Backend, SqlStore};
 use super::rows::{conversation_key, parse};
+use super::text;
 pub use crate::schedule::job::{JobSource, NewSchedule, Schedule, Timing};
 
 /// Where jobs and time zones are kept.
@@ -122,7 +123,7 @@ impl TryFrom<ScheduleRecord> for Schedule {
                 name: r.name,
                 requester: r.requester,
                 place,
-                prompt: r.prompt,
+                prompt: text::decode(r.prompt),
                 timing,
                 zone: r.zone,
                 next_fire_at: r.next_fire_at.unwrap_or_default(),
@@ -171,7 +172,7 @@ where
         .bind(job.name.clone())
         .bind(job.requester.as_str())
         .bind(place)
-        .bind(job.prompt.as_str())
+        .bind(text::put::<DB>(&job.prompt))
         .bind(at)
         .bind(cron)
         .bind(job.zone.as_str())
@@ -280,7 +281,7 @@ where
         .bind(job.conversation.to_string())
         .bind(job.requester.as_str())
         .bind(place)
-        .bind(job.prompt.as_str())
+        .bind(text::put::<DB>(&job.prompt))
         .bind(at)
         .bind(cron)
         .bind(job.zone.as_str())

@@ -3,7 +3,6 @@
 //! no row locks).
 
 use std::str::FromStr;
-use std::time::Duration;
 
 use sqlx::Sqlite;
 use sqlx::sqlite::{
@@ -11,9 +10,9 @@ use sqlx::sqlite::{
     SqliteSynchronous,
 };
 
-use super::StoreError;
 use super::backend::{Backend, Dialect, SqlStore};
 use super::memory::fts5_query;
+use super::{StoreError, Timeouts};
 
 /// `Store` over a SQLite database file.
 pub type SqliteStore = SqlStore<Sqlite>;
@@ -28,6 +27,8 @@ impl Backend for Sqlite {
         search_query: fts5_query,
         // Copy the WAL into the file (where secure_delete zeroed the old value) and empty it.
         flush_journal: "PRAGMA wal_checkpoint(TRUNCATE)",
+        // SQLite stores NUL inside text as it is.
+        escape_nul: false,
     };
 
     fn rows_affected(result: &SqliteQueryResult) -> u64 {
@@ -36,15 +37,21 @@ impl Backend for Sqlite {
 }
 
 impl SqlStore<Sqlite> {
-    /// Open (creating the file and its directory if needed) and migrate.
+    /// Open (creating the file and its directory if needed) and migrate, with the default
+    /// [`Timeouts`].
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_with(url, Timeouts::default()).await
+    }
+
+    /// Open and migrate; waits are bounded by `timeouts`.
+    pub async fn connect_with(url: &str, timeouts: Timeouts) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             // WAL + NORMAL is durable across process crashes; only an OS crash may lose the
             // last transactions, which the platforms then redeliver.
             .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(5))
+            .busy_timeout(timeouts.statement)
             .foreign_keys(true)
             // Freed space is zeroed, so an overwritten or deleted value (a decided approval's
             // raw call) is not left readable in the file.
@@ -56,9 +63,10 @@ impl SqlStore<Sqlite> {
         }
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
+            .acquire_timeout(timeouts.acquire)
             .connect_with(options)
             .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await?;
-        Ok(Self::new(pool))
+        Ok(Self::new(pool, timeouts))
     }
 }

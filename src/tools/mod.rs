@@ -20,7 +20,7 @@ use switchboard_channel::ConversationKey;
 pub use fetch::{HttpFetchTool, host_allowed};
 pub use files::{FileOp, FileTool};
 pub use path::{WorkspaceDir, confine};
-pub use schedule::ScheduleTool;
+pub use schedule::{SCHEDULE_TOOL, ScheduleTool};
 pub use shell::{ShellTool, TRUNCATED};
 pub use todo::{Plan, PlanItem, Status, TODO_TOOL, TodoTool};
 

@@ -16,6 +16,9 @@ use switchboard_channel::ConversationKey;
 use crate::agent::{Tool, ToolResult};
 use crate::schedule::{Refusal, Request, Schedules, when};
 
+/// The schedule tool's name (a known metric label, like the built-in tools).
+pub const SCHEDULE_TOOL: &str = "schedule";
+
 /// The tool, bound to one conversation.
 pub struct ScheduleTool {
     schedules: Arc<Schedules>,
@@ -98,7 +101,7 @@ impl ScheduleTool {
 #[async_trait]
 impl Tool for ScheduleTool {
     fn name(&self) -> &str {
-        "schedule"
+        SCHEDULE_TOOL
     }
 
     fn description(&self) -> &str {

@@ -10,6 +10,7 @@ mod approvals;
 mod audit;
 mod budget;
 mod config;
+mod db_faults;
 mod docker_image;
 mod helpers;
 mod holdback;

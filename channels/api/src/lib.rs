@@ -13,9 +13,12 @@
 //!   validate, secrets, routes, build), and the `${VAR}`-expanding `EnvString`/`Secret`
 //!   types the core's own config uses too.
 //! - [`recent`]: a capped map for a channel's memory of recent events.
+//! - [`ids`]: the check every channel runs on an event's platform ids at its edge (no empty
+//!   event id, no control characters), answering 400 instead of storing it.
 
 pub mod access;
 pub mod channel;
+pub mod ids;
 pub mod recent;
 pub mod render;
 pub mod settings;
@@ -24,6 +27,7 @@ pub mod types;
 
 pub use access::{AccessRules, DmPolicy, GroupPolicy, Place};
 pub use channel::{Channel, ChannelError, Delivery, EventSink, Health, Limits, SinkError};
+pub use ids::{BadId, check_id, check_key};
 pub use recent::Recent;
 pub use render::{Target, render};
 pub use settings::{

@@ -44,6 +44,9 @@ pub(crate) struct Slot {
 impl Slot {
     /// Fill the place; the writer stores the event when every earlier one is stored.
     pub(crate) fn put(self, event: ChannelEvent) {
+        if refused_id(&event) {
+            return; // an empty place: the writer moves on
+        }
         let _ = self.fill.send(Pending {
             event,
             outcome: None,
@@ -53,6 +56,9 @@ impl Slot {
     /// Fill the place and wait until the event is stored; `None` when the process is
     /// stopping and the event will not be stored.
     pub(crate) async fn put_and_wait(self, event: ChannelEvent) -> Option<Delivery> {
+        if refused_id(&event) {
+            return None;
+        }
         let (tx, rx) = oneshot::channel();
         let pending = Pending {
             event,
@@ -61,6 +67,16 @@ impl Slot {
         self.fill.send(pending).ok()?;
         rx.await.ok()
     }
+}
+
+/// Ids the inbox cannot key on (empty, or with a control character) are refused here, once,
+/// rather than retried by the writer for ever.
+fn refused_id(event: &ChannelEvent) -> bool {
+    let Err(bad) = event.check_ids() else {
+        return false;
+    };
+    tracing::warn!(reason = %bad, "refused a Discord event with a bad id");
+    true
 }
 
 /// The handlers' end of the buffer (cheap to clone: one per gateway client).

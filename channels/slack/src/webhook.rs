@@ -152,6 +152,12 @@ async fn act(state: &WebhookState, verdict: Verdict) -> Response {
         }
         Verdict::Ignore(reason) => return ignored(state, reason),
     };
+    // Ids the inbox cannot key on (an empty event id, a control character) would be dropped
+    // as duplicates or fail on every retry: refused before anything is stored.
+    if let Some(bad) = events.iter().find_map(|e| e.check_ids().err()) {
+        tracing::warn!(channel = %state.inner.name, reason = %bad, "refused a Slack event with a bad id");
+        return (StatusCode::BAD_REQUEST, "bad id").into_response();
+    }
     for event in events {
         let key = event.key().clone();
         match state.sink.deliver(event).await {

@@ -137,6 +137,12 @@ impl Poller {
 
     async fn store(&self, me: &BotIdentity, update: &teloxide::types::Update) -> Result<(), Step> {
         match self.client.reader(me).read(update) {
+            Verdict::Deliver(event) if event.check_ids().is_err() => {
+                // Stored it could never be; confirmed and skipped, so polling goes on.
+                let bad = event.check_ids().unwrap_err();
+                tracing::warn!(channel = %self.client.name, update_id = update.id.0, reason = %bad, "skipped a Telegram update with a bad id");
+                Ok(())
+            }
             Verdict::Deliver(event) => match self.sink.deliver(*event).await {
                 Ok(_) => Ok(()),
                 Err(err) => {

@@ -122,6 +122,11 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
         }
     };
     match client.reader(me).read(&update) {
+        Verdict::Deliver(event) if event.check_ids().is_err() => {
+            let bad = event.check_ids().unwrap_err();
+            tracing::warn!(channel = %client.name, update_id = update.id.0, reason = %bad, "refused a Telegram update with a bad id");
+            StatusCode::BAD_REQUEST
+        }
         Verdict::Deliver(event) => match hook.sink.deliver(*event).await {
             Ok(_) => StatusCode::OK,
             Err(err) => {

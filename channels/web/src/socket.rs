@@ -148,6 +148,10 @@ impl Conn {
 
     /// Hand the event to the sink; only a stored event is acknowledged.
     async fn store(&self, event: ChannelEvent, id: &str) -> Result<String, Violation> {
+        if let Err(bad) = event.check_ids() {
+            tracing::warn!(channel = %self.hub.name, reason = %bad, "refused a web chat frame with a bad id");
+            return Ok(refused(id, "Bad id."));
+        }
         if let Err(e) = self.sink.deliver(event).await {
             tracing::error!(channel = %self.hub.name, error = %e, "could not store a web chat message; the page will resend it");
             return Err(Violation::try_again(

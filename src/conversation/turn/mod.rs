@@ -2,6 +2,12 @@
 //! the event marked done in one transaction. Errors reach the user as one short line with a
 //! trace id; the detail goes to the log under the same id.
 //!
+//! Every write after something was shown (history and the done mark, posted message ids,
+//! the end of an approval's raw call, a failure mark) goes through [`Durable`]: a database
+//! that is briefly away delays it, never loses it, and never turns a delivered answer into
+//! a failed event. A transient database error before anything was shown hands the event
+//! back to the inbox to be answered again, instead of failing it.
+//!
 //! - this file: dispatch on the event's [`Intent`] (chat, command, approval answer, stale
 //!   button) and the small handlers.
 //! - `run`: running (or resuming) the agent with a live draft, and storing what it produced.
@@ -19,7 +25,7 @@ use super::{Deps, Route};
 use crate::command::{Action, ApprovalButton, Command, Intent};
 use crate::memory::{autosave, compact_if_needed, scope_for};
 use crate::provider::{ChatMessage, Role};
-use crate::store::{InboxRow, StoreError};
+use crate::store::{Durable, InboxRow, StoreError};
 use run::Start;
 
 /// Process one claimed event to completion (or hand it back on abort).
@@ -28,6 +34,8 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
     let trace = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let span = tracing::info_span!("turn", %key, inbox = row.id, %trace);
     let now = || deps.lifecycle.clock().now_ms();
+    // Cancelled only when the shutdown grace period ends (never by /stop).
+    let durable = Durable::new(deps.lifecycle.turn_token());
     let Some(route) = deps.outbound.route(&key.channel) else {
         tracing::warn!(%key, "event for a channel that is not configured; dropped");
         let _ = deps
@@ -41,30 +49,37 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
         row: &row,
         channel: &route,
         trace: &trace,
+        durable: &durable,
     };
     async {
-        match turn.dispatch(cancel).await {
-            Ok(()) => {}
-            Err(err) if superseded(&err) => {
+        let Err(err) = turn.dispatch(cancel).await else {
+            return;
+        };
+        let stored = match err.downcast_ref::<StoreError>() {
+            Some(StoreError::Superseded(_)) => {
                 // Another claim of this event (a restart, an expired lease) answers it.
                 tracing::warn!(error = %err, "turn lost its claim; its result was not stored");
+                return;
             }
-            Err(err) => {
+            Some(StoreError::Stopped) => return, // the next start finishes the event
+            Some(store_err) if store_err.is_transient() => {
+                tracing::warn!(error = %err, "the database failed before an answer; the event is handed back");
+                let release = || deps.store.release(row.claim(), now());
+                durable.write("inbox release", release).await
+            }
+            _ => {
                 tracing::error!(error = %err, "turn failed");
-                let _ = deps.store.fail(row.claim(), &err.to_string(), now()).await;
+                let text = err.to_string();
+                let fail = || deps.store.fail(row.claim(), &text, now());
+                durable.write("inbox failure", fail).await
             }
+        };
+        if let Err(e) = stored {
+            tracing::warn!(error = %e, "could not record how the turn ended");
         }
     }
     .instrument(span)
     .await
-}
-
-/// Whether a turn ended because its claim was taken over (nothing to mark failed).
-fn superseded(err: &anyhow::Error) -> bool {
-    matches!(
-        err.downcast_ref::<StoreError>(),
-        Some(StoreError::Superseded(_))
-    )
 }
 
 /// One claimed event being processed.
@@ -74,6 +89,8 @@ struct Turn<'a> {
     /// Where the answer goes (written only through the outbound path).
     channel: &'a Route,
     trace: &'a str,
+    /// Retries the writes that follow what the turn showed.
+    durable: &'a Durable,
 }
 
 impl Turn<'_> {
@@ -123,12 +140,16 @@ impl Turn<'_> {
         }
     }
 
-    /// Mark the event done with nothing added to history.
+    /// Mark the event done with nothing added to history (after its reply was shown).
     async fn done(&self) -> anyhow::Result<()> {
-        self.deps
-            .store
-            .complete(self.row.claim(), self.key(), &[], self.now())
-            .await?;
+        self.complete(&[]).await
+    }
+
+    /// Append `messages` to history and mark the event done, retried until it lands.
+    async fn complete(&self, messages: &[ChatMessage]) -> anyhow::Result<()> {
+        let (store, claim, key) = (&self.deps.store, self.row.claim(), self.key());
+        let complete = || store.complete(claim, key, messages, self.now());
+        self.durable.write("turn completion", complete).await?;
         Ok(())
     }
 
@@ -202,7 +223,8 @@ impl Turn<'_> {
                     .await?;
                 // The call has run (or was refused): its raw arguments are no longer kept.
                 let id = &decided.approval.id;
-                Ok(self.deps.store.forget_approval_call(id).await?)
+                let forget = || self.deps.store.forget_approval_call(id);
+                Ok(self.durable.write("approval call removal", forget).await?)
             }
         }
     }

@@ -17,6 +17,7 @@ use crate::conversation::approval::Suspended;
 use crate::conversation::audit::AuditRecorder;
 use crate::draft::{Draft, PostedHook};
 use crate::provider::{ChatMessage, Role};
+use crate::store::{Durable, Store};
 
 /// How often the typing indicator is renewed (platforms show it for about 5 s).
 const TYPING_EVERY: Duration = Duration::from_secs(4);
@@ -33,7 +34,7 @@ impl Turn<'_> {
     /// This turn's draft: it edits what an earlier attempt already posted, and records what
     /// it posts so a restart does the same.
     pub(super) fn draft(&self) -> Draft {
-        let hook = posted_hook(&self.deps.store, self.row.id);
+        let hook = posted_hook(&self.deps.store, self.durable, self.row.id);
         self.deps.outbound.draft(
             self.channel,
             self.key(),
@@ -140,7 +141,8 @@ impl Turn<'_> {
         let deps = self.deps;
         if deps.lifecycle.aborted() && matches!(result, Err(AgentError::Cancelled { .. })) {
             // Shutdown ran out of grace: hand the event back so the next start answers it.
-            deps.store.release(self.row.claim(), self.now()).await?;
+            let release = || deps.store.release(self.row.claim(), self.now());
+            self.durable.write("inbox release", release).await?;
             return Ok(());
         }
         let mut stored = vec![user.clone()];
@@ -173,10 +175,7 @@ impl Turn<'_> {
                 call.args = scrubber.scrub_json(&call.args);
             }
         }
-        deps.store
-            .complete(self.row.claim(), self.key(), &stored, self.now())
-            .await?;
-        Ok(())
+        self.complete(&stored).await
     }
 }
 
@@ -200,13 +199,15 @@ fn ending(err: &AgentError, trace: &str) -> String {
     err.paused().unwrap_or_else(|| error_reply(err, trace))
 }
 
-/// Records the messages an answer posted, so a restarted turn edits instead of reposting.
-fn posted_hook(store: &Arc<dyn crate::store::Store>, inbox_id: i64) -> PostedHook {
-    let store = Arc::clone(store);
+/// Records the messages an answer posted, so a restarted turn edits instead of reposting;
+/// retried through database errors, since the messages are already visible.
+fn posted_hook(store: &Arc<dyn Store>, durable: &Durable, inbox_id: i64) -> PostedHook {
+    let (store, durable) = (Arc::clone(store), durable.clone());
     Box::new(move |refs: Vec<MessageRef>| {
-        let store = Arc::clone(&store);
+        let (store, durable) = (Arc::clone(&store), durable.clone());
         Box::pin(async move {
-            if let Err(err) = store.set_draft_refs(inbox_id, &refs).await {
+            let record = || store.set_draft_refs(inbox_id, &refs);
+            if let Err(err) = durable.write("draft message ids", record).await {
                 tracing::warn!(error = %err, "could not record the draft message id");
             }
         })

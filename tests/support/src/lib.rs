@@ -1,6 +1,7 @@
 //! In-process stand-ins for what the tests cannot reach: chat platforms and LLM APIs.
 //! Each is a small HTTP (or WebSocket) server on 127.0.0.1:0 speaking the real wire format,
 //! including its failure modes, so the real clients are pointed at it by base URL.
+//! [`TcpProxy`] sits between the gateway and its database, to take the database away.
 
 pub mod discord;
 pub mod slack;
@@ -8,10 +9,12 @@ pub mod telegram;
 
 pub mod fake_channel;
 pub mod llm;
+pub mod proxy;
 pub mod sink;
 
 pub use fake_channel::{Call, FakeChannel, Op};
 pub use llm::{FakeLlm, Protocol, Reply};
+pub use proxy::TcpProxy;
 pub use sink::RecordingSink;
 
 /// Serve `app` on 127.0.0.1:0 in the background and return its address.

@@ -1,0 +1,137 @@
+//! The store contract under faults: a turn's completion write (history + done) that meets a
+//! database it cannot reach fails with a transient error, is retried by [`Durable`], and
+//! lands once the database answers again, on SQLite (another process holding the write
+//! lock) and PostgreSQL (every connection cut by the proxy).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::{Connection, Executor, SqliteConnection};
+use switchboard::ids::InboxKind;
+use switchboard::provider::{ChatMessage, Role};
+use switchboard::store::{Durable, SqliteStore, Store, Timeouts, connect_with};
+use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, Place, UserRef};
+use switchboard_standins::TcpProxy;
+use tokio_util::sync::CancellationToken;
+
+use super::proxied;
+use crate::helpers::{drop_postgres, postgres_url};
+
+/// Short waits, so the failing attempt fails quickly.
+const QUICK: Timeouts = Timeouts {
+    acquire: Duration::from_millis(500),
+    statement: Duration::from_millis(200),
+    request: Duration::from_secs(1),
+};
+
+/// A way to take a store's database away and give it back.
+trait Outage {
+    async fn begin(&mut self);
+    async fn end(&mut self);
+}
+
+/// SQLite: another connection holds the write lock, as a second process could.
+struct WriteLock {
+    url: String,
+    holder: Option<SqliteConnection>,
+}
+
+impl Outage for WriteLock {
+    async fn begin(&mut self) {
+        let mut conn = SqliteConnection::connect(&self.url).await.unwrap();
+        conn.execute("BEGIN EXCLUSIVE").await.unwrap();
+        self.holder = Some(conn);
+    }
+
+    async fn end(&mut self) {
+        let mut conn = self.holder.take().expect("locked");
+        conn.execute("ROLLBACK").await.unwrap();
+        conn.close().await.unwrap();
+    }
+}
+
+/// PostgreSQL: the proxy between the store and the server cuts every connection.
+struct Cut(TcpProxy);
+
+impl Outage for Cut {
+    async fn begin(&mut self) {
+        self.0.cut();
+    }
+
+    async fn end(&mut self) {
+        self.0.restore();
+    }
+}
+
+#[tokio::test]
+async fn a_completion_write_that_meets_a_lost_database_lands_once_it_answers_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/faults.db", dir.path().display());
+    let store = Arc::new(SqliteStore::connect_with(&url, QUICK).await.unwrap());
+    let lock = WriteLock { url, holder: None };
+    completion_lands_after_the_outage(store, lock).await;
+
+    if let Some(url) = postgres_url().await {
+        let (proxy, through) = proxied(&url).await;
+        let store = connect_with(&through, QUICK).await.expect("postgres store");
+        completion_lands_after_the_outage(store, Cut(proxy)).await;
+        drop_postgres(&url).await;
+    }
+}
+
+async fn completion_lands_after_the_outage(store: Arc<dyn Store>, mut outage: impl Outage) {
+    let key = ConversationKey::new("slack", "D1");
+    let event = ChannelEvent::Message(Inbound {
+        key: key.clone(),
+        event_id: "Ev1".into(),
+        user: UserRef {
+            id: "U1".into(),
+            name: None,
+        },
+        text: "hi".into(),
+        place: Place::Direct,
+    });
+    store
+        .insert_event(&event, InboxKind::Message, 1)
+        .await
+        .unwrap();
+    let row = store
+        .claim_next(&key, "me", 2, Duration::from_secs(60), false)
+        .await
+        .unwrap()
+        .expect("claimed");
+    let turn = vec![
+        ChatMessage::new(Role::User, "hi"),
+        ChatMessage::new(Role::Assistant, "hello (already posted)"),
+    ];
+
+    // The answer was posted; now the database goes away under the completion write.
+    outage.begin().await;
+    let first = store.complete(row.claim(), &key, &turn, 3).await;
+    let err = first.expect_err("the database is away");
+    assert!(err.is_transient(), "a lost database is transient: {err}");
+
+    let durable = Durable::new(CancellationToken::new());
+    let (writer, claim, turn2, key2) = (Arc::clone(&store), row.claim(), turn.clone(), key.clone());
+    let mut write = tokio::spawn(async move {
+        let complete = || writer.complete(claim, &key2, &turn2, 4);
+        durable.write("turn completion", complete).await
+    });
+    if let Ok(early) = tokio::time::timeout(Duration::from_millis(1500), &mut write).await {
+        panic!("the write should wait for the database, but ended: {early:?}");
+    }
+
+    outage.end().await;
+    let landed = tokio::time::timeout(Duration::from_secs(10), write)
+        .await
+        .expect("the write lands soon after the database is back")
+        .unwrap();
+    landed.expect("stored, not failed");
+    assert_eq!(store.history(&key, 10).await.unwrap(), turn);
+    let counts = store.inbox_counts().await.unwrap();
+    assert_eq!(
+        (counts.done, counts.processing, counts.failed),
+        (1, 0, 0),
+        "{counts:?}"
+    );
+}
