@@ -130,16 +130,7 @@ impl Gateway {
             );
         }
         background.spawn(sweep_loop(Arc::clone(&registry), shutdown.child_token()));
-        let schedules = Arc::clone(&deps.schedules);
-        schedules.load_zones().await?;
-        schedules.sync_operator_jobs(&config.schedules).await?;
-        let (registry2, sink2) = (Arc::clone(&registry), Arc::clone(&sink));
-        background.spawn(ticker::run(
-            schedules,
-            registry2,
-            sink2,
-            shutdown.child_token(),
-        ));
+        start_scheduler(&deps, config, &registry, &sink, &background, &shutdown).await?;
 
         let addr = listener.local_addr()?;
         let app = http::router(
@@ -339,4 +330,26 @@ fn redact_url(url: &str) -> String {
         }
         _ => url.to_owned(),
     }
+}
+
+/// Load conversations' zones, store the operator's jobs and start the ticker that fires due
+/// scheduled tasks into the inbox.
+async fn start_scheduler(
+    deps: &Deps,
+    config: &Config,
+    registry: &Arc<Registry>,
+    sink: &Arc<dyn EventSink>,
+    background: &TaskTracker,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    let schedules = Arc::clone(&deps.schedules);
+    schedules.load_zones().await?;
+    schedules.sync_operator_jobs(&config.schedules).await?;
+    background.spawn(ticker::run(
+        schedules,
+        Arc::clone(registry),
+        Arc::clone(sink),
+        shutdown.child_token(),
+    ));
+    Ok(())
 }

@@ -34,7 +34,7 @@ use crate::ids::{ApprovalId, ApprovalStatus};
 use crate::metrics::Metrics;
 use crate::policy::narrowest_rule;
 use crate::provider::{ChatMessage, ToolCall};
-use crate::store::{Approval, Store, StoreError};
+use crate::store::{Approval, Durable, Store, StoreError};
 
 /// The user id expiry events carry; no platform issues ids of this shape.
 pub const SYSTEM_USER: &str = "switchboard:system";
@@ -106,6 +106,7 @@ impl Approvals {
         key: &ConversationKey,
         requester: &str,
         state: Suspended,
+        durable: &Durable,
     ) -> anyhow::Result<ApprovalId> {
         let approval = self.request(key, requester, &state, out)?;
         self.store.create_approval(&approval).await?;
@@ -118,9 +119,10 @@ impl Approvals {
         };
         let posted = out.post(channel, key, &text, buttons).await?;
         if let Some(prompt) = posted.messages.first() {
-            self.store
-                .set_approval_prompt(&approval.id, &prompt.id)
-                .await?;
+            // The prompt is visible now: its id is recorded through database errors, or a
+            // retried turn would post a second prompt.
+            let record = || self.store.set_approval_prompt(&approval.id, &prompt.id);
+            durable.write("approval prompt id", record).await?;
         }
         let id = approval.id.clone();
         let _ = self.expiry.send(approval);

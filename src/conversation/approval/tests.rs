@@ -135,8 +135,16 @@ fn press(key: &ConversationKey, button: &ApprovalButton) -> ButtonPress {
 impl Fixture {
     async fn suspend(&self) -> ApprovalId {
         let state = suspended();
+        let durable = crate::store::Durable::new(tokio_util::sync::CancellationToken::new());
         self.approvals
-            .suspend(&self.out, &self.channel, &self.key, "alice", state)
+            .suspend(
+                &self.out,
+                &self.channel,
+                &self.key,
+                "alice",
+                state,
+                &durable,
+            )
             .await
             .unwrap()
     }

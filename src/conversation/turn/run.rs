@@ -155,7 +155,14 @@ impl Turn<'_> {
                 };
                 let id = deps
                     .approvals
-                    .suspend(&deps.outbound, self.channel, self.key(), requester, state)
+                    .suspend(
+                        &deps.outbound,
+                        self.channel,
+                        self.key(),
+                        requester,
+                        state,
+                        self.durable,
+                    )
                     .await?;
                 tracing::info!(approval = %id, "turn waits for approval");
                 return self.done().await;
