@@ -111,6 +111,14 @@ impl InboundBuffer {
         self.places.send(filled).await.ok()?;
         Some(Slot { fill })
     }
+
+    /// Take the next place in line now, or `None` when the buffer is full or stopped (for
+    /// callers that cannot wait).
+    pub(crate) fn try_reserve(&self) -> Option<Slot> {
+        let (fill, filled) = oneshot::channel();
+        self.places.try_send(filled).ok()?;
+        Some(Slot { fill })
+    }
 }
 
 /// A standing store failure, read by `health()`; a std Mutex: every access is a short,

@@ -18,6 +18,7 @@ use serenity::model::id::ShardId;
 use switchboard_channel::{ChannelError, Delivery, EventSink, Health};
 use tokio_util::sync::CancellationToken;
 
+use crate::arrival::Arrivals;
 use crate::buffer::{InboundBuffer, Slot};
 use crate::channel::{Inner, not_ready};
 use crate::inbound::{Context as Normalise, Verdict, message_verdict, press_verdict};
@@ -101,7 +102,7 @@ async fn build_client(inner: &Arc<Inner>, buffer: &InboundBuffer) -> Result<Clie
         .build();
     let handler = Handler {
         inner: Arc::clone(inner),
-        buffer: buffer.clone(),
+        arrivals: Arrivals::new(buffer.clone()),
     };
     ClientBuilder::new_with_http(http, intents())
         .event_handler(handler)
@@ -159,12 +160,13 @@ fn health_of(state: Option<(ConnectionStage, Option<Duration>)>) -> Health {
 /// serenity's event handler: take a place in the buffer, translate, fill it; nothing else.
 struct Handler {
     inner: Arc<Inner>,
-    buffer: InboundBuffer,
+    arrivals: Arc<Arrivals>,
 }
 
 #[async_trait]
 impl EventHandler for Handler {
-    async fn ready(&self, _ctx: Context, ready: Ready) {
+    async fn ready(&self, ctx: Context, ready: Ready) {
+        self.arrivals.watch(ctx.shard_id.0, &ctx.shard);
         tracing::info!(channel = %self.inner.name, bot = %ready.user.name, "Discord gateway session started (READY)");
         self.inner
             .observe_gateway(Health::ready("gateway connected"));
@@ -177,8 +179,9 @@ impl EventHandler for Handler {
     }
 
     async fn message(&self, _ctx: Context, msg: Message) {
-        // The place is taken before anything else awaits, so events keep their order.
-        let Some(slot) = self.buffer.reserve().await else {
+        // The place was taken when the event arrived (or is taken now, before anything else
+        // awaits), so events keep their order.
+        let Some(slot) = self.arrivals.place(msg.id.get()).await else {
             return; // stopping
         };
         on_message(&self.inner, slot, &msg).await;
@@ -186,7 +189,7 @@ impl EventHandler for Handler {
 
     async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
         if let Interaction::Component(press) = interaction {
-            let slot = self.buffer.reserve().await;
+            let slot = self.arrivals.place(press.id.get()).await;
             on_press(&self.inner, slot, &press).await;
         }
     }

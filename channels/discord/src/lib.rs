@@ -15,6 +15,7 @@
 //! - [`channel`]: `DiscordChannel`, the `Channel` implementation tying them together.
 
 mod api;
+mod arrival;
 mod buffer;
 pub mod channel;
 pub mod config;
