@@ -5,6 +5,7 @@
 mod holdback;
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use regex::{Captures, Regex, RegexSet};
 
@@ -23,9 +24,11 @@ const SHAPES: &[&str] = &[
     // Slack tokens.
     r"\bxox[abpr]-[A-Za-z0-9\-]{10,}",
     // Telegram bot tokens.
-    r"\b\d{6,}:[A-Za-z0-9_\-]{30,}",
+    // (`[0-9]`, not `\d`: tokens are ASCII, and Unicode `\d` under a repetition compiled to a
+    // large automaton that cost milliseconds of every start.)
+    r"\b[0-9]{6,}:[A-Za-z0-9_\-]{30,}",
     // Discord bot tokens.
-    r"\b[MNO][A-Za-z\d_\-]{23,27}\.[A-Za-z\d_\-]{6}\.[A-Za-z\d_\-]{27,}",
+    r"\b[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}",
     // GitHub tokens.
     r"\bgh[pousr]_[A-Za-z0-9]{36,}",
     // AWS access key ids.
@@ -37,26 +40,32 @@ const SHAPES: &[&str] = &[
 /// PEM private key blocks, replaced whole.
 const PEM: &str = r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----";
 
-/// The compiled scrubber. Cheap to share (`Arc`); scrubbing clean text allocates nothing.
-#[derive(Debug, Clone)]
+/// Which fixed patterns occur at all (index 0 `KEY_VALUE`, 1 `PEM`, then `SHAPES`). The fixed
+/// patterns are compiled once per process, on first use, and shared by every scrubber: a
+/// gateway builds several (logs, channels, turns), and compiling them was most of a cold start.
+static FIXED: LazyLock<RegexSet> = LazyLock::new(|| {
+    let mut patterns: Vec<&str> = vec![KEY_VALUE, PEM];
+    patterns.extend(SHAPES);
+    RegexSet::new(&patterns).expect("scrub patterns compile")
+});
+/// The rewriting forms of the fixed patterns, compiled only once text needs rewriting.
+static KEY_VALUE_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(KEY_VALUE).expect("compiles"));
+static PEM_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(PEM).expect("compiles"));
+static SHAPE_RES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    SHAPES
+        .iter()
+        .map(|p| Regex::new(p).expect("compiles"))
+        .collect()
+});
+
+/// A scrubber for one set of configured secrets. Cheap to build and to clone (the fixed
+/// patterns are shared); scrubbing clean text allocates nothing.
+#[derive(Debug, Clone, Default)]
 pub struct Scrubber {
-    /// One automaton that says which of the patterns below occur at all.
-    set: RegexSet,
-    key_value: Regex,
-    shapes: Vec<Regex>,
-    pem: Regex,
     /// Exact configured secret values, longest first, as one alternation.
     exact: Option<Regex>,
     /// The same values, for the streaming holdback's prefix test.
     values: Vec<String>,
-    /// Every pattern as one lazy DFA, to tell whether a tail could still become a match.
-    prefixes: regex_automata::hybrid::dfa::DFA,
-}
-
-impl Default for Scrubber {
-    fn default() -> Self {
-        Self::new(std::iter::empty::<String>())
-    }
 }
 
 impl Scrubber {
@@ -75,50 +84,30 @@ impl Scrubber {
             let alternation: Vec<String> = values.iter().map(|v| regex::escape(v)).collect();
             Regex::new(&alternation.join("|")).expect("escaped literals compile")
         });
-        let mut patterns: Vec<&str> = vec![KEY_VALUE, PEM];
-        patterns.extend(SHAPES);
-        let exact_src = exact.as_ref().map(|r| r.as_str().to_owned());
-        if let Some(src) = &exact_src {
-            patterns.push(src);
-        }
-        Self {
-            set: RegexSet::new(&patterns).expect("scrub patterns compile"),
-            key_value: Regex::new(KEY_VALUE).expect("compiles"),
-            shapes: SHAPES
-                .iter()
-                .map(|p| Regex::new(p).expect("compiles"))
-                .collect(),
-            pem: Regex::new(PEM).expect("compiles"),
-            exact,
-            values,
-            prefixes: holdback::prefix_automaton(),
-        }
+        Self { exact, values }
     }
 
     /// `text` with every credential redacted; borrowed unchanged when there is none.
     pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let hits = self.set.matches(text);
-        if !hits.matched_any() {
+        let hits = FIXED.matches(text);
+        let exact = self.exact.as_ref().filter(|e| e.is_match(text));
+        if !hits.matched_any() && exact.is_none() {
             return Cow::Borrowed(text);
         }
         let mut out = text.to_owned();
         // Exact values first: a configured secret may not match any generic shape.
-        if let Some(exact) = &self.exact
-            && hits.matched(2 + SHAPES.len())
-        {
+        if let Some(exact) = exact {
             out = exact
                 .replace_all(&out, |c: &Captures| redact(&c[0]))
                 .into_owned();
         }
         if hits.matched(1) {
-            out = self
-                .pem
+            out = PEM_RE
                 .replace_all(&out, "[REDACTED PRIVATE KEY]")
                 .into_owned();
         }
         if hits.matched(0) {
-            out = self
-                .key_value
+            out = KEY_VALUE_RE
                 .replace_all(&out, |c: &Captures| {
                     let value = c.get(2).or(c.get(3)).or(c.get(4)).expect("one value group");
                     let whole = c.get(0).expect("match");
@@ -128,7 +117,7 @@ impl Scrubber {
                 })
                 .into_owned();
         }
-        for (i, shape) in self.shapes.iter().enumerate() {
+        for (i, shape) in SHAPE_RES.iter().enumerate() {
             if hits.matched(2 + i) {
                 out = shape
                     .replace_all(&out, |c: &Captures| redact(&c[0]))

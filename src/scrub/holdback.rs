@@ -5,6 +5,7 @@
 //! before it; the held tail is decided by later text or by the final answer, which is
 //! scrubbed whole.
 
+use std::sync::LazyLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use regex_automata::hybrid::dfa::{Cache, DFA};
@@ -12,7 +13,7 @@ use regex_automata::nfa::thompson;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input};
 
-use super::{KEY_VALUE, PEM, SHAPES, Scrubber};
+use super::{FIXED, KEY_VALUE, KEY_VALUE_RE, PEM, PEM_RE, SHAPE_RES, SHAPES, Scrubber};
 
 /// What the text from one position on can still become.
 #[derive(Debug, PartialEq, Eq)]
@@ -25,10 +26,13 @@ enum Fate {
     Open,
 }
 
-/// One automaton over every scrubber pattern, anchored at the position under test. Word
-/// boundaries are dropped and classes are ASCII, so it holds back at least what the
-/// scrubber could later match.
-pub(super) fn prefix_automaton() -> DFA {
+/// One automaton over every scrubber pattern, anchored at the position under test, built on
+/// the first streamed draft and shared by every scrubber.
+static PREFIXES: LazyLock<DFA> = LazyLock::new(prefix_automaton);
+
+/// Word boundaries are dropped and classes are ASCII, so the automaton holds back at least
+/// what the scrubber could later match.
+fn prefix_automaton() -> DFA {
     let mut patterns: Vec<String> = vec![KEY_VALUE.to_owned(), PEM.to_owned()];
     patterns.extend(SHAPES.iter().map(|p| p.replace(r"\b", "")));
     DFA::builder()
@@ -42,7 +46,7 @@ impl Scrubber {
     /// Where a credential could start in `text` at or after `from` and still be incomplete:
     /// the byte offset of the earliest such position, or `text.len()` when there is none.
     fn first_open(&self, text: &str, from: usize) -> usize {
-        let mut cache = self.prefixes.create_cache();
+        let mut cache = PREFIXES.create_cache();
         (from..text.len())
             .filter(|&i| text.is_char_boundary(i))
             .find(|&i| self.fate(&mut cache, text, i) == Fate::Open)
@@ -59,7 +63,7 @@ impl Scrubber {
         {
             return Fate::Open;
         }
-        let dfa = &self.prefixes;
+        let dfa = &*PREFIXES;
         let input = Input::new(text).range(i..).anchored(Anchored::Yes);
         // A cache that gave up is treated as "could still match": holding back is safe.
         let Ok(mut state) = dfa.start_state_forward(cache, &input) else {
@@ -82,18 +86,18 @@ impl Scrubber {
     /// The start of a credential the scrubber would redact in `text` that begins before
     /// `cut` and ends after it: cutting there would show its head unredacted.
     fn straddling(&self, text: &str, cut: usize) -> Option<usize> {
-        let hits = self.set.matches(text);
-        if !hits.matched_any() {
+        let exact = self.exact.as_ref().filter(|e| e.is_match(text));
+        if exact.is_none() && !FIXED.is_match(text) {
             return None;
         }
         let straddles = |m: regex::Match<'_>| (m.start() < cut && m.end() > cut).then(|| m.start());
         let mut starts: Vec<usize> = Vec::new();
-        if let Some(exact) = &self.exact {
+        if let Some(exact) = exact {
             starts.extend(exact.find_iter(text).filter_map(straddles));
         }
-        starts.extend(self.pem.find_iter(text).filter_map(straddles));
-        starts.extend(self.key_value.find_iter(text).filter_map(straddles));
-        for shape in &self.shapes {
+        starts.extend(PEM_RE.find_iter(text).filter_map(straddles));
+        starts.extend(KEY_VALUE_RE.find_iter(text).filter_map(straddles));
+        for shape in SHAPE_RES.iter() {
             starts.extend(shape.find_iter(text).filter_map(straddles));
         }
         starts.into_iter().min()
