@@ -107,12 +107,14 @@ impl Gateway {
         {
             tracing::warn!("{warning}");
         }
+        // The sandbox's probe (an exec of this binary) runs while the database opens.
+        let toolbox = Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir);
         let store = match &self.store {
             Some(store) => Arc::clone(store),
             None => open_store(&config.gateway.database_url).await?,
         };
         let shutdown = CancellationToken::new();
-        let (deps, expiries) = self.parts(Arc::clone(&store), &shutdown)?;
+        let (deps, expiries) = self.parts(Arc::clone(&store), toolbox, &shutdown)?;
         let deps = Arc::new(deps);
         let turns = TaskTracker::new();
         let registry = Registry::new(Arc::clone(&deps), turns.clone());
@@ -161,6 +163,7 @@ impl Gateway {
     fn parts(
         &self,
         store: Arc<dyn Store>,
+        toolbox: Toolbox,
         shutdown: &CancellationToken,
     ) -> anyhow::Result<(Deps, Expiries)> {
         let config = &self.config;
@@ -180,8 +183,7 @@ impl Gateway {
             budgets: config.budgets,
         };
         let schedules = self.schedules(&store);
-        let toolbox = Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir)
-            .with_schedules(Arc::clone(&schedules));
+        let toolbox = toolbox.with_schedules(Arc::clone(&schedules));
         let agents = Agents::new(
             provider,
             toolbox,

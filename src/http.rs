@@ -123,7 +123,12 @@ async fn readyz(State(state): State<HealthState>) -> impl IntoResponse {
         "ok": db.is_ok(),
         "detail": db.err().unwrap_or_else(|| "ok".into()),
     })];
-    checks.push(crate::sandbox::readyz_check(&state.sandbox));
+    // The start-up probe may still be running: wait for it off the runtime's threads.
+    let sandbox = Arc::clone(&state.sandbox);
+    let posture = tokio::task::spawn_blocking(move || crate::sandbox::readyz_check(&sandbox));
+    checks.push(posture.await.unwrap_or_else(|_| {
+        json!({"name": "sandbox", "ok": false, "detail": "the posture probe failed"})
+    }));
     for (name, health) in state.channels.health() {
         ready &= health.ready;
         let last_ok = health

@@ -5,11 +5,22 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Mutex, OnceLock};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::Spec;
 use super::config::{Mode, SandboxConfig};
 use super::posture::Posture;
+
+/// The one start-up line that says what the sandbox enforces.
+fn log_posture(posture: &Posture) {
+    match posture.disabled_reason() {
+        Some(reason) => tracing::error!(%posture, "sandbox: {reason}"),
+        None if posture.mode == Mode::Enforce => tracing::info!(%posture, "sandbox enforced"),
+        None => tracing::warn!(%posture, "sandbox not enforced"),
+    }
+}
 
 /// How long the start-up probe may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -26,7 +37,12 @@ pub struct Sandbox {
     drop_to: Option<(u32, u32)>,
     /// Absolute `data_dir`.
     data_dir: PathBuf,
-    posture: Posture,
+    /// What is enforced, once the probe has reported.
+    posture: OnceLock<Posture>,
+    /// The probe, running in a thread of its own from `new` on: it execs this binary, which
+    /// costs milliseconds a start need not wait for while it opens the database. The first
+    /// reader of the posture waits for it.
+    probing: Mutex<Option<JoinHandle<Posture>>>,
 }
 
 impl Sandbox {
@@ -42,27 +58,66 @@ impl Sandbox {
             Some(path) => Ok(path.clone()),
             None => std::env::current_exe().map_err(|e| format!("no supervisor binary: {e}")),
         };
-        let mut sandbox = Self {
+        let sandbox = Self {
             config: config.clone(),
             exe,
             drop_to: root.then_some((config.uid, config.gid)),
             data_dir: std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf()),
-            posture: Posture::unavailable(config.mode, config.network.clone(), String::new()),
+            posture: OnceLock::new(),
+            probing: Mutex::new(None),
         };
-        sandbox.posture = sandbox.probe();
-        match sandbox.posture.disabled_reason() {
-            Some(reason) => tracing::error!(posture = %sandbox.posture, "sandbox: {reason}"),
-            None if config.mode == Mode::Enforce => {
-                tracing::info!(posture = %sandbox.posture, "sandbox enforced")
+        let prober = sandbox.detached();
+        let probing = std::thread::Builder::new()
+            .name("sandbox-probe".into())
+            .spawn(move || {
+                let posture = prober.probe();
+                log_posture(&posture);
+                posture
+            });
+        match probing {
+            Ok(handle) => *sandbox.probing.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle),
+            Err(err) => {
+                let posture = sandbox.unavailable(format!("cannot start the probe: {err}"));
+                log_posture(&posture);
+                let _ = sandbox.posture.set(posture);
             }
-            None => tracing::warn!(posture = %sandbox.posture, "sandbox not enforced"),
         }
         sandbox
     }
 
+    /// A copy of the settings, without the posture, for the probe thread.
+    fn detached(&self) -> Self {
+        Self {
+            config: self.config.clone(),
+            exe: self.exe.clone(),
+            drop_to: self.drop_to,
+            data_dir: self.data_dir.clone(),
+            posture: OnceLock::new(),
+            probing: Mutex::new(None),
+        }
+    }
+
+    /// The posture for when the probe could not run, with why.
+    fn unavailable(&self, reason: String) -> Posture {
+        Posture::unavailable(self.config.mode, self.config.network.clone(), reason)
+    }
+
     /// What is enforced on this host.
     pub fn posture(&self) -> &Posture {
-        &self.posture
+        self.posture.get_or_init(|| {
+            let handle = self
+                .probing
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            match handle.map(JoinHandle::join) {
+                Some(Ok(posture)) => posture,
+                Some(Err(_)) => self.unavailable("the probe thread panicked".into()),
+                // Another reader took the handle and is joining it; `get_or_init` makes this
+                // reader wait for that one, so this arm only runs if that reader panicked.
+                None => self.unavailable("the probe was lost".into()),
+            }
+        })
     }
 
     /// The owner files in workspaces must have (the sandbox user, when the gateway is root).
@@ -75,12 +130,12 @@ impl Sandbox {
         let mut out = Vec::new();
         if self.config.mode == Mode::Off {
             out.push("[sandbox] mode = \"off\": tool processes run unconfined".to_owned());
-        } else if let Some(reason) = self.posture.disabled_reason() {
+        } else if let Some(reason) = self.posture().disabled_reason() {
             out.push(reason);
-        } else if !self.posture.missing.is_empty() {
+        } else if !self.posture().missing.is_empty() {
             out.push(format!(
                 "[sandbox] mode = \"best_effort\" runs without: {}",
-                self.posture.missing.join("; ")
+                self.posture().missing.join("; ")
             ));
         }
         out
@@ -103,9 +158,7 @@ impl Sandbox {
 
     /// Apply every layer in a throwaway child and read back what held.
     fn probe(&self) -> Posture {
-        let unavailable = |reason: String| {
-            Posture::unavailable(self.config.mode, self.config.network.clone(), reason)
-        };
+        let unavailable = |reason: String| self.unavailable(reason);
         let exe = match &self.exe {
             Ok(exe) => exe.clone(),
             Err(reason) => return unavailable(reason.clone()),
@@ -173,7 +226,7 @@ impl Sandbox {
         workspace: &Path,
         command: &str,
     ) -> Result<tokio::process::Command, String> {
-        if let Some(reason) = self.posture.disabled_reason() {
+        if let Some(reason) = self.posture().disabled_reason() {
             return Err(reason);
         }
         let exe = self.exe.as_ref().map_err(Clone::clone)?;
