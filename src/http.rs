@@ -126,9 +126,9 @@ async fn readyz(State(state): State<HealthState>) -> impl IntoResponse {
     // The start-up probe may still be running: wait for it off the runtime's threads.
     let sandbox = Arc::clone(&state.sandbox);
     let posture = tokio::task::spawn_blocking(move || crate::sandbox::readyz_check(&sandbox));
-    checks.push(posture.await.unwrap_or_else(|_| {
-        json!({"name": "sandbox", "ok": false, "detail": "the posture probe failed"})
-    }));
+    checks.push(posture.await.unwrap_or_else(
+        |_| json!({"name": "sandbox", "ok": false, "detail": "the posture probe failed"}),
+    ));
     for (name, health) in state.channels.health() {
         ready &= health.ready;
         let last_ok = health
