@@ -4,7 +4,7 @@
 //! lapses, or a renewal finds the lease taken, [`Held::lost`] fires and the actor stops
 //! before the database would give the conversation to another replica.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use switchboard_channel::ConversationKey;
 use tokio::time::Instant;
@@ -54,11 +54,12 @@ impl Leases {
         };
         self.count("lease_acquired");
         let lost = CancellationToken::new();
+        let trusted_until = Arc::new(Mutex::new(started + self.config.trust()));
         let renewer = tokio::spawn(renew(
             Arc::clone(&self.store),
             (key.clone(), self.owner.clone(), epoch),
             self.config,
-            started + self.config.trust(),
+            Arc::clone(&trusted_until),
             lost.clone(),
         ));
         Ok(Some(Held {
@@ -66,6 +67,7 @@ impl Leases {
             owner: self.owner.clone(),
             epoch,
             lost,
+            trusted_until,
             renewer,
             store: Arc::clone(&self.store),
         }))
@@ -84,6 +86,11 @@ pub struct Held {
     epoch: i64,
     /// Fired when the lease can no longer be trusted.
     lost: CancellationToken,
+    /// The end of the trust window, moved on by each successful renewal. Checked on this
+    /// process's own monotonic clock, so a process that was paused (`SIGSTOP`) sees the
+    /// window lapsed the moment it runs again, before its renewal task has had a turn.
+    /// A std Mutex: held only to copy or set an `Instant`.
+    trusted_until: Arc<Mutex<Instant>>,
     /// The background renewal, stopped on release.
     renewer: tokio::task::JoinHandle<()>,
     store: Arc<dyn Store>,
@@ -98,6 +105,29 @@ impl Held {
     /// Fires when the lease is lost (taken over, or not renewed within the trust window).
     pub fn lost(&self) -> &CancellationToken {
         &self.lost
+    }
+
+    /// Whether the lease may still be trusted now.
+    pub fn trusted(&self) -> bool {
+        !self.lost.is_cancelled() && Instant::now() < self.deadline()
+    }
+
+    /// Resolves once the lease can no longer be trusted (lost, or its window lapsed).
+    pub async fn lapsed(&self) {
+        loop {
+            let deadline = self.deadline();
+            tokio::select! {
+                () = self.lost.cancelled() => return,
+                () = tokio::time::sleep_until(deadline) => {}
+            }
+            if Instant::now() >= self.deadline() {
+                return;
+            }
+        }
+    }
+
+    fn deadline(&self) -> Instant {
+        *self.trusted_until.lock().expect("poisoned")
     }
 
     /// Stop renewing and give the lease up (telling other replicas when events wait).
@@ -128,20 +158,27 @@ async fn renew(
     store: Arc<dyn Store>,
     (key, owner, epoch): (ConversationKey, String, i64),
     config: ClusterConfig,
-    mut trusted_until: Instant,
+    trusted_until: Arc<Mutex<Instant>>,
     lost: CancellationToken,
 ) {
     loop {
         tokio::time::sleep(config.renew()).await;
         let started = Instant::now();
+        let deadline = *trusted_until.lock().expect("poisoned");
         let renewal = store.renew_conversation(&key, &owner, epoch, config.lease_ttl());
-        match tokio::time::timeout_at(trusted_until, renewal).await {
-            Ok(Ok(true)) => trusted_until = started + config.trust(),
+        match tokio::time::timeout_at(deadline, renewal).await {
+            Ok(Ok(true)) if Instant::now() < deadline => {
+                *trusted_until.lock().expect("poisoned") = started + config.trust();
+            }
+            Ok(Ok(true)) => {
+                tracing::warn!(%key, epoch, "conversation lease renewed too late to trust; stopping");
+                break;
+            }
             Ok(Ok(false)) => {
                 tracing::warn!(%key, epoch, "conversation lease was taken over; stopping");
                 break;
             }
-            Ok(Err(err)) if Instant::now() < trusted_until => {
+            Ok(Err(err)) if Instant::now() < deadline => {
                 tracing::warn!(%key, error = %err, "could not renew a conversation lease; retrying");
             }
             Ok(Err(_)) | Err(_) => {

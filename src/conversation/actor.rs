@@ -60,11 +60,7 @@ async fn drain(
             }
         },
     };
-    let lost = held
-        .as_ref()
-        .map_or_else(CancellationToken::new, |h| h.lost().clone());
-    let epoch = held.as_ref().map_or(0, Held::epoch);
-    claim_and_run(deps, key, current, epoch, &lost).await;
+    claim_and_run(deps, key, current, held.as_ref()).await;
     if let Some(held) = held {
         held.release().await;
     }
@@ -76,11 +72,11 @@ async fn claim_and_run(
     deps: &Deps,
     key: &ConversationKey,
     current: &Mutex<Option<CancellationToken>>,
-    epoch: i64,
-    lost: &CancellationToken,
+    held: Option<&Held>,
 ) {
+    let epoch = held.map_or(0, Held::epoch);
     let mut store_failures = 0u32;
-    while !deps.lifecycle.draining().is_cancelled() && !lost.is_cancelled() {
+    while !deps.lifecycle.draining().is_cancelled() && held.is_none_or(Held::trusted) {
         // While a turn waits for an approval, only control events (buttons, /stop,
         // /approve, /deny) are taken; messages wait behind it in order.
         // A failure of either read is retried below like any claim failure, so a database
@@ -118,19 +114,30 @@ async fn claim_and_run(
         let token = deps.lifecycle.turn_token();
         *current.lock().expect("poisoned") = Some(token.clone());
         let ended = tokio::select! {
-            ended = turn::process(deps, row, token) => ended,
-            () = lost.cancelled() => {
+            // Checked first, so a process resumed after a pause drops the turn before it
+            // takes another step.
+            biased;
+            () = lapsed(held) => {
                 // Whatever the dropped turn was sending may or may not have arrived.
                 tracing::warn!(%key, epoch, "conversation lease lost mid-turn; the turn is dropped");
                 count(deps, "unknown_outcome");
                 turn::Ended::Fenced
             }
+            ended = turn::process(deps, row, token) => ended,
         };
         current.lock().expect("poisoned").take();
         if ended == turn::Ended::Fenced {
             count(deps, "lease_lost");
             return;
         }
+    }
+}
+
+/// Resolves when `held` can no longer be trusted; never without a lease.
+async fn lapsed(held: Option<&Held>) {
+    match held {
+        Some(held) => held.lapsed().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -179,3 +179,54 @@ async fn a_replica_shutting_down_hands_its_conversation_to_another_at_once() {
     b.shutdown().await;
     drop_postgres(&db).await;
 }
+
+#[tokio::test]
+async fn a_replica_that_loses_its_lease_mid_turn_drops_the_turn_without_writing() {
+    use sqlx::Connection;
+    let Some(db) = postgres_url().await else {
+        return;
+    };
+    let (llm, dir) = (FakeLlm::start().await, tempfile::tempdir().unwrap());
+    let channel = FakeChannel::new("fake");
+    llm.push(Reply::Stall(Duration::from_secs(60)));
+    let a = replica(&db, &llm, dir.path(), "a", &channel).await;
+    let chat = key("lost");
+    channel
+        .say_with_id(&chat, "u1", "still there", "l-1")
+        .await
+        .unwrap();
+    let typing = channel.wait_until(WAIT, |c| c.iter().any(|c| c.op == Op::Typing));
+    assert!(typing.await, "replica a runs the turn");
+    // Another owner takes the conversation (as after a partition): a's next renewal is
+    // refused and its stalled turn is dropped where it stands.
+    let mut sql = sqlx::PgConnection::connect(&db).await.unwrap();
+    sqlx::query(
+        "UPDATE conversation_leases SET owner = 'intruder', epoch = epoch + 1, \
+         lease_until = lease_until + 600000 WHERE key = 'fake:lost'",
+    )
+    .execute(&mut sql)
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(channel.writes().is_empty(), "a wrote nothing");
+    assert!(a.store().history(&chat, 10).await.unwrap().is_empty());
+    // The intruder gives the conversation up: a takes it over again at once (its dropped
+    // turn no longer occupies the actor) and answers exactly once.
+    sqlx::query("UPDATE conversation_leases SET lease_until = 0 WHERE key = 'fake:lost'")
+        .execute(&mut sql)
+        .await
+        .unwrap();
+    sqlx::query("SELECT pg_notify('switchboard_inbox', 'fake:lost')")
+        .execute(&mut sql)
+        .await
+        .unwrap();
+    let answer = ["You said: still there".to_owned()];
+    wait_answers(&[&channel], &chat, &answer).await;
+    wait_inbox_idle(&a.store()).await;
+    let lease = a.store().conversation_lease(&chat).await.unwrap().unwrap();
+    assert_eq!(lease.owner, "a");
+    assert!(lease.epoch >= 3, "a took it back with a later epoch");
+    drop(sql);
+    a.shutdown().await;
+    drop_postgres(&db).await;
+}
