@@ -117,10 +117,12 @@ impl Gateway {
         let (deps, expiries) = self.parts(Arc::clone(&store), toolbox, &shutdown)?;
         let deps = Arc::new(deps);
         let turns = TaskTracker::new();
+        let background = TaskTracker::new();
         let registry = Registry::new(Arc::clone(&deps), turns.clone());
         let sink: Arc<dyn EventSink> = Inbox::new(Arc::clone(&registry));
+        let url = &config.gateway.database_url;
+        crate::cluster::start(&registry, url, config.cluster, &background, &shutdown);
 
-        let background = TaskTracker::new();
         let routes = self.channels.start_all(&sink, &background, &shutdown);
         deps.approvals.rearm().await?;
         background.spawn(expiries.run(Arc::clone(&sink), shutdown.child_token()));
@@ -207,13 +209,7 @@ impl Gateway {
             min_interval: Duration::from_millis(config.streaming.progress_min_interval_ms),
         };
         let outbound = Outbound::new(&self.channels, Arc::new(Governor::new()), scrubber, draft);
-        let lifecycle = Lifecycle::new(
-            config.gateway.instance_id.clone(),
-            Duration::from_secs(config.gateway.inbox_lease_secs),
-            Duration::from_secs(config.gateway.conversation_idle_secs.max(1)),
-            self.clock.clone(),
-            shutdown,
-        );
+        let lifecycle = self.lifecycle(&store, &metrics, shutdown);
         let deps = Deps {
             store,
             access,
@@ -229,6 +225,35 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// Leases and shutdown for the actors; conversation leases when replicas share the
+    /// database.
+    fn lifecycle(
+        &self,
+        store: &Arc<dyn Store>,
+        metrics: &Arc<Metrics>,
+        shutdown: &CancellationToken,
+    ) -> Lifecycle {
+        let gateway = &self.config.gateway;
+        let owner = crate::cluster::instance_id(gateway.instance_id.as_deref(), store.shared());
+        let lifecycle = Lifecycle::new(
+            owner.clone(),
+            Duration::from_secs(gateway.inbox_lease_secs),
+            Duration::from_secs(gateway.conversation_idle_secs.max(1)),
+            self.clock.clone(),
+            shutdown,
+        );
+        if !store.shared() {
+            return lifecycle;
+        }
+        let (store, metrics) = (Arc::clone(store), Arc::clone(metrics));
+        lifecycle.with_leases(crate::cluster::Leases::new(
+            store,
+            owner,
+            self.config.cluster,
+            metrics,
+        ))
+    }
+
     /// The scheduling service the `schedule` tool, the chat commands and the ticker share.
     fn schedules(&self, store: &Arc<dyn Store>) -> Arc<Schedules> {
         let settings = self.config.scheduler.clone();
@@ -302,6 +327,7 @@ impl RunningGateway {
             self.registry.deps().lifecycle.abort();
             let _ = tokio::time::timeout(ABORT_GRACE, self.turns.wait()).await;
         }
+        crate::cluster::leave(&self.registry).await;
         self.background.close();
         let _ = tokio::time::timeout(ABORT_GRACE, self.background.wait()).await;
         tracing::info!("gateway stopped");

@@ -9,6 +9,7 @@ mod approval_store;
 mod approvals;
 mod audit;
 mod budget;
+mod cluster;
 mod config;
 mod db_faults;
 mod docker_image;

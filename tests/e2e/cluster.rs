@@ -1,0 +1,5 @@
+//! Several replicas on one PostgreSQL, in one test process: the store's leases and fencing
+//! (on both databases), and two in-process gateways sharing one database.
+
+mod replicas;
+mod store;

@@ -1,0 +1,232 @@
+//! Two gateways in one test process on one PostgreSQL database, each with its own fake
+//! channel object (both named `fake`, as two replicas behind one platform): an event is
+//! answered exactly once wherever it arrives, a `NOTIFY` wakes a replica that did not store
+//! the event, and a replica shutting down hands its conversation over at once. The fallback
+//! poll is set far beyond every wait here, so only a `NOTIFY` can explain a prompt answer.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard::RunningGateway;
+use switchboard::config::EnvString;
+use switchboard::ids::InboxKind;
+use switchboard::provider::Role;
+use switchboard::store;
+use switchboard_channel::{ChannelEvent, ConversationKey, Delivery, Inbound, UserRef};
+use switchboard_standins::{FakeChannel, FakeLlm, Op, Reply};
+
+use crate::helpers::{
+    WAIT, drop_postgres, key, postgres_url, start, test_config, wait_inbox_idle, wall_ms,
+};
+
+/// Short leases, a fallback poll no test waits for.
+const CLUSTER: &str =
+    "[cluster]\nlease_ttl_ms = 3000\nrenew_ms = 500\nheartbeat_ms = 500\npoll_ms = 600000\n";
+
+async fn replica(
+    db: &str,
+    llm: &FakeLlm,
+    dir: &Path,
+    name: &str,
+    channel: &Arc<FakeChannel>,
+) -> RunningGateway {
+    let mut config = test_config(&llm.openai_url(), dir, CLUSTER);
+    config.gateway.database_url = EnvString(db.to_owned());
+    config.gateway.instance_id = Some(name.into());
+    start(&config, channel).await
+}
+
+/// Every visible answer for `chat` on both channel objects.
+fn answers(channels: &[&Arc<FakeChannel>], chat: &ConversationKey) -> Vec<String> {
+    channels.iter().flat_map(|c| c.transcript(chat)).collect()
+}
+
+/// Wait until the answers for `chat` on both channel objects are exactly `expected`.
+async fn wait_answers(channels: &[&Arc<FakeChannel>], chat: &ConversationKey, expected: &[String]) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while answers(channels, chat) != expected {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out; answers so far: {:#?}",
+            answers(channels, chat)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn events_spread_over_two_replicas_are_answered_exactly_once_in_order() {
+    let Some(db) = postgres_url().await else {
+        return;
+    };
+    let (llm, dir) = (FakeLlm::start().await, tempfile::tempdir().unwrap());
+    let (ca, cb) = (FakeChannel::new("fake"), FakeChannel::new("fake"));
+    let a = replica(&db, &llm, dir.path(), "a", &ca).await;
+    let b = replica(&db, &llm, dir.path(), "b", &cb).await;
+    let chat = key("spread");
+    for i in 0..6 {
+        let channel = if i % 2 == 0 { &ca } else { &cb };
+        let (text, id) = (format!("m{i}"), format!("ev-{i}"));
+        channel.say_with_id(&chat, "u1", &text, &id).await.unwrap();
+    }
+    // One platform event delivered to both replicas at once.
+    let (x, y) = tokio::join!(
+        ca.say_with_id(&chat, "u1", "m6", "ev-6"),
+        cb.say_with_id(&chat, "u1", "m6", "ev-6")
+    );
+    let mut deliveries = [x.unwrap(), y.unwrap()];
+    deliveries.sort_by_key(|d| format!("{d:?}"));
+    assert_eq!(deliveries, [Delivery::Duplicate, Delivery::Stored]);
+    let mut expected: Vec<String> = (0..7).map(|i| format!("You said: m{i}")).collect();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let mut all = answers(&[&ca, &cb], &chat);
+        all.sort();
+        expected.sort();
+        if all == expected {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "answers: {all:#?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    wait_inbox_idle(&a.store()).await;
+    let all = answers(&[&ca, &cb], &chat);
+    for i in 0..7 {
+        let expected = format!("You said: m{i}");
+        let times = all.iter().filter(|t| **t == expected).count();
+        assert_eq!(times, 1, "m{i} answered once: {all:#?}");
+    }
+    let history = a.store().history(&chat, 100).await.unwrap();
+    let asked: Vec<&str> = history
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(asked, ["m0", "m1", "m2", "m3", "m4", "m5", "m6"]);
+    a.shutdown().await;
+    b.shutdown().await;
+    drop_postgres(&db).await;
+}
+
+#[tokio::test]
+async fn an_event_stored_elsewhere_wakes_a_replica_through_notify() {
+    let Some(db) = postgres_url().await else {
+        return;
+    };
+    let (llm, dir) = (FakeLlm::start().await, tempfile::tempdir().unwrap());
+    let (ca, cb) = (FakeChannel::new("fake"), FakeChannel::new("fake"));
+    let a = replica(&db, &llm, dir.path(), "a", &ca).await;
+    let b = replica(&db, &llm, dir.path(), "b", &cb).await;
+    // Stored by a third writer (as a webhook on another replica would): no local wake-up.
+    let writer = store::connect(&db).await.unwrap();
+    let chat = key("notify");
+    let event = ChannelEvent::Message(Inbound {
+        key: chat.clone(),
+        event_id: "elsewhere-1".into(),
+        user: UserRef {
+            id: "u1".into(),
+            name: None,
+        },
+        text: "wake up".into(),
+        place: switchboard_channel::Place::Direct,
+    });
+    writer
+        .insert_event(&event, InboxKind::Message, wall_ms())
+        .await
+        .unwrap();
+    wait_answers(&[&ca, &cb], &chat, &["You said: wake up".to_owned()]).await;
+    a.shutdown().await;
+    b.shutdown().await;
+    drop_postgres(&db).await;
+}
+
+#[tokio::test]
+async fn a_replica_shutting_down_hands_its_conversation_to_another_at_once() {
+    let Some(db) = postgres_url().await else {
+        return;
+    };
+    let (llm, dir) = (FakeLlm::start().await, tempfile::tempdir().unwrap());
+    // One platform: both replicas post to (and edit on) the same channel stand-in; events
+    // reach whichever replica started last.
+    let channel = FakeChannel::new("fake");
+    llm.push(Reply::Stall(Duration::from_secs(30)));
+    let a = replica(&db, &llm, dir.path(), "a", &channel).await;
+    let chat = key("handover");
+    channel
+        .say_with_id(&chat, "u1", "are you there", "h-1")
+        .await
+        .unwrap();
+    let typing = channel.wait_until(WAIT, |c| c.iter().any(|c| c.op == Op::Typing));
+    assert!(typing.await, "replica a runs the turn");
+    let b = replica(&db, &llm, dir.path(), "b", &channel).await;
+    let lease = b.store().conversation_lease(&chat).await.unwrap().unwrap();
+    assert_eq!((lease.owner.as_str(), lease.live), ("a", true));
+    // Grace is 1 s: a's turn is handed back and its lease given up with a NOTIFY; b takes
+    // over at once (the fallback poll is minutes away) and edits the message a posted.
+    a.shutdown().await;
+    let answer = ["You said: are you there".to_owned()];
+    wait_answers(&[&channel], &chat, &answer).await;
+    let sends = channel.writes().iter().filter(|c| c.op == Op::Send).count();
+    assert_eq!(
+        sends, 1,
+        "one message, edited by the replica that took over"
+    );
+    let lease = b.store().conversation_lease(&chat).await.unwrap().unwrap();
+    assert_eq!(lease.owner, "b");
+    assert!(lease.epoch >= 2, "b took over with a later epoch");
+    wait_inbox_idle(&b.store()).await;
+    b.shutdown().await;
+    drop_postgres(&db).await;
+}
+
+#[tokio::test]
+async fn a_replica_that_loses_its_lease_mid_turn_drops_the_turn_without_writing() {
+    use sqlx::Connection;
+    let Some(db) = postgres_url().await else {
+        return;
+    };
+    let (llm, dir) = (FakeLlm::start().await, tempfile::tempdir().unwrap());
+    let channel = FakeChannel::new("fake");
+    llm.push(Reply::Stall(Duration::from_secs(60)));
+    let a = replica(&db, &llm, dir.path(), "a", &channel).await;
+    let chat = key("lost");
+    channel
+        .say_with_id(&chat, "u1", "still there", "l-1")
+        .await
+        .unwrap();
+    let typing = channel.wait_until(WAIT, |c| c.iter().any(|c| c.op == Op::Typing));
+    assert!(typing.await, "replica a runs the turn");
+    // Another owner takes the conversation (as after a partition): a's next renewal is
+    // refused and its stalled turn is dropped where it stands.
+    let mut sql = sqlx::PgConnection::connect(&db).await.unwrap();
+    sqlx::query(
+        "UPDATE conversation_leases SET owner = 'intruder', epoch = epoch + 1, \
+         lease_until = lease_until + 600000 WHERE key = 'fake:lost'",
+    )
+    .execute(&mut sql)
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(channel.writes().is_empty(), "a wrote nothing");
+    assert!(a.store().history(&chat, 10).await.unwrap().is_empty());
+    // The intruder gives the conversation up: a takes it over again at once (its dropped
+    // turn no longer occupies the actor) and answers exactly once.
+    sqlx::query("UPDATE conversation_leases SET lease_until = 0 WHERE key = 'fake:lost'")
+        .execute(&mut sql)
+        .await
+        .unwrap();
+    sqlx::query("SELECT pg_notify('switchboard_inbox', 'fake:lost')")
+        .execute(&mut sql)
+        .await
+        .unwrap();
+    let answer = ["You said: still there".to_owned()];
+    wait_answers(&[&channel], &chat, &answer).await;
+    wait_inbox_idle(&a.store()).await;
+    let lease = a.store().conversation_lease(&chat).await.unwrap().unwrap();
+    assert_eq!(lease.owner, "a");
+    assert!(lease.epoch >= 3, "a took it back with a later epoch");
+    drop(sql);
+    a.shutdown().await;
+    drop_postgres(&db).await;
+}
