@@ -176,6 +176,8 @@ impl Gateway {
             history_limit: config.agent.history_limit,
             max_iterations: config.agent.max_tool_iterations,
             native_tools: config.provider.native_tools,
+            vision: config.provider.vision,
+            transcription: config.transcription.clone(),
             memory: config.memory.clone(),
             budgets: config.budgets,
         };
