@@ -218,7 +218,7 @@ fn save(
 /// The size of the regular file `rel` in the workspace, when it is there.
 fn saved_size(dir: &WorkspaceDir, rel: &str) -> Option<u64> {
     let meta = std::fs::symlink_metadata(dir.path().join(rel)).ok()?;
-    meta.is_file().then(|| meta.len())
+    meta.is_file().then_some(meta.len())
 }
 
 fn is_image(file: &Attachment) -> bool {

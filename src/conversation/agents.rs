@@ -40,6 +40,23 @@ pub struct TurnSettings {
     pub budgets: crate::config::budgets::BudgetsConfig,
 }
 
+impl TurnSettings {
+    /// The settings `[agent]`, `[provider]`, `[memory]`, `[budgets]` and `[transcription]`
+    /// give.
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        Self {
+            system_prompt: config.agent.system_prompt.clone(),
+            history_limit: config.agent.history_limit,
+            max_iterations: config.agent.max_tool_iterations,
+            native_tools: config.provider.native_tools,
+            vision: config.provider.vision,
+            transcription: config.transcription.clone(),
+            memory: config.memory.clone(),
+            budgets: config.budgets,
+        }
+    }
+}
+
 /// The memory tools' names (offered when memory is enabled).
 const MEMORY_TOOL_NAMES: &[&str] = &["memory_store", "memory_recall", "memory_forget"];
 

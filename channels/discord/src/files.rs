@@ -52,7 +52,28 @@ impl RestApi {
             .url
             .as_deref()
             .ok_or_else(|| FileError::Gone("no attachment url".into()))?;
+        if !self.trusted_file_host(url) {
+            return Err(FileError::Forbidden(
+                "the attachment URL is not on Discord's CDN".into(),
+            ));
+        }
         read_capped(self.http.get(url), max_bytes).await
+    }
+
+    /// Whether `url` is on Discord's CDN (or on the configured `api_url`'s host: a proxy or
+    /// a test stand-in), so the gateway fetches nothing a crafted URL points at.
+    fn trusted_file_host(&self, url: &str) -> bool {
+        let host = |u: &str| {
+            reqwest::Url::parse(u)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+        };
+        match (host(url), host(&self.base)) {
+            (Some(file), Some(api)) => {
+                file == api || file == "cdn.discordapp.com" || file == "media.discordapp.net"
+            }
+            _ => false,
+        }
     }
 
     /// Post `file` (with its caption as content) in `key`'s channel or thread.
@@ -66,7 +87,7 @@ impl RestApi {
                 limit: MAX_UPLOAD_BYTES as u64,
             });
         }
-        let boundary = format!("switchboard-{}", std::process::id());
+        let boundary = boundary_for(&file.bytes);
         let caption: String = file.caption.chars().take(MAX_CONTENT_CHARS).collect();
         let payload = serde_json::json!({
             "content": caption,
@@ -96,6 +117,17 @@ impl RestApi {
         let id = reply["id"].as_str().unwrap_or_default();
         Ok(MessageRef::new(id))
     }
+}
+
+/// A multipart boundary that does not occur in `bytes` (the part would end early if it did).
+fn boundary_for(bytes: &[u8]) -> String {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    (0u32..)
+        .map(|n| format!("switchboard-{seed:x}-{n}"))
+        .find(|b| !bytes.windows(b.len()).any(|w| w == b.as_bytes()))
+        .unwrap_or_default()
 }
 
 /// A `multipart/form-data` body: the JSON payload, then the file as `files[0]`.

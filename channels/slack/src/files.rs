@@ -60,7 +60,28 @@ impl WebApi {
             .url
             .as_deref()
             .ok_or_else(|| FileError::Gone("no url_private".into()))?;
+        if !self.trusted_file_host(url) {
+            return Err(FileError::Forbidden(
+                "url_private is not on Slack; the bot token is not sent there".into(),
+            ));
+        }
         read_capped(self.http.get(url).bearer_auth(&self.token), max_bytes).await
+    }
+
+    /// Whether the bot token may be sent to `url`: a Slack host (`files.slack.com`), or the
+    /// host of the configured `api_url` (a self-hosted proxy or a test stand-in).
+    fn trusted_file_host(&self, url: &str) -> bool {
+        let host = |u: &str| {
+            reqwest::Url::parse(u)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+        };
+        match (host(url), host(&self.base)) {
+            (Some(file), Some(api)) => {
+                file == api || file == "slack.com" || file.ends_with(".slack.com")
+            }
+            _ => false,
+        }
     }
 
     /// Upload `file` and share it in `key` (in its thread, when there is one).
@@ -161,5 +182,15 @@ mod tests {
             Some("https://files.slack.test/F1/chart.png")
         );
         assert_eq!(refs[1].kind, AttachmentKind::Voice);
+    }
+
+    #[test]
+    fn the_bot_token_goes_only_to_slack_or_the_configured_api_host() {
+        let api = WebApi::new("slack", "https://slack.com/api", "xoxb-test-fake");
+        assert!(api.trusted_file_host("https://files.slack.com/files-pri/T1-F1/a.png"));
+        assert!(!api.trusted_file_host("https://files.slack.com.evil.test/a.png"));
+        assert!(!api.trusted_file_host("http://127.0.0.1:9/a.png"));
+        let local = WebApi::new("slack", "http://127.0.0.1:4000/api", "xoxb-test-fake");
+        assert!(local.trusted_file_host("http://127.0.0.1:4000/files-pri/F1/a.png"));
     }
 }

@@ -3,6 +3,7 @@
 //! refused clearly above the limit, and processed once across a restart.
 
 mod discord;
+mod providers;
 mod slack;
 mod telegram;
 

@@ -27,7 +27,7 @@ pub fn pdf_with_text(text: &str, min_len: usize) -> Vec<u8> {
     let xref = pdf.len();
     let mut table = format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1);
     for offset in offsets {
-        let _ = write!(table, "{offset:010} 00000 n \n");
+        let _ = writeln!(table, "{offset:010} 00000 n ");
     }
     let _ = write!(
         table,
