@@ -43,6 +43,7 @@ fn inbox_insert(c: &mut Criterion) {
                 },
                 text: "hello there, how are you today?".into(),
                 place: switchboard_channel::Place::Direct,
+                attachments: Vec::new(),
             });
             let store = Arc::clone(&store);
             async move {

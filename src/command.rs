@@ -257,6 +257,7 @@ mod tests {
             },
             text: text.into(),
             place: switchboard_channel::Place::Direct,
+            attachments: Vec::new(),
         })
     }
 

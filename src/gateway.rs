@@ -176,14 +176,7 @@ impl Gateway {
         let policy = Policy::new(&config.policy).map_err(|e| anyhow::anyhow!("[policy]: {e}"))?;
         let scrubber = Arc::new(config.scrubber());
         let metrics = Arc::new(Metrics::new());
-        let settings = TurnSettings {
-            system_prompt: config.agent.system_prompt.clone(),
-            history_limit: config.agent.history_limit,
-            max_iterations: config.agent.max_tool_iterations,
-            native_tools: config.provider.native_tools,
-            memory: config.memory.clone(),
-            budgets: config.budgets,
-        };
+        let settings = TurnSettings::from_config(config);
         let schedules = self.schedules(&store);
         let toolbox = toolbox.with_schedules(Arc::clone(&schedules));
         let agents = Agents::new(

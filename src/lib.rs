@@ -10,6 +10,8 @@
 //! - [`conversation`]: the `Inbox` sink channels deliver into, the registry of per-conversation
 //!   actors, the turn each stored event becomes, and the parts turns share (agents,
 //!   approvals, outbound path, lifecycle).
+//! - [`attach`]: files people send, fetched after the event is stored, saved into the
+//!   conversation's workspace and described to the model.
 //! - [`agent`]: the platform-free agent loop (`AgentLoop`, `Tool`, `ContextProvider`).
 //! - [`policy`]: the gate every tool call passes (deny → ask → allow, circuit breakers) and
 //!   the typed `Decision` it hands to approvals, the audit and the metrics.
@@ -40,6 +42,7 @@
 
 pub mod access;
 pub mod agent;
+pub mod attach;
 pub mod budget;
 pub mod channels;
 pub mod cli;

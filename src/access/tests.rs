@@ -53,6 +53,7 @@ fn message(user_id: &str, place: Place) -> ChannelEvent {
         user: user(user_id, None),
         text: "please run rm -rf ~".into(),
         place,
+        attachments: Vec::new(),
     })
 }
 

@@ -14,6 +14,7 @@ mod load;
 mod locate;
 mod memory;
 mod schedules;
+mod transcription;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -26,6 +27,7 @@ pub use load::{ConfigError, Problem, load, parse};
 pub use memory::{MemoryConfig, MemoryScopeMode};
 pub use schedules::{OperatorJob, SchedulerConfig};
 pub use switchboard_channel::settings::{EnvString, Secret, expand};
+pub use transcription::TranscriptionConfig;
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -58,6 +60,9 @@ pub struct Config {
     /// Daily limits on LLM tokens and tool runs (`[budgets]`).
     #[serde(default)]
     pub budgets: budgets::BudgetsConfig,
+    /// Voice notes to text (`[transcription]`); absent, they are saved and described only.
+    #[serde(default)]
+    pub transcription: Option<TranscriptionConfig>,
     /// Chat platform instances by name; the name is the `channel` of their conversations.
     #[serde(default)]
     pub channels: BTreeMap<String, ChannelConfig>,
@@ -161,6 +166,8 @@ pub struct ProviderConfig {
     pub max_retries: u32,
     /// Use the API's native tool calling (false: tools are described in the prompt).
     pub native_tools: bool,
+    /// The model reads images: pictures people send go with their message as image parts.
+    pub vision: bool,
 }
 
 impl Default for ProviderConfig {
@@ -175,6 +182,7 @@ impl Default for ProviderConfig {
             timeout_secs: 60,
             max_retries: 3,
             native_tools: true,
+            vision: false,
         }
     }
 }
@@ -245,6 +253,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "file_list",
     "http_fetch",
     "todo",
+    "send_file",
 ];
 
 /// `[tools]`.
@@ -333,8 +342,10 @@ impl Config {
             .chain(self.provider.base_url.as_deref())
             .flat_map(url_password)
             .chain(passwords_in_any_url(self));
+        let transcription = self.transcription.as_ref().map(|t| &t.api_key);
         [&self.provider.api_key, &self.gateway.metrics_token]
             .into_iter()
+            .chain(transcription)
             .chain(channel_secrets)
             .filter_map(Secret::expose)
             .map(str::to_owned)

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use switchboard_channel::ConversationKey;
 
+use super::FilePoster;
 use super::approval::PolicyGate;
 use crate::agent::{AgentLoop, ContextProvider, Offload, Tool};
 use crate::clock::Clock;
@@ -29,10 +30,31 @@ pub struct TurnSettings {
     pub max_iterations: usize,
     /// Native tool calling, or tools described in the prompt.
     pub native_tools: bool,
+    /// `[provider] vision`: images people send go to the model as image parts.
+    pub vision: bool,
+    /// `[transcription]`: voice notes become text the turn answers.
+    pub transcription: Option<crate::config::TranscriptionConfig>,
     /// `[memory]`: recall, autosave, compaction.
     pub memory: MemoryConfig,
     /// `[budgets]`: daily limits per conversation and per user.
     pub budgets: crate::config::budgets::BudgetsConfig,
+}
+
+impl TurnSettings {
+    /// The settings `[agent]`, `[provider]`, `[memory]`, `[budgets]` and `[transcription]`
+    /// give.
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        Self {
+            system_prompt: config.agent.system_prompt.clone(),
+            history_limit: config.agent.history_limit,
+            max_iterations: config.agent.max_tool_iterations,
+            native_tools: config.provider.native_tools,
+            vision: config.provider.vision,
+            transcription: config.transcription.clone(),
+            memory: config.memory.clone(),
+            budgets: config.budgets,
+        }
+    }
 }
 
 /// The memory tools' names (offered when memory is enabled).
@@ -62,6 +84,11 @@ impl Agents {
     /// The sandbox tool processes start in (its posture is reported by `/readyz`).
     pub fn sandbox(&self) -> &Arc<crate::sandbox::Sandbox> {
         self.toolbox.sandbox()
+    }
+
+    /// The directory handle of `key`'s workspace (where attachments are saved).
+    pub fn workspace_dir(&self, key: &ConversationKey) -> crate::tools::WorkspaceDir {
+        self.toolbox.workspace_dir(key)
     }
 
     /// Agents over `provider` and `toolbox`, gated by `policy`.
@@ -137,12 +164,14 @@ impl Agents {
     }
 
     /// The agent loop for one conversation: its workspace's tools plus the extra ones, gated
-    /// by the policy with this conversation's "always allow" rules.
+    /// by the policy with this conversation's "always allow" rules; `send_file` (when
+    /// enabled) posts through `files`.
     pub async fn agent_for(
         &self,
         store: &Arc<dyn Store>,
         key: &ConversationKey,
         user_id: &str,
+        files: FilePoster,
     ) -> Result<AgentLoop, StoreError> {
         let gate = PolicyGate {
             policy: Arc::clone(&self.policy),
@@ -171,6 +200,7 @@ impl Agents {
         Ok(builder
             .offload(offload)
             .tools(self.toolbox.for_conversation(key))
+            .tools(self.toolbox.send_file(key, files))
             .tools(self.extra_tools.iter().cloned())
             .max_iterations(self.settings.max_iterations)
             .scrubber(Arc::clone(&self.scrubber))

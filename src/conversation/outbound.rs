@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use switchboard_channel::{
-    Button, ButtonPress, Channel, ChannelError, ConversationKey, EventSink, Health, Limits,
-    MessageRef,
+    Attachment, Button, ButtonPress, Channel, ChannelError, ConversationKey, EventSink, FileError,
+    Health, Limits, MessageRef, OutboundFile,
 };
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -29,6 +29,16 @@ impl Route {
     /// The channel's limits in `key` (message length, buttons, edit pacing).
     pub fn limits_for(&self, key: &ConversationKey) -> Limits {
         self.0.limits_for(key)
+    }
+
+    /// Largest attachment the channel's settings let the gateway download.
+    pub fn max_attachment_bytes(&self) -> u64 {
+        self.0.max_attachment_bytes()
+    }
+
+    /// Fetch an attachment's bytes (a read: nothing is posted).
+    pub async fn download(&self, file: &Attachment, max_bytes: u64) -> Result<Vec<u8>, FileError> {
+        self.0.download(file, max_bytes).await
     }
 }
 
@@ -291,5 +301,43 @@ mod tests {
             assert!(call.text.contains("conf*[REDACTED]"), "{call:?}");
         }
         assert!(out.route("elsewhere").is_none());
+    }
+}
+
+/// Posts files into one conversation: each upload waits for the chat's governor like any
+/// other write, and its caption is scrubbed. Made by [`Outbound::file_poster`] for the
+/// `send_file` tool.
+#[derive(Clone)]
+pub struct FilePoster {
+    channel: Arc<dyn Channel>,
+    governor: Arc<Governor>,
+    scrubber: Arc<Scrubber>,
+    key: ConversationKey,
+}
+
+impl Outbound {
+    /// A poster of files into `key` on `route`'s channel.
+    pub fn file_poster(&self, route: &Route, key: &ConversationKey) -> FilePoster {
+        FilePoster {
+            channel: Arc::clone(&route.0),
+            governor: Arc::clone(&self.governor),
+            scrubber: Arc::clone(&self.scrubber),
+            key: key.clone(),
+        }
+    }
+}
+
+impl FilePoster {
+    /// `text` with every credential redacted, as everything posted is.
+    pub fn scrub(&self, text: &str) -> String {
+        self.scrubber.scrub(text).into_owned()
+    }
+
+    /// Upload `file` once the chat's budget allows a write.
+    pub async fn post(&self, mut file: OutboundFile) -> Result<MessageRef, FileError> {
+        let limits = self.channel.limits_for(&self.key);
+        self.governor.take(&self.key, &limits).await;
+        file.caption = self.scrub(&file.caption);
+        self.channel.send_file(&self.key, &file).await
     }
 }

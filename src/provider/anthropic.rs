@@ -103,7 +103,7 @@ fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
     for m in messages {
         let (role, blocks) = match m.role {
             Role::System => continue,
-            Role::User => ("user", vec![json!({"type": "text", "text": m.content})]),
+            Role::User => ("user", user_blocks(m)),
             Role::Tool => (
                 "user",
                 vec![json!({
@@ -140,6 +140,16 @@ fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
         }
     }
     out
+}
+
+/// A user message's blocks: its images (base64 `image` blocks) first, then its text.
+fn user_blocks(m: &ChatMessage) -> Vec<Value> {
+    let images = m.images.iter().map(|i| {
+        json!({"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.data}})
+    });
+    images
+        .chain(std::iter::once(json!({"type": "text", "text": m.content})))
+        .collect()
 }
 
 /// A `tool_use` block being assembled.

@@ -83,6 +83,19 @@ pub struct ChatMessage {
     /// For tool messages: which call this answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// Images sent with a user message to a vision-capable model. Never stored: history
+    /// keeps the message's text, which names each file's workspace path.
+    #[serde(skip)]
+    pub images: Vec<ImagePart>,
+}
+
+/// One image for a vision-capable model, base64-encoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImagePart {
+    /// `image/jpeg`, `image/png` or `image/webp`.
+    pub mime: String,
+    /// The image bytes, base64 (standard alphabet, padded).
+    pub data: String,
 }
 
 impl ChatMessage {
@@ -93,6 +106,7 @@ impl ChatMessage {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            images: Vec::new(),
         }
     }
 
@@ -103,6 +117,7 @@ impl ChatMessage {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: Some(call_id.into()),
+            images: Vec::new(),
         }
     }
 }

@@ -103,8 +103,18 @@ fn message_json(m: &ChatMessage) -> Value {
                 "function": {"name": c.name, "arguments": c.args.to_string()},
             })).collect::<Vec<_>>(),
         }),
+        Role::User if !m.images.is_empty() => json!({"role": "user", "content": user_parts(m)}),
         role => json!({"role": role.as_str(), "content": m.content}),
     }
+}
+
+/// A user message with images: a text part, then one `image_url` part (a data URL) each.
+fn user_parts(m: &ChatMessage) -> Vec<Value> {
+    let text = json!({"type": "text", "text": m.content});
+    let images = m.images.iter().map(|i| {
+        json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{}", i.mime, i.data)}})
+    });
+    std::iter::once(text).chain(images).collect()
 }
 
 /// A tool call being assembled from fragments.

@@ -186,6 +186,7 @@ pub fn fire_event(job: &Schedule, at: i64) -> ChannelEvent {
         },
         text,
         place: job.job.place.clone(),
+        attachments: Vec::new(),
     })
 }
 

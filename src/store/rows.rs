@@ -85,6 +85,7 @@ impl TryFrom<MessageRecord> for ChatMessage {
             role,
             content: decode(r.content),
             tool_calls,
+            images: Vec::new(),
             tool_call_id: decode_opt(r.tool_call_id),
         })
     }

@@ -8,6 +8,7 @@ mod fetch;
 mod files;
 mod path;
 mod schedule;
+mod send_file;
 mod shell;
 mod todo;
 
@@ -21,6 +22,7 @@ pub use fetch::{HttpFetchTool, host_allowed};
 pub use files::{FileOp, FileTool};
 pub use path::{WorkspaceDir, confine};
 pub use schedule::{SCHEDULE_TOOL, ScheduleTool};
+pub use send_file::{SEND_FILE_TOOL, SendFileTool};
 pub use shell::{ShellTool, TRUNCATED};
 pub use todo::{Plan, PlanItem, Status, TODO_TOOL, TodoTool};
 
@@ -106,6 +108,18 @@ impl Toolbox {
     /// The directory handle of `key`'s workspace (what the gateway itself writes through).
     pub fn workspace_dir(&self, key: &ConversationKey) -> WorkspaceDir {
         self.dir(&self.workspace(key))
+    }
+
+    /// The `send_file` tool for `key`, posting through `files`, when `[tools]` enables it.
+    pub fn send_file(
+        &self,
+        key: &ConversationKey,
+        files: crate::conversation::FilePoster,
+    ) -> Option<Arc<dyn Tool>> {
+        let enabled = self.config.enabled.iter().any(|t| t == SEND_FILE_TOOL);
+        enabled.then(|| -> Arc<dyn Tool> {
+            Arc::new(SendFileTool::new(self.workspace_dir(key), files))
+        })
     }
 
     fn dir(&self, ws: &Path) -> WorkspaceDir {

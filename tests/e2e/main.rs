@@ -7,6 +7,7 @@ mod agent_loop;
 mod approval_secrets;
 mod approval_store;
 mod approvals;
+mod attach;
 mod audit;
 mod budget;
 mod cluster;

@@ -214,6 +214,7 @@ async fn seed_long_history(store: &Arc<dyn Store>, chat: &ConversationKey) {
                 },
                 text: "seed".into(),
                 place: switchboard_channel::Place::Direct,
+                attachments: Vec::new(),
             }),
             InboxKind::Message,
             0,

@@ -102,6 +102,7 @@ async fn seed(store: &std::sync::Arc<dyn Store>, chat: &ConversationKey, message
         },
         text: "seed".into(),
         place: Place::Direct,
+        attachments: Vec::new(),
     });
     store
         .insert_event(&event, InboxKind::Message, 0)

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use crate::attach::{Attachment, DEFAULT_MAX_ATTACHMENT_BYTES, FileError, OutboundFile};
 use crate::split::LengthUnit;
 use crate::types::{ButtonPress, ChannelEvent, ConversationKey, MessageRef, Outbound};
 
@@ -193,6 +194,29 @@ pub trait Channel: Send + Sync + 'static {
     /// callback answer) and on Discord for texts starting with "Not yours" (ephemeral).
     async fn answer_privately(&self, press: &ButtonPress, text: &str) -> Result<(), ChannelError> {
         self.answer_button(press, text).await
+    }
+
+    /// Largest attachment (in bytes) the core downloads from this channel
+    /// (`max_attachment_bytes` in its settings).
+    fn max_attachment_bytes(&self) -> u64 {
+        DEFAULT_MAX_ATTACHMENT_BYTES
+    }
+
+    /// Fetch the bytes of a file a person attached, refusing it above `max_bytes`. Called by
+    /// the core after the event was stored, never while the platform waits for an
+    /// acknowledgement. The default moves no files.
+    async fn download(&self, _file: &Attachment, _max_bytes: u64) -> Result<Vec<u8>, FileError> {
+        Err(FileError::Unsupported)
+    }
+
+    /// Post `file` in conversation `key` through the platform's upload API. The default
+    /// moves no files.
+    async fn send_file(
+        &self,
+        _key: &ConversationKey,
+        _file: &OutboundFile,
+    ) -> Result<MessageRef, FileError> {
+        Err(FileError::Unsupported)
     }
 
     /// Whether the channel can currently receive.

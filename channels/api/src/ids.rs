@@ -81,6 +81,7 @@ mod tests {
             },
             text: text.into(),
             place: Place::Direct,
+            attachments: Vec::new(),
         })
     }
 

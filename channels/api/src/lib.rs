@@ -1,6 +1,8 @@
 //! switchboard-channel: the boundary between Switchboard's core and chat platforms.
 //!
 //! Layout:
+//! - [`attach`]: file references on inbound messages (`Attachment`), files to post
+//!   (`OutboundFile`), their error (`FileError`) and the size-capped download.
 //! - [`access`]: `dm_policy`/`group_policy` settings and where an event was written
 //!   (`Place`), for the core's access decision.
 //! - [`types`]: normalized events and messages (`ConversationKey`, `ChannelEvent`, `Outbound`).
@@ -17,6 +19,7 @@
 //!   event id, no control characters), answering 400 instead of storing it.
 
 pub mod access;
+pub mod attach;
 pub mod channel;
 pub mod ids;
 pub mod recent;
@@ -26,6 +29,9 @@ pub mod split;
 pub mod types;
 
 pub use access::{AccessRules, DmPolicy, GroupPolicy, Place};
+pub use attach::{
+    Attachment, AttachmentKind, DEFAULT_MAX_ATTACHMENT_BYTES, FileError, OutboundFile, read_capped,
+};
 pub use channel::{Channel, ChannelError, Delivery, EventSink, Health, Limits, SinkError};
 pub use ids::{BadId, check_id, check_key};
 pub use recent::Recent;

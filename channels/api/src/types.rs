@@ -7,6 +7,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::access::Place;
+use crate::attach::Attachment;
 
 /// Which conversation an event belongs to: one agent loop, one history, one turn at a time.
 ///
@@ -109,6 +110,10 @@ pub struct Inbound {
     /// A private chat or a group, for the core's access decision.
     #[serde(default)]
     pub place: Place,
+    /// Files sent with the message, as references; the core downloads them after the event
+    /// is stored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
 }
 
 /// A press of a button the bot posted earlier.
@@ -237,6 +242,7 @@ mod tests {
             },
             text: "hi".into(),
             place: Place::Direct,
+            attachments: Vec::new(),
         });
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json["type"], "message");

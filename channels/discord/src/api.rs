@@ -48,11 +48,11 @@ const THREAD_TYPES: [u8; 3] = [10, 11, 12];
 
 /// A REST client for one bot token.
 pub struct RestApi {
-    http: reqwest::Client,
+    pub(crate) http: reqwest::Client,
     /// `<api_url>/api/v10`.
-    base: String,
+    pub(crate) base: String,
     /// `Bot <token>`.
-    auth: String,
+    pub(crate) auth: String,
     /// The instance name, for log lines that say which setting to check.
     name: String,
 }

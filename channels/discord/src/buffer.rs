@@ -255,6 +255,7 @@ mod tests {
             },
             text: "hi".into(),
             place: Place::Direct,
+            attachments: Vec::new(),
         })
     }
 

@@ -54,6 +54,13 @@ pub struct DiscordConfig {
     /// fetches a URL the model wrote with nobody clicking it (zero-click exfiltration).
     #[serde(default)]
     pub link_previews: bool,
+    /// Largest attachment (bytes) the gateway downloads; larger ones get a refusal line.
+    #[serde(default = "default_max_attachment_bytes")]
+    pub max_attachment_bytes: u64,
+}
+
+fn default_max_attachment_bytes() -> u64 {
+    switchboard_channel::DEFAULT_MAX_ATTACHMENT_BYTES
 }
 
 fn default_api_url() -> String {
@@ -78,6 +85,7 @@ impl DiscordConfig {
             always_on_channels: Vec::new(),
             require_mention_in_guilds: true,
             link_previews: false,
+            max_attachment_bytes: default_max_attachment_bytes(),
         }
     }
 

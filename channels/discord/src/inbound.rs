@@ -85,8 +85,9 @@ pub fn message_verdict(ctx: &Context<'_>, msg: &Message, parent: Option<&str>) -
         return Verdict::Ignore("a guild message that neither mentions nor replies to the bot");
     }
     let text = strip_mention(&msg.content, ctx.bot_id);
-    if text.is_empty() {
-        return Verdict::Ignore("no text besides the mention (or an attachment only)");
+    let attachments = crate::files::attachments(msg);
+    if text.is_empty() && attachments.is_empty() {
+        return Verdict::Ignore("no text besides the mention, and no attachment");
     }
     let nick = msg.member.as_ref().and_then(|m| m.nick.clone());
     Verdict::Deliver(Box::new(ChannelEvent::Message(Inbound {
@@ -95,6 +96,7 @@ pub fn message_verdict(ctx: &Context<'_>, msg: &Message, parent: Option<&str>) -
         user: user_ref(&msg.author, nick),
         text,
         place: chat_place,
+        attachments,
     })))
 }
 

@@ -246,3 +246,27 @@ fn a_button_press_carries_its_payload_message_and_reply_token() {
         ("52", "tok-1")
     );
 }
+
+#[test]
+fn an_attachment_without_text_is_delivered_as_a_reference_with_its_url() {
+    let file = serde_json::json!({
+        "id": "1300000000000000009", "filename": "notes.txt", "size": 12,
+        "url": "https://cdn.discord.test/attachments/1/1300000000000000009/notes.txt",
+        "proxy_url": "https://media.discord.test/notes.txt", "content_type": "text/plain",
+    });
+    let message = IncomingMessage::dm("42", &alice(), "").with_attachment(file);
+    let Verdict::Deliver(event) = verdict(&config(), &message, None) else {
+        panic!("an attachment alone is a message");
+    };
+    let ChannelEvent::Message(inbound) = *event else {
+        panic!("expected a message");
+    };
+    let att = &inbound.attachments[0];
+    assert_eq!(att.kind, switchboard_channel::AttachmentKind::Document);
+    assert_eq!((att.name.as_str(), att.size), ("notes.txt", Some(12)));
+    assert!(
+        att.url
+            .as_deref()
+            .is_some_and(|u| u.ends_with("/notes.txt"))
+    );
+}

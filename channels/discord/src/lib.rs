@@ -11,6 +11,7 @@
 //!   store is retried while later events wait, so no event is lost or reordered.
 //! - `presses`: button presses from receipt to answer, keeping Discord's 3-second deadline.
 //! - `outbound`: rendered text, `allowed_mentions` that ping no one, buttons as action rows.
+//! - `files`: attachments in (references, CDN downloads) and multipart uploads out.
 //! - `api` + `errors`: the REST client and the mapping of Discord errors to `ChannelError`.
 //! - [`channel`]: `DiscordChannel`, the `Channel` implementation tying them together.
 
@@ -20,6 +21,7 @@ mod buffer;
 pub mod channel;
 pub mod config;
 mod errors;
+mod files;
 mod gateway;
 mod inbound;
 mod outbound;

@@ -28,9 +28,9 @@ pub struct Reply {
 
 /// A Web API client for one bot token.
 pub struct WebApi {
-    http: reqwest::Client,
-    base: String,
-    token: String,
+    pub(crate) http: reqwest::Client,
+    pub(crate) base: String,
+    pub(crate) token: String,
     /// The instance name, for the log line that says which token to check.
     name: String,
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use switchboard_channel::{
-    ButtonPress, Channel, ChannelError, ConversationKey, EventSink, Health, LengthUnit, Limits,
-    MessageRef, Outbound, Recent, SinkError, Target, render,
+    Attachment, ButtonPress, Channel, ChannelError, ConversationKey, EventSink, FileError, Health,
+    LengthUnit, Limits, MessageRef, Outbound, OutboundFile, Recent, SinkError, Target, render,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -183,6 +183,22 @@ fn not_ready(detail: String) -> Health {
 impl Channel for SlackChannel {
     fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    fn max_attachment_bytes(&self) -> u64 {
+        self.inner.config.max_attachment_bytes
+    }
+
+    async fn download(&self, file: &Attachment, max_bytes: u64) -> Result<Vec<u8>, FileError> {
+        self.inner.api.download(file, max_bytes).await
+    }
+
+    async fn send_file(
+        &self,
+        key: &ConversationKey,
+        file: &OutboundFile,
+    ) -> Result<MessageRef, FileError> {
+        self.inner.api.send_file(key, file).await
     }
 
     fn limits(&self) -> Limits {

@@ -51,6 +51,13 @@ pub struct SlackConfig {
     /// fetches a URL the model wrote with nobody clicking it (zero-click exfiltration).
     #[serde(default)]
     pub link_previews: bool,
+    /// Largest attachment (bytes) the gateway downloads; larger ones get a refusal line.
+    #[serde(default = "default_max_attachment_bytes")]
+    pub max_attachment_bytes: u64,
+}
+
+fn default_max_attachment_bytes() -> u64 {
+    switchboard_channel::DEFAULT_MAX_ATTACHMENT_BYTES
 }
 
 fn default_api_url() -> String {
@@ -74,6 +81,7 @@ impl SlackConfig {
             allowed_channels: Vec::new(),
             reply_in_thread: true,
             link_previews: false,
+            max_attachment_bytes: default_max_attachment_bytes(),
         }
     }
 }

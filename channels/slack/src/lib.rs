@@ -9,6 +9,7 @@
 //!   conversation, a thread its own; channel replies only in threads the bot is part of).
 //! - `webhook`: the axum routes that verify, normalise, store through the sink, then ack.
 //! - `blocks`: Block Kit for messages with buttons (sections ≤ 3,000 chars + actions).
+//! - `files`: attached files in (references, `url_private` downloads) and uploads out.
 //! - `api`: the Web API client and the mapping of Slack errors to `ChannelError`.
 //! - [`channel`]: `SlackChannel`, the `Channel` implementation tying them together.
 
@@ -16,6 +17,7 @@ mod api;
 mod blocks;
 pub mod channel;
 pub mod config;
+mod files;
 mod inbound;
 mod message;
 mod verify;

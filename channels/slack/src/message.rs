@@ -33,6 +33,9 @@ struct MessageEvent {
     thread_ts: Option<String>,
     bot_id: Option<String>,
     subtype: Option<String>,
+    /// Files shared with the message (subtype `file_share`).
+    #[serde(default)]
+    files: Vec<Value>,
 }
 
 /// Where a delivered message goes, before its `Inbound` is built.
@@ -91,6 +94,7 @@ pub fn normalise_event(
             } else {
                 Place::group(channel)
             },
+            attachments: crate::files::attachments(&event.files),
         })
     };
     Ok(match route {
@@ -104,12 +108,12 @@ fn skipped(ctx: &Context<'_>, event: &MessageEvent) -> Option<&'static str> {
     if event.bot_id.is_some() {
         return Some("bot message");
     }
-    // A thread reply also sent to the channel is still a reply; every other subtype is an
-    // edit, a deletion, a join or a bot's post.
+    // A thread reply also sent to the channel is still a reply, a file share a message with
+    // files; every other subtype is an edit, a deletion, a join or a bot's post.
     if event
         .subtype
         .as_deref()
-        .is_some_and(|s| s != "thread_broadcast")
+        .is_some_and(|s| s != "thread_broadcast" && s != "file_share")
     {
         return Some("edit, deletion or other message subtype");
     }

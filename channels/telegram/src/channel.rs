@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use switchboard_channel::{
-    ButtonPress, Channel, ChannelError, ConversationKey, EventSink, Health, LengthUnit, Limits,
-    MessageRef, Outbound,
+    Attachment, ButtonPress, Channel, ChannelError, ConversationKey, EventSink, FileError, Health,
+    LengthUnit, Limits, MessageRef, Outbound, OutboundFile,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -57,6 +57,22 @@ impl TelegramChannel {
 impl Channel for TelegramChannel {
     fn name(&self) -> &str {
         &self.client.name
+    }
+
+    fn max_attachment_bytes(&self) -> u64 {
+        self.client.config.max_attachment_bytes
+    }
+
+    async fn download(&self, file: &Attachment, max_bytes: u64) -> Result<Vec<u8>, FileError> {
+        self.client.download(file, max_bytes).await
+    }
+
+    async fn send_file(
+        &self,
+        key: &ConversationKey,
+        file: &OutboundFile,
+    ) -> Result<MessageRef, FileError> {
+        self.client.send_file(key, file).await
     }
 
     fn limits(&self) -> Limits {

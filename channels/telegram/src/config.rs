@@ -55,6 +55,9 @@ pub struct TelegramConfig {
     /// Long-poll timeout of `getUpdates`, in seconds.
     #[serde(default = "default_poll_timeout")]
     pub poll_timeout_secs: u32,
+    /// Largest attachment (bytes) the gateway downloads; larger ones get a refusal line.
+    #[serde(default = "default_max_attachment_bytes")]
+    pub max_attachment_bytes: u64,
 }
 
 /// How updates reach the gateway.
@@ -87,6 +90,10 @@ fn yes() -> bool {
     true
 }
 
+fn default_max_attachment_bytes() -> u64 {
+    switchboard_channel::DEFAULT_MAX_ATTACHMENT_BYTES
+}
+
 fn default_poll_timeout() -> u32 {
     30
 }
@@ -107,6 +114,7 @@ impl TelegramConfig {
             require_mention_in_groups: true,
             draft_transport: DraftTransport::default(),
             poll_timeout_secs: default_poll_timeout(),
+            max_attachment_bytes: default_max_attachment_bytes(),
         }
     }
 

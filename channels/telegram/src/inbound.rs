@@ -58,15 +58,17 @@ impl Reader<'_> {
         if from.is_bot {
             return Verdict::Skip("a message from a bot");
         }
-        let Some(raw) = msg.text().or_else(|| msg.caption()) else {
+        let attachments = crate::files::attachments(msg);
+        let raw = msg.text().or_else(|| msg.caption()).unwrap_or("");
+        if raw.is_empty() && attachments.is_empty() {
             return Verdict::Skip("a message without text");
-        };
+        }
         let private = msg.chat.is_private();
         let text = match self.addressed_text(msg, raw, private) {
             Some(text) => text,
             None => return Verdict::Skip("a group message not addressed to the bot"),
         };
-        if text.is_empty() {
+        if text.is_empty() && attachments.is_empty() {
             return Verdict::Skip("a mention without text");
         }
         Verdict::Deliver(Box::new(ChannelEvent::Message(Inbound {
@@ -75,6 +77,7 @@ impl Reader<'_> {
             user: user_ref(from),
             text,
             place: place(&msg.chat),
+            attachments,
         })))
     }
 

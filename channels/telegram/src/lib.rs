@@ -8,6 +8,7 @@
 //! - `inbound`: one `Update` → one `ChannelEvent` (mentions, replies, topics, commands);
 //!   `access` checks `allowed_users` entries (the core decides who gets in).
 //! - `outbound`: send / edit / delete / typing / button answers; `draft`: `sendMessageDraft`.
+//! - `files`: attachments in (references, `getFile` downloads) and files out.
 //! - `errors`: Bot API failures → `ChannelError`; `health`: what `/readyz` reports.
 //! - `client`: the state those parts share; [`channel`]: the `Channel` implementation.
 
@@ -18,6 +19,7 @@ mod access;
 mod client;
 mod draft;
 mod errors;
+mod files;
 mod health;
 mod inbound;
 mod outbound;

@@ -115,6 +115,7 @@ impl Conn {
                     user: self.user(),
                     text,
                     place: switchboard_channel::Place::Direct,
+                    attachments: Vec::new(),
                 });
                 (id, verdict, event)
             }

@@ -273,6 +273,7 @@ impl Turn<'_> {
             user: press.user.clone(),
             text: crate::command::ContinueButton::SAYS.into(),
             place: press.place.clone(),
+            attachments: Vec::new(),
         };
         self.chat(&inbound, cancel).await
     }
@@ -293,7 +294,11 @@ impl Turn<'_> {
                 tracing::warn!(error = %err, "history compaction failed; the turn goes on");
             }
         }
-        let user = ChatMessage::new(Role::User, inbound.text.clone());
+        let user = if inbound.attachments.is_empty() {
+            ChatMessage::new(Role::User, inbound.text.clone())
+        } else {
+            self.attachments(inbound).await
+        };
         let messages = deps
             .agents
             .context_for(deps.store.as_ref(), key, &user)
@@ -308,5 +313,25 @@ impl Turn<'_> {
             tracing::warn!(error = %err, "autosave failed");
         }
         Ok(())
+    }
+}
+
+impl Turn<'_> {
+    /// Fetch and save the message's files; tell the person about any that failed; return
+    /// the user message the model reads (with its images, for a vision-capable model).
+    async fn attachments(&self, inbound: &Inbound) -> ChatMessage {
+        let dir = self.deps.agents.workspace_dir(self.key());
+        let settings = self.deps.agents.settings();
+        let transcription = settings.transcription.as_ref();
+        let received = crate::attach::receive(self.channel, &dir, inbound, transcription).await;
+        for line in &received.notices {
+            let out = &self.deps.outbound;
+            out.notice(self.channel, self.key(), None, line).await;
+        }
+        let mut user = ChatMessage::new(Role::User, received.text);
+        if settings.vision {
+            user.images = crate::attach::images(&dir, &received.images).await;
+        }
+        user
     }
 }

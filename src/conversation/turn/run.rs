@@ -52,9 +52,10 @@ impl Turn<'_> {
         cancel: CancellationToken,
     ) -> anyhow::Result<()> {
         let deps = self.deps;
+        let files = deps.outbound.file_poster(self.channel, self.key());
         let agent = deps
             .agents
-            .agent_for(&deps.store, self.key(), requester)
+            .agent_for(&deps.store, self.key(), requester, files)
             .await?;
         let (tx, rx) = mpsc::unbounded_channel();
         let started = Instant::now();

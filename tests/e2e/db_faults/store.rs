@@ -90,6 +90,7 @@ async fn completion_lands_after_the_outage(store: Arc<dyn Store>, mut outage: im
         },
         text: "hi".into(),
         place: Place::Direct,
+        attachments: Vec::new(),
     });
     store
         .insert_event(&event, InboxKind::Message, 1)

@@ -52,6 +52,7 @@ async fn hostile_round_trip(store: Arc<dyn Store>) {
             },
             text: (*text).into(),
             place: Place::Direct,
+            attachments: Vec::new(),
         });
         store
             .insert_event(&event, InboxKind::Message, 1)
@@ -134,6 +135,7 @@ async fn answered_history(url: Option<&str>) -> Vec<ChatMessage> {
             },
             text: (*text).into(),
             place: Place::Direct,
+            attachments: Vec::new(),
         });
         channel.inject(event).await.expect("stored");
         wait_transcript(&channel, &key, |t| t.len() == i + 1).await;

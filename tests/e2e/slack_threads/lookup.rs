@@ -33,6 +33,7 @@ async fn knows_from_waiting_to_cleared(store: Arc<dyn Store>) {
         },
         text: "start here".into(),
         place: Place::group(CHANNEL),
+        attachments: Vec::new(),
     });
     store
         .insert_event(&event, InboxKind::Message, 1)

@@ -4,6 +4,7 @@
 //! Used by the Discord channel's tests, the end-to-end tests and the load harness.
 
 mod fake;
+mod files;
 mod gateway;
 pub mod payloads;
 mod rest;
@@ -12,6 +13,7 @@ mod world;
 use std::time::Duration;
 
 pub use fake::FakeDiscord;
+pub use files::SentFile;
 pub use payloads::{ButtonClick, FakeUser, IncomingMessage};
 pub use world::{DiscordCall, Failure, FakeMessage, GatewayOp, InteractionCallback};
 

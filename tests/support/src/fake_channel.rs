@@ -168,6 +168,7 @@ impl FakeChannel {
             },
             text: text.to_owned(),
             place: switchboard_channel::Place::Direct,
+            attachments: Vec::new(),
         }))
         .await
     }

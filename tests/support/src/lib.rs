@@ -8,9 +8,12 @@ pub mod slack;
 pub mod telegram;
 
 pub mod fake_channel;
+pub mod files;
 pub mod llm;
+pub mod multipart;
 pub mod proxy;
 pub mod sink;
+pub mod transcribe;
 
 pub use fake_channel::{Call, FakeChannel, Op};
 pub use llm::{FakeLlm, Protocol, Reply};

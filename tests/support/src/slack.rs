@@ -2,9 +2,11 @@
 //! builds the signed Events API / interactivity requests Slack would send to the gateway.
 //! Used by the Slack channel's tests, the end-to-end tests and the load harness.
 
+mod files;
 mod server;
 mod signer;
 
+pub use files::UploadedFile;
 pub use server::{Failure, FakeMessage, FakeSlack, SlackCall};
 pub use signer::{
     ButtonClick, SignedRequest, SlackMessage, block_actions, channel_message_event, dm_event,

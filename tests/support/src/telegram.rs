@@ -2,6 +2,7 @@
 //! talks to, plus builders for what users do there (messages, topics, replies, button clicks).
 //! Used by the Telegram channel's tests, the end-to-end tests and the load harness.
 
+mod files;
 mod html;
 mod methods;
 mod params;
@@ -9,6 +10,7 @@ mod reply;
 mod server;
 mod updates;
 
+pub use files::{DownloadMode, SentFile};
 pub use html::parse as parse_html;
 pub use server::{Failure, FakeDraft, FakeMessage, FakeTelegram, Injected, TelegramCall};
 pub use updates::{ChatSpec, Click, FakeUser, UserMessage, unix_now};

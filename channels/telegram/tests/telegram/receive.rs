@@ -227,3 +227,38 @@ async fn captions_and_commands_pass_through_as_text() {
     let texts: Vec<&str> = events.iter().map(|e| inbound(e).text.as_str()).collect();
     assert_eq!(texts, vec!["what is in this picture?", "/new", "/stop"]);
 }
+
+#[tokio::test]
+async fn a_document_voice_note_or_photo_is_delivered_with_a_file_reference_and_no_download() {
+    let h = Harness::polling(RecordingSink::new(), |_| {}).await;
+    let doc = h.fake.add_file("report.pdf", b"%PDF-1.4");
+    h.fake
+        .inject(&UserMessage::private(alice(), "summarise").with_document(
+            &doc,
+            "report.pdf",
+            "application/pdf",
+            8,
+        ));
+    h.fake
+        .inject(&UserMessage::private(alice(), "").with_voice("voice-1", 2048));
+    h.fake
+        .inject(&UserMessage::private(alice(), "").with_photo_file("photo-1", 4096));
+    let events = h.sink.wait_for(3).await;
+    let files: Vec<_> = events
+        .iter()
+        .map(|e| inbound(e).attachments[0].clone())
+        .collect();
+    assert_eq!(inbound(&events[0]).text, "summarise");
+    assert_eq!(
+        (files[0].id.as_str(), files[0].name.as_str()),
+        (doc.as_str(), "report.pdf")
+    );
+    assert_eq!(files[0].mime.as_deref(), Some("application/pdf"));
+    assert_eq!(files[1].kind, switchboard_channel::AttachmentKind::Voice);
+    assert_eq!(files[2].id, "photo-1", "the largest photo size is taken");
+    assert_eq!(
+        h.fake.downloads(),
+        0,
+        "the channel stores references; the core downloads later"
+    );
+}

@@ -53,6 +53,7 @@ impl FakeDiscord {
         });
         let app = Router::new()
             .route("/gateway", get(upgrade))
+            .route("/attachments/{channel}/{id}/{name}", get(super::files::cdn))
             .fallback(handle)
             .with_state(Arc::clone(&shared));
         let stop = crate::serve_until_dropped(listener, app);
@@ -66,6 +67,22 @@ impl FakeDiscord {
     /// The host to configure as `api_url` (`http://127.0.0.1:<port>`).
     pub fn api_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Store a file a user attaches; returns the attachment object for
+    /// [`IncomingMessage::with_attachment`](super::IncomingMessage::with_attachment).
+    pub fn add_file(&self, name: &str, content_type: &str, bytes: &[u8]) -> serde_json::Value {
+        super::files::add(&self.shared, &self.api_url(), name, content_type, bytes)
+    }
+
+    /// Files the bot posted with messages, oldest first.
+    pub fn sent_files(&self) -> Vec<super::files::SentFile> {
+        self.world().sent_files.clone()
+    }
+
+    /// Requests to the attachment CDN so far.
+    pub fn cdn_downloads(&self) -> usize {
+        self.world().cdn_downloads
     }
 
     fn world(&self) -> std::sync::MutexGuard<'_, World> {

@@ -81,6 +81,8 @@ pub struct IncomingMessage {
     pub webhook_id: Option<String>,
     /// The author's server nickname.
     pub nick: Option<String>,
+    /// Attachment objects (from `FakeDiscord::add_file`).
+    pub attachments: Vec<Value>,
 }
 
 impl IncomingMessage {
@@ -96,6 +98,7 @@ impl IncomingMessage {
             kind: 0,
             webhook_id: None,
             nick: None,
+            attachments: Vec::new(),
         }
     }
 
@@ -111,6 +114,12 @@ impl IncomingMessage {
     pub fn mentioning_bot(mut self) -> Self {
         self.content = format!("<@{FAKE_BOT_ID}> {}", self.content);
         self.mentions.push(FakeUser::the_bot());
+        self
+    }
+
+    /// Attach a file (an attachment object from `FakeDiscord::add_file`).
+    pub fn with_attachment(mut self, attachment: Value) -> Self {
+        self.attachments.push(attachment);
         self
     }
 
@@ -132,6 +141,7 @@ impl IncomingMessage {
         );
         msg["type"] = json!(self.kind);
         msg["mentions"] = Value::Array(self.mentions.iter().map(FakeUser::json).collect());
+        msg["attachments"] = Value::Array(self.attachments.clone());
         if let Some(webhook) = &self.webhook_id {
             msg["webhook_id"] = json!(webhook);
         }

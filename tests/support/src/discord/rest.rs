@@ -60,7 +60,8 @@ pub(crate) async fn handle(
         .strip_prefix("/api/v10")
         .unwrap_or(uri.path())
         .to_owned();
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (body, files) = super::files::body(&headers, &body);
+    super::files::record(&shared, &path, &body, files);
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -209,7 +210,8 @@ fn create(world: &mut World, channel: &str, body: &Value) -> Reply {
         .unwrap_or_default()
         .to_owned();
     let components = body.get("components").cloned().unwrap_or_else(|| json!([]));
-    if content.is_empty() && components.as_array().is_none_or(Vec::is_empty) {
+    let no_files = body["attachments"].as_array().is_none_or(Vec::is_empty);
+    if content.is_empty() && components.as_array().is_none_or(Vec::is_empty) && no_files {
         return error(400, 50006, "Cannot send an empty message");
     }
     let id = world.next_snowflake();

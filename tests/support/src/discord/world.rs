@@ -160,6 +160,12 @@ pub(crate) struct World {
     pub followups: Vec<FakeMessage>,
     pub next_id: u64,
     pub gateway: Gateway,
+    /// Attachment bytes the CDN serves, by attachment id.
+    pub cdn: HashMap<String, Vec<u8>>,
+    /// Requests to the CDN so far.
+    pub cdn_downloads: usize,
+    /// Files the bot posted with messages.
+    pub sent_files: Vec<super::files::SentFile>,
 }
 
 impl World {

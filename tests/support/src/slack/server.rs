@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::DropGuard;
 
+use super::files::Files;
 use super::{FAKE_BOT_ID, FAKE_BOT_TOKEN, FAKE_BOT_USER_ID, MAX_SECTION_CHARS, MAX_TEXT_CHARS};
 
 /// A scripted answer for the next calls, whatever their method.
@@ -78,8 +79,9 @@ struct World {
     next_ts: u64,
 }
 
-struct Shared {
+pub(super) struct Shared {
     token: String,
+    pub(super) files: Files,
     world: Mutex<World>,
     called: Notify,
 }
@@ -93,7 +95,7 @@ impl Shared {
 /// A fake Slack Web API on 127.0.0.1; stops when dropped.
 pub struct FakeSlack {
     addr: SocketAddr,
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     _stop: DropGuard,
 }
 
@@ -110,13 +112,15 @@ impl FakeSlack {
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
         let shared = Arc::new(Shared {
+            files: Files::new(token, format!("http://{addr}")),
             token: token.to_owned(),
             world: Mutex::new(World::default()),
             called: Notify::new(),
         });
         let app = Router::new()
             .route("/api/{method}", post(handle))
-            .with_state(Arc::clone(&shared));
+            .with_state(Arc::clone(&shared))
+            .merge(shared.files.routes());
         let stop = crate::serve_until_dropped(listener, app);
         Self {
             addr,
@@ -199,7 +203,11 @@ async fn handle(
 ) -> Response {
     let body = parse_body(&headers, &body);
     let mut world = shared.world();
-    let (response, outcome) = answer(&shared.token, &mut world, &method, &headers, &body);
+    let (response, outcome) = match shared.files.method(&method, &body) {
+        Some(Ok(reply)) => (axum::Json(reply).into_response(), Ok(())),
+        Some(Err(code)) => (error_json(&code), Err(code)),
+        None => answer(&shared.token, &mut world, &method, &headers, &body),
+    };
     world.calls.push(SlackCall {
         method,
         body,

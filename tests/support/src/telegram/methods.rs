@@ -33,6 +33,9 @@ const METHODS: &[&str] = &[
     "sendChatAction",
     "answerCallbackQuery",
     "sendMessageDraft",
+    "getFile",
+    "sendDocument",
+    "sendPhoto",
 ];
 
 /// `method` in the Bot API's spelling (Telegram matches names case-insensitively and

@@ -13,13 +13,14 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
-use axum::routing::any;
+use axum::routing::{any, get};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::DropGuard;
 
 use super::FAKE_BOT_TOKEN;
+use super::files::{self, DownloadMode, SentFile, StoredFile};
 use super::methods;
 use super::reply::{Reply, envelope};
 use super::updates::{Click, UserMessage};
@@ -113,6 +114,14 @@ pub(super) struct World {
     pub(super) drafts: Vec<FakeDraft>,
     /// Bumped by every getUpdates; an older long poll that sees a newer one ends with 409.
     pub(super) poll_generation: u64,
+    /// Files users sent, by file id.
+    pub(super) files: HashMap<String, StoredFile>,
+    /// Files the bot uploaded.
+    pub(super) sent_files: Vec<SentFile>,
+    /// Requests to the download route so far.
+    pub(super) downloads: usize,
+    /// How the download route answers.
+    pub(super) download_mode: DownloadMode,
 }
 
 pub(super) struct Shared {
@@ -133,7 +142,7 @@ impl Shared {
 /// A fake Telegram Bot API on 127.0.0.1; stops when dropped.
 pub struct FakeTelegram {
     addr: SocketAddr,
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     _stop: DropGuard,
 }
 
@@ -161,6 +170,7 @@ impl FakeTelegram {
         });
         let app = Router::new()
             .route("/{bot}/{method}", any(handle))
+            .route("/file/{bot}/{*path}", get(files::download))
             .with_state(Arc::clone(&shared));
         let stop = crate::serve_until_dropped(listener, app);
         Self {
@@ -353,7 +363,10 @@ async fn handle(
             .and_then(VecDeque::pop_front);
         match scripted {
             Some(failure) => Reply::from_failure(failure),
-            None => methods::call(&shared, &method, &params).await,
+            None => match files::call(&shared, &method, &params, &headers, &body) {
+                Some(reply) => reply,
+                None => methods::call(&shared, &method, &params).await,
+            },
         }
     };
     let outcome = match &reply {

@@ -94,6 +94,9 @@ pub struct UserMessage {
     pub topic: Option<(i32, FakeUser)>,
     /// The message replied to: its id and author.
     pub reply_to: Option<(i32, FakeUser)>,
+    /// A file sent with it: the message field (`document`, `voice`, `photo`, `audio`) and
+    /// its Bot API object; `text` becomes the caption.
+    pub media: Option<(String, Value)>,
 }
 
 impl UserMessage {
@@ -106,6 +109,7 @@ impl UserMessage {
             as_caption: false,
             topic: None,
             reply_to: None,
+            media: None,
         }
     }
 
@@ -160,6 +164,34 @@ impl UserMessage {
         self
     }
 
+    /// Attach the document `file_id` (from [`FakeTelegram::add_file`]) named `name`.
+    ///
+    /// [`FakeTelegram::add_file`]: super::FakeTelegram::add_file
+    pub fn with_document(mut self, file_id: &str, name: &str, mime: &str, size: usize) -> Self {
+        let doc = json!({ "file_id": file_id, "file_unique_id": format!("u-{file_id}"),
+            "file_name": name, "mime_type": mime, "file_size": size });
+        self.media = Some(("document".into(), doc));
+        self
+    }
+
+    /// Attach the voice note `file_id` (OGG/Opus, as Telegram records them).
+    pub fn with_voice(mut self, file_id: &str, size: usize) -> Self {
+        let voice = json!({ "file_id": file_id, "file_unique_id": format!("u-{file_id}"),
+            "duration": 3, "mime_type": "audio/ogg", "file_size": size });
+        self.media = Some(("voice".into(), voice));
+        self
+    }
+
+    /// Attach the photo `file_id` (two sizes, as Telegram sends; the larger is this file).
+    pub fn with_photo_file(mut self, file_id: &str, size: usize) -> Self {
+        let photo = json!([
+            { "file_id": format!("{file_id}-thumb"), "file_unique_id": "thumb", "width": 90, "height": 90, "file_size": 100 },
+            { "file_id": file_id, "file_unique_id": format!("u-{file_id}"), "width": 640, "height": 480, "file_size": size },
+        ]);
+        self.media = Some(("photo".into(), photo));
+        self
+    }
+
     /// The chat id this message lands in.
     pub fn chat_id(&self) -> i64 {
         match self.chat {
@@ -194,7 +226,12 @@ impl UserMessage {
             "chat": chat,
             "from": self.from.to_json(),
         });
-        if self.as_caption {
+        if let Some((field, object)) = &self.media {
+            msg[field.as_str()] = object.clone();
+            if !self.text.is_empty() {
+                msg["caption"] = json!(self.text);
+            }
+        } else if self.as_caption {
             msg["caption"] = json!(self.text);
             msg["photo"] = json!([{
                 "file_id": "photo-file", "file_unique_id": "photo-unique",

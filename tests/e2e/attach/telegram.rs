@@ -1,0 +1,395 @@
+//! Attachments through the real Telegram client against the fake Bot API (`getFile` and the
+//! `/file/bot<token>/<path>` download route).
+
+use std::time::Duration;
+
+use serde_json::json;
+use switchboard::channels;
+use switchboard::config::Config;
+use switchboard::{Gateway, RunningGateway};
+use switchboard_standins::files::{csv, pdf_with_text, tiny_png};
+use switchboard_standins::telegram::{
+    DownloadMode, FAKE_BOT_TOKEN, FakeTelegram, FakeUser, UserMessage,
+};
+use switchboard_standins::transcribe::{FAKE_TRANSCRIPTION_KEY, FakeTranscriber};
+use switchboard_standins::{FakeLlm, Reply};
+
+use super::{binary_bytes, image_url, inbox_files, png_data_url, request_text};
+use crate::helpers::{Killable, WAIT, test_config, wait_inbox_idle};
+
+const ALICE: i64 = 1001;
+
+fn alice() -> FakeUser {
+    FakeUser::human(1001, "alice")
+}
+
+fn channel_section(tg: &FakeTelegram, extra: &str) -> String {
+    format!(
+        "[channels.telegram]\nkind = \"telegram\"\ntoken = \"{FAKE_BOT_TOKEN}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\ndm_policy = \"open\"\npoll_timeout_secs = 1\n{extra}",
+        tg.api_url()
+    )
+}
+
+fn config(tg: &FakeTelegram, llm: &FakeLlm, dir: &tempfile::TempDir, extra: &str) -> Config {
+    test_config(&llm.openai_url(), dir.path(), &channel_section(tg, extra))
+}
+
+async fn start(config: &Config) -> RunningGateway {
+    let mut gateway = Gateway::new(config.clone());
+    for channel in channels::from_config(config).unwrap() {
+        gateway = gateway.channel(channel);
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    gateway.start(listener).await.unwrap()
+}
+
+fn workspace(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    dir.path().join("workspaces/telegram/1001")
+}
+
+/// Wait until the bot's visible messages to Alice satisfy `done`.
+async fn wait_messages(tg: &FakeTelegram, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let texts: Vec<String> = tg
+            .messages(ALICE)
+            .into_iter()
+            .filter(|m| !m.deleted)
+            .map(|m| m.text)
+            .collect();
+        if done(&texts) {
+            return texts;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out; messages so far: {texts:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_csv_and_a_3_mb_pdf_land_in_the_workspace_and_the_model_reads_both() {
+    let (tg, llm, dir) = (
+        FakeTelegram::start().await,
+        FakeLlm::start().await,
+        tempfile::tempdir().unwrap(),
+    );
+    let config = config(&tg, &llm, &dir, "");
+    let gateway = start(&config).await;
+    let pdf = pdf_with_text("Revenue grew twelve percent", 3 * 1024 * 1024);
+    assert!(pdf.len() >= 3 * 1024 * 1024);
+
+    let csv_id = tg.add_file("figures.csv", &csv());
+    let sent = tg.inject(&UserMessage::private(alice(), "sum these").with_document(
+        &csv_id,
+        "figures.csv",
+        "text/csv",
+        csv().len(),
+    ));
+    let csv_path = format!("inbox/u{}-0-figures.csv", sent.update_id);
+    llm.push(Reply::tool_call("file_read", json!({ "path": csv_path })))
+        .push(Reply::text("The total is 309."));
+    wait_messages(&tg, |t| t.iter().any(|m| m.contains("309"))).await;
+
+    let pdf_id = tg.add_file("report.pdf", &pdf);
+    let sent = tg.inject(&UserMessage::private(alice(), "").with_document(
+        &pdf_id,
+        "report.pdf",
+        "application/pdf",
+        pdf.len(),
+    ));
+    let text_path = format!("inbox/u{}-0-report.pdf.txt", sent.update_id);
+    llm.push(Reply::tool_call("file_read", json!({ "path": text_path })))
+        .push(Reply::text("It says revenue grew."));
+    wait_messages(&tg, |t| t.iter().any(|m| m.contains("revenue grew"))).await;
+
+    let requests = llm.requests();
+    let first = request_text(&requests, 0);
+    assert!(
+        first.contains("sum these") && first.contains(&csv_path) && first.contains("text/csv"),
+        "{first}"
+    );
+    assert!(
+        request_text(&requests, 1).contains("Q2,112"),
+        "the CSV was read"
+    );
+    let third = request_text(&requests, 2);
+    assert!(
+        third.contains("report.pdf") && third.contains("3.0 MB") && third.contains(&text_path),
+        "{third}"
+    );
+    assert!(
+        request_text(&requests, 3).contains("Revenue grew twelve percent"),
+        "the PDF's text was read"
+    );
+    let saved = std::fs::read(workspace(&dir).join(text_path.trim_end_matches(".txt"))).unwrap();
+    assert_eq!(saved, pdf, "the PDF was saved byte for byte");
+    gateway.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_file_over_the_channel_limit_gets_the_refusal_line_and_the_caption_is_still_answered() {
+    let (tg, llm, dir) = (
+        FakeTelegram::start().await,
+        FakeLlm::start().await,
+        tempfile::tempdir().unwrap(),
+    );
+    let config = config(&tg, &llm, &dir, "max_attachment_bytes = 1000\n");
+    let gateway = start(&config).await;
+    let id = tg.add_file("big.bin", &[7u8; 5000]);
+    tg.inject(
+        &UserMessage::private(alice(), "what is this?").with_document(
+            &id,
+            "big.bin",
+            "application/octet-stream",
+            5000,
+        ),
+    );
+    llm.push(Reply::text("I could not get the file."));
+    let texts = wait_messages(&tg, |t| t.len() == 2 && t[1] == "I could not get the file.").await;
+    assert!(
+        texts[0].contains("big.bin") && texts[0].contains("larger than the 1000 B limit"),
+        "{texts:?}"
+    );
+    assert_eq!(texts[1], "I could not get the file.");
+    let request = request_text(&llm.requests(), 0);
+    assert!(
+        request.contains("what is this?") && request.contains("not received"),
+        "{request}"
+    );
+    assert_eq!(tg.downloads(), 0, "nothing over the limit is downloaded");
+    assert!(inbox_files(&workspace(&dir)).is_empty());
+    gateway.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_expired_file_and_a_download_cut_midway_each_give_one_short_line_and_the_text_is_answered()
+ {
+    let (tg, llm, dir) = (
+        FakeTelegram::start().await,
+        FakeLlm::start().await,
+        tempfile::tempdir().unwrap(),
+    );
+    let config = config(&tg, &llm, &dir, "");
+    let gateway = start(&config).await;
+    let gone = tg.add_file("old.txt", b"old");
+    tg.expire_file(&gone);
+    tg.inject(&UserMessage::private(alice(), "read this").with_document(
+        &gone,
+        "old.txt",
+        "text/plain",
+        3,
+    ));
+    llm.push(Reply::text("Answered anyway."));
+    let texts = wait_messages(&tg, |t| t.len() == 2 && t[1] == "Answered anyway.").await;
+    assert!(
+        texts[0].contains("old.txt") && texts[0].contains("no longer has it"),
+        "{texts:?}"
+    );
+    assert_eq!(texts[1], "Answered anyway.");
+
+    tg.set_download_mode(DownloadMode::Cut);
+    let cut = tg.add_file("half.txt", &[b'x'; 4096]);
+    tg.inject(&UserMessage::private(alice(), "and this").with_document(
+        &cut,
+        "half.txt",
+        "text/plain",
+        4096,
+    ));
+    llm.push(Reply::text("Answered again."));
+    let texts = wait_messages(&tg, |t| t.len() == 4 && t[3] == "Answered again.").await;
+    assert!(
+        texts[2].contains("half.txt") && texts[2].contains("midway"),
+        "{texts:?}"
+    );
+    assert_eq!(texts[3], "Answered again.");
+    assert!(
+        inbox_files(&workspace(&dir)).is_empty(),
+        "no partial file is left"
+    );
+    gateway.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_restart_between_storing_the_event_and_downloading_the_file_processes_it_once() {
+    let (tg, llm, dir) = (
+        FakeTelegram::start().await,
+        FakeLlm::start().await,
+        tempfile::tempdir().unwrap(),
+    );
+    let config = config(&tg, &llm, &dir, "");
+    tg.set_download_mode(DownloadMode::Hold);
+    let first = Killable::start_from_config(&config).await;
+    let id = tg.add_file("notes.txt", b"remember the milk");
+    tg.inject(&UserMessage::private(alice(), "keep this").with_document(
+        &id,
+        "notes.txt",
+        "text/plain",
+        17,
+    ));
+    let deadline = std::time::Instant::now() + WAIT;
+    while tg.downloads() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the download never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.kill();
+    assert!(
+        llm.requests().is_empty(),
+        "the model was not called before the file arrived"
+    );
+    tg.set_download_mode(DownloadMode::Serve);
+    llm.push(Reply::text("Kept."));
+    let second = start(&config).await;
+    wait_messages(&tg, |t| t == ["Kept."]).await;
+    wait_inbox_idle(&second.store()).await;
+    assert_eq!(llm.requests().len(), 1, "one turn");
+    let files = inbox_files(&workspace(&dir));
+    assert_eq!(files.len(), 1, "{files:?}");
+    let saved = std::fs::read(workspace(&dir).join("inbox").join(&files[0])).unwrap();
+    assert_eq!(saved, b"remember the milk");
+    second.shutdown().await;
+}
+
+#[tokio::test]
+async fn send_file_posts_a_generated_file_as_a_document_with_the_bytes_intact() {
+    let (tg, llm, dir) = (
+        FakeTelegram::start().await,
+        FakeLlm::start().await,
+        tempfile::tempdir().unwrap(),
+    );
+    let extra = "[tools]\nenabled = [\"send_file\"]\n[policy]\nmode = \"autonomous\"\n";
+    let config = test_config(
+        &llm.openai_url(),
+        dir.path(),
+        &format!("{extra}{}", channel_section(&tg, "")),
+    );
+    let gateway = start(&config).await;
+    let bytes = binary_bytes();
+    std::fs::create_dir_all(workspace(&dir)).unwrap();
+    std::fs::write(workspace(&dir).join("patch.bin"), &bytes).unwrap();
+    llm.push(Reply::tool_call(
+        "send_file",
+        json!({ "path": "patch.bin", "caption": "The patch" }),
+    ))
+    .push(Reply::text("Sent it."));
+    tg.inject(&UserMessage::private(alice(), "send the patch"));
+    wait_messages(&tg, |t| t.iter().any(|m| m == "Sent it.")).await;
+    let sent = tg.sent_files();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].method, "sendDocument");
+    assert_eq!(sent[0].bytes, bytes, "every byte arrived");
+    assert_eq!(
+        (sent[0].name.as_str(), sent[0].caption.as_deref()),
+        ("patch.bin", Some("The patch"))
+    );
+    gateway.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_photo_with_a_caption_reaches_a_vision_model_as_an_image_part_and_history_keeps_only_the_reference()
+ {
+    let (tg, llm, dir) = (
+        FakeTelegram::start().await,
+        FakeLlm::start().await,
+        tempfile::tempdir().unwrap(),
+    );
+    let mut config = config(&tg, &llm, &dir, "");
+    config.provider.vision = true;
+    let gateway = start(&config).await;
+    let id = tg.add_file("photo.jpg", &tiny_png());
+    tg.inject(
+        &UserMessage::private(alice(), "what is this?").with_photo_file(&id, tiny_png().len()),
+    );
+    llm.push(Reply::text("A red dot."));
+    wait_messages(&tg, |t| t == ["A red dot."]).await;
+    tg.inject(&UserMessage::private(alice(), "and now?"));
+    llm.push(Reply::text("Still a red dot."));
+    wait_messages(&tg, |t| t.len() == 2 && t[1] == "Still a red dot.").await;
+    let requests = llm.requests();
+    assert_eq!(
+        image_url(&requests, 0),
+        Some(png_data_url(&tiny_png())),
+        "sent as an image part"
+    );
+    assert!(request_text(&requests, 0).contains("what is this?"));
+    assert_eq!(
+        image_url(&requests, 1),
+        None,
+        "history keeps the reference, not the bytes"
+    );
+    assert!(
+        request_text(&requests, 1).contains("inbox/"),
+        "the stored message names the file"
+    );
+    gateway.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_voice_note_is_transcribed_answered_and_its_transcript_shown_first() {
+    let (tg, llm, dir) = (
+        FakeTelegram::start().await,
+        FakeLlm::start().await,
+        tempfile::tempdir().unwrap(),
+    );
+    let stt = FakeTranscriber::start("What is the capital of France?").await;
+    let mut config = config(&tg, &llm, &dir, "");
+    config.transcription = Some(switchboard::config::TranscriptionConfig {
+        base_url: switchboard::config::EnvString(stt.base_url()),
+        model: switchboard::config::EnvString("whisper-1".into()),
+        api_key: switchboard::config::Secret::new(FAKE_TRANSCRIPTION_KEY),
+        timeout_secs: 5,
+    });
+    let gateway = start(&config).await;
+    let audio: Vec<u8> = b"OggS"
+        .iter()
+        .copied()
+        .chain((0..=255u8).cycle().take(3000))
+        .collect();
+    let id = tg.add_file("voice.ogg", &audio);
+    tg.inject(&UserMessage::private(alice(), "").with_voice(&id, audio.len()));
+    llm.push(Reply::text("Paris."));
+    let texts = wait_messages(&tg, |t| t.len() == 2 && t[1] == "Paris.").await;
+    assert_eq!(texts[0], "🎤 “What is the capital of France?”");
+    assert_eq!(texts[1], "Paris.");
+    let heard = stt.received();
+    assert_eq!(heard.len(), 1);
+    assert_eq!(
+        (heard[0].model.as_str(), heard[0].bytes == audio),
+        ("whisper-1", true)
+    );
+    let request = request_text(&llm.requests(), 0);
+    assert!(
+        request.contains("What is the capital of France?\n\n[Attached voice"),
+        "{request}"
+    );
+    assert!(
+        request.contains("voice") && request.contains("inbox/"),
+        "{request}"
+    );
+    gateway.shutdown().await;
+}
+
+#[tokio::test]
+async fn without_transcription_a_voice_note_is_saved_and_described() {
+    let (tg, llm, dir) = (
+        FakeTelegram::start().await,
+        FakeLlm::start().await,
+        tempfile::tempdir().unwrap(),
+    );
+    let gateway = start(&config(&tg, &llm, &dir, "")).await;
+    let id = tg.add_file("voice.ogg", b"OggS-not-really");
+    tg.inject(&UserMessage::private(alice(), "").with_voice(&id, 15));
+    llm.push(Reply::text("I got a voice note."));
+    wait_messages(&tg, |t| t == ["I got a voice note."]).await;
+    let request = request_text(&llm.requests(), 0);
+    assert!(
+        request.contains("Attached voice") && request.contains("audio/ogg"),
+        "{request}"
+    );
+    assert_eq!(inbox_files(&workspace(&dir)).len(), 1);
+    gateway.shutdown().await;
+}
