@@ -191,7 +191,12 @@ impl Gateway {
             self.clock.clone(),
         )
         .with_tools(self.tools.clone())
-        .with_context(self.context.clone());
+        .with_context(self.context.clone())
+        .with_checkpoints(crate::checkpoint::Checkpoints::new(
+            config.checkpoints,
+            &config.gateway.data_dir,
+            self.clock.clone(),
+        ));
         let access = Arc::new(Access::new(config, Arc::clone(&store), self.clock.clone()));
         let (approvals, expiries) = Approvals::new(
             Arc::clone(&store),

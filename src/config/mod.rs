@@ -9,6 +9,7 @@
 
 pub mod budgets;
 mod channels;
+pub mod checkpoints;
 mod load;
 mod locate;
 mod memory;
@@ -56,6 +57,9 @@ pub struct Config {
     /// Daily limits on LLM tokens and tool runs (`[budgets]`).
     #[serde(default)]
     pub budgets: budgets::BudgetsConfig,
+    /// Workspace checkpoints for `/rewind` (`[checkpoints]`).
+    #[serde(default)]
+    pub checkpoints: checkpoints::CheckpointsConfig,
     /// Chat platform instances by name; the name is the `channel` of their conversations.
     #[serde(default)]
     pub channels: BTreeMap<String, ChannelConfig>,
