@@ -180,11 +180,9 @@ impl Gateway {
             budgets: config.budgets,
         };
         let schedules = self.schedules(&store);
-        let toolbox = Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir)
-            .with_schedules(Arc::clone(&schedules));
         let agents = Agents::new(
             provider,
-            toolbox,
+            self.toolbox(&schedules),
             Arc::new(policy),
             Arc::clone(&scrubber),
             settings,
@@ -192,11 +190,7 @@ impl Gateway {
         )
         .with_tools(self.tools.clone())
         .with_context(self.context.clone())
-        .with_checkpoints(crate::checkpoint::Checkpoints::new(
-            config.checkpoints,
-            &config.gateway.data_dir,
-            self.clock.clone(),
-        ));
+        .with_checkpoints(self.checkpoints());
         let access = Arc::new(Access::new(config, Arc::clone(&store), self.clock.clone()));
         let (approvals, expiries) = Approvals::new(
             Arc::clone(&store),
@@ -236,6 +230,19 @@ impl Gateway {
     fn schedules(&self, store: &Arc<dyn Store>) -> Arc<Schedules> {
         let settings = self.config.scheduler.clone();
         Schedules::new(settings, Arc::clone(store), self.clock.clone())
+    }
+
+    /// The built-in tools, with workspaces under `data_dir`.
+    fn toolbox(&self, schedules: &Arc<Schedules>) -> Toolbox {
+        let config = &self.config;
+        Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir)
+            .with_schedules(Arc::clone(schedules))
+    }
+
+    /// Workspace checkpoints (`/rewind`), stored under `data_dir`.
+    fn checkpoints(&self) -> crate::checkpoint::Checkpoints {
+        let (config, clock) = (&self.config, self.clock.clone());
+        crate::checkpoint::Checkpoints::new(config.checkpoints, &config.gateway.data_dir, clock)
     }
 }
 

@@ -6,6 +6,7 @@
 //! each content once.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::os::fd::OwnedFd;
 use std::path::Path;
 
 use rustix::fs::OFlags;
@@ -93,53 +94,70 @@ pub(super) fn snapshot(
             }
             Found::File(stamp) => stamp,
         };
-        if stamp.nlink > 1 {
-            let why = "it has other hard links (it may be a file from outside)";
-            manifest.skipped.insert(rel, why.to_owned());
-            continue;
-        }
-        if stamp.size > max_file {
-            manifest
-                .skipped
-                .insert(rel, too_large(stamp.size, max_file));
-            continue;
-        }
-        let known = previous
-            .and_then(|p| p.files.get(&rel).map(|e| (p.taken_at_ns, e)))
-            .filter(|(at, e)| e.same_as(&stamp) && stamp.mtime_ns < at - RACY_NS)
-            .filter(|(_, e)| blobs.has(&e.hash));
-        if let Some((_, entry)) = known {
-            manifest.files.insert(rel, entry.clone());
-            continue;
-        }
-        let file = match open_beneath(&root, &rel, OFlags::RDONLY | OFlags::NONBLOCK) {
-            Ok(fd) => fd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                manifest
-                    .skipped
-                    .insert(rel, format!("it could not be read: {e}"));
-                continue;
+        match file_entry(&root, &rel, stamp, blobs, previous, max_file)? {
+            Seen::Stored(entry, new) => {
+                taken.copied += usize::from(new);
+                manifest.files.insert(rel, entry);
             }
-        };
-        let Some(stored) = blobs.put(&file, max_file)? else {
-            manifest
-                .skipped
-                .insert(rel, too_large(stamp.size, max_file));
-            continue;
-        };
-        taken.copied += usize::from(stored.new);
-        let entry = FileEntry {
-            size: stored.size,
-            hash: stored.hash,
-            mtime_ns: stamp.mtime_ns,
-            ctime_ns: stamp.ctime_ns,
-            ino: stamp.ino,
-            mode: stamp.mode,
-        };
-        manifest.files.insert(rel, entry);
+            Seen::Skipped(why) => {
+                manifest.skipped.insert(rel, why);
+            }
+            Seen::Gone => {}
+        }
     }
     Ok((manifest, taken))
+}
+
+/// What became of one regular file in a snapshot.
+enum Seen {
+    /// Recorded; `true` when its content was newly put in the store.
+    Stored(FileEntry, bool),
+    /// Not stored, for this reason.
+    Skipped(String),
+    /// Removed while the workspace was walked.
+    Gone,
+}
+
+/// Record the regular file `rel`.
+fn file_entry(
+    root: &OwnedFd,
+    rel: &str,
+    stamp: Stamp,
+    blobs: &Blobs,
+    previous: Option<&Manifest>,
+    max_file: u64,
+) -> std::io::Result<Seen> {
+    if stamp.nlink > 1 {
+        let why = "it has other hard links (it may be a file from outside)";
+        return Ok(Seen::Skipped(why.to_owned()));
+    }
+    if stamp.size > max_file {
+        return Ok(Seen::Skipped(too_large(stamp.size, max_file)));
+    }
+    let known = previous
+        .and_then(|p| p.files.get(rel).map(|e| (p.taken_at_ns, e)))
+        .filter(|(at, e)| e.same_as(&stamp) && stamp.mtime_ns < at - RACY_NS)
+        .filter(|(_, e)| blobs.has(&e.hash));
+    if let Some((_, entry)) = known {
+        return Ok(Seen::Stored(entry.clone(), false));
+    }
+    let file = match open_beneath(root, rel, OFlags::RDONLY | OFlags::NONBLOCK) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Seen::Gone),
+        Err(e) => return Ok(Seen::Skipped(format!("it could not be read: {e}"))),
+    };
+    let Some(stored) = blobs.put(&file, max_file)? else {
+        return Ok(Seen::Skipped(too_large(stamp.size, max_file)));
+    };
+    let entry = FileEntry {
+        size: stored.size,
+        hash: stored.hash,
+        mtime_ns: stamp.mtime_ns,
+        ctime_ns: stamp.ctime_ns,
+        ino: stamp.ino,
+        mode: stamp.mode,
+    };
+    Ok(Seen::Stored(entry, stored.new))
 }
 
 fn too_large(size: u64, max: u64) -> String {
