@@ -13,6 +13,9 @@ use switchboard_channel::ChannelEvent;
 
 use crate::ids::{ApprovalId, InboxKind};
 
+mod rewind;
+pub use rewind::RewindButton;
+
 /// What an inbound event asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Intent {
@@ -37,7 +40,10 @@ impl Intent {
             ChannelEvent::Button(press) => match schedule_button(&press.payload) {
                 Some(id) => Self::Command(Command::Unschedule(id)),
                 None if press.payload.parse::<ContinueButton>().is_ok() => Self::Continue,
-                None => Self::Button(press.payload.parse().ok()),
+                None => match press.payload.parse::<RewindButton>() {
+                    Ok(b) => Self::Command(Command::Rewind(Some(b.number))),
+                    Err(()) => Self::Button(press.payload.parse().ok()),
+                },
             },
         }
     }
@@ -80,6 +86,8 @@ pub enum Command {
     Tz(Option<String>),
     /// Show today's token and tool-run usage against the budgets.
     Usage,
+    /// List the workspace checkpoints (`/rewind`), or go back to one (`/rewind N`).
+    Rewind(Option<i64>),
 }
 
 impl Command {
@@ -101,6 +109,7 @@ impl Command {
             "help" | "start" => Some(Self::Help),
             "forget" => Some(Self::Forget),
             "usage" => Some(Self::Usage),
+            "rewind" => Some(Self::Rewind(rewind::argument(words.next()))),
             "approve" => id().map(Self::Approve),
             "deny" => id().map(Self::Deny),
             "schedules" => Some(Self::Schedules),
@@ -123,7 +132,7 @@ impl Command {
             Self::Forget => "🧹 Forgot what I remembered from this conversation.",
             Self::Help | Self::Approve(_) | Self::Deny(_) | Self::Usage => HELP,
             // Answered by the scheduler (`schedule::Schedules::answer`), which reads the store.
-            Self::Schedules | Self::Unschedule(_) | Self::Tz(_) => HELP,
+            Self::Schedules | Self::Unschedule(_) | Self::Tz(_) | Self::Rewind(_) => HELP,
         }
     }
 }
@@ -137,6 +146,7 @@ Commands:\n\
 • `/approve <id>` / `/deny <id>` — answer an approval request\n\
 • `/schedules` — scheduled tasks here; `/unschedule <id>` cancels one\n\
 • `/tz [zone]` — this conversation's time zone\n\
+• `/rewind [N]` — list checkpoints, or put the files back to one\n\
 • `/help` — this message";
 
 /// A cancel button's payload for scheduled task `id`: `sc:<id>:x` (well under Telegram's

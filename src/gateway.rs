@@ -188,7 +188,8 @@ impl Gateway {
             self.clock.clone(),
         )
         .with_tools(self.tools.clone())
-        .with_context(self.context.clone());
+        .with_context(self.context.clone())
+        .with_checkpoints(self.checkpoints());
         let access = Arc::new(Access::new(config, Arc::clone(&store), self.clock.clone()));
         let (approvals, expiries) = Approvals::new(
             Arc::clone(&store),
@@ -251,6 +252,12 @@ impl Gateway {
     fn schedules(&self, store: &Arc<dyn Store>) -> Arc<Schedules> {
         let settings = self.config.scheduler.clone();
         Schedules::new(settings, Arc::clone(store), self.clock.clone())
+    }
+
+    /// Workspace checkpoints (`/rewind`), stored under `data_dir`.
+    fn checkpoints(&self) -> crate::checkpoint::Checkpoints {
+        let (config, clock) = (&self.config, self.clock.clone());
+        crate::checkpoint::Checkpoints::new(config.checkpoints, &config.gateway.data_dir, clock)
     }
 }
 

@@ -17,6 +17,7 @@
 //!   the typed `Decision` it hands to approvals, the audit and the metrics.
 //! - [`provider`]: streaming LLM clients (OpenAI-compatible, Anthropic).
 //! - [`schedule`]: reminders and recurring tasks, fired through the inbox exactly once.
+//! - [`checkpoint`]: workspace checkpoints before changing tool calls, and `/rewind`.
 //! - [`budget`]: daily token and tool-run budgets per conversation and per user.
 //! - [`tools`]: built-in tools (shell, files, http_fetch), confined to a workspace.
 //! - [`sandbox`]: the supervisor every tool process runs under (namespaces, limits, Landlock,
@@ -45,6 +46,7 @@ pub mod agent;
 pub mod attach;
 pub mod budget;
 pub mod channels;
+pub mod checkpoint;
 pub mod cli;
 pub mod clock;
 pub mod cluster;

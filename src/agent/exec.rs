@@ -173,6 +173,9 @@ impl AgentLoop {
                     ToolResult::err(format!("invalid arguments for {}: {problem}", call.name))
                 }
                 Ok(()) => {
+                    if let Some(checkpoints) = &self.checkpoints {
+                        checkpoints.before(call, tool.read_only()).await;
+                    }
                     let result = tool.execute(call.args.clone()).await;
                     self.bound(call, result).await
                 }

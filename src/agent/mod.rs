@@ -213,6 +213,7 @@ pub struct AgentLoopBuilder {
     prompt_guided: bool,
     gate: Option<Arc<dyn Gate>>,
     offload: Option<Offload>,
+    checkpoints: Option<Arc<crate::checkpoint::Checkpointer>>,
 }
 
 impl AgentLoopBuilder {
@@ -265,6 +266,12 @@ impl AgentLoopBuilder {
         self
     }
 
+    /// Checkpoint the workspace before every call that may change it (default: none).
+    pub fn checkpoints(mut self, checkpoints: Arc<crate::checkpoint::Checkpointer>) -> Self {
+        self.checkpoints = Some(checkpoints);
+        self
+    }
+
     /// Finish.
     pub fn build(self) -> AgentLoop {
         AgentLoop {
@@ -275,6 +282,7 @@ impl AgentLoopBuilder {
             prompt_guided: self.prompt_guided,
             gate: self.gate,
             offload: self.offload,
+            checkpoints: self.checkpoints,
         }
     }
 }
@@ -288,6 +296,7 @@ pub struct AgentLoop {
     prompt_guided: bool,
     gate: Option<Arc<dyn Gate>>,
     offload: Option<Offload>,
+    checkpoints: Option<Arc<crate::checkpoint::Checkpointer>>,
 }
 
 impl AgentLoop {

@@ -10,6 +10,7 @@
 pub mod budgets;
 mod channels;
 mod cluster;
+pub mod checkpoints;
 mod load;
 mod locate;
 mod memory;
@@ -63,6 +64,9 @@ pub struct Config {
     /// Voice notes to text (`[transcription]`); absent, they are saved and described only.
     #[serde(default)]
     pub transcription: Option<TranscriptionConfig>,
+    /// Workspace checkpoints for `/rewind` (`[checkpoints]`).
+    #[serde(default)]
+    pub checkpoints: checkpoints::CheckpointsConfig,
     /// Chat platform instances by name; the name is the `channel` of their conversations.
     #[serde(default)]
     pub channels: BTreeMap<String, ChannelConfig>,

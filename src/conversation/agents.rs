@@ -10,6 +10,7 @@ use switchboard_channel::ConversationKey;
 use super::FilePoster;
 use super::approval::PolicyGate;
 use crate::agent::{AgentLoop, ContextProvider, Offload, Tool};
+use crate::checkpoint::{Checkpointer, Checkpoints};
 use crate::clock::Clock;
 use crate::config::MemoryConfig;
 use crate::memory::{Recall, memory_tools, scope_for};
@@ -78,6 +79,8 @@ pub struct Agents {
     settings: TurnSettings,
     /// Stamps what the memory tools write.
     clock: Clock,
+    /// Workspace checkpoints (`/rewind`), when configured.
+    checkpoints: Option<Arc<Checkpoints>>,
 }
 
 impl Agents {
@@ -109,6 +112,7 @@ impl Agents {
             scrubber,
             settings,
             clock,
+            checkpoints: None,
         }
     }
 
@@ -116,6 +120,25 @@ impl Agents {
     pub fn with_tools(mut self, tools: Vec<Arc<dyn Tool>>) -> Self {
         self.extra_tools.extend(tools);
         self
+    }
+
+    /// Checkpoint workspaces before changing tool calls, and answer `/rewind`.
+    pub fn with_checkpoints(mut self, checkpoints: Checkpoints) -> Self {
+        self.checkpoints = Some(Arc::new(checkpoints));
+        self
+    }
+
+    /// `key`'s checkpoints (`None` when they are turned off).
+    pub fn checkpointer(
+        &self,
+        store: &Arc<dyn Store>,
+        key: &ConversationKey,
+    ) -> Option<Checkpointer> {
+        let workspace = self.toolbox.workspace(key);
+        let owner = self.toolbox.sandbox().owner();
+        let scrubber = Arc::clone(&self.scrubber);
+        let service = self.checkpoints.as_ref()?;
+        service.for_conversation(Arc::clone(store), key, workspace, owner, scrubber)
     }
 
     /// Also run `context` providers before every turn.
@@ -197,6 +220,9 @@ impl Agents {
             dir: self.toolbox.workspace_dir(key),
             threshold: memory.offload_threshold_bytes.max(1024),
         };
+        if let Some(checkpointer) = self.checkpointer(store, key) {
+            builder = builder.checkpoints(Arc::new(checkpointer));
+        }
         Ok(builder
             .offload(offload)
             .tools(self.toolbox.for_conversation(key))

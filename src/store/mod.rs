@@ -12,8 +12,8 @@
 //! - `sqlite.rs`, `postgres.rs`: connecting and each database's dialect.
 //! - `inbox.rs`: `Store` for `SqlStore` (insert, claim under a lease, finish, counts).
 //! - `history.rs`: history reads and the atomic history writes.
-//! - `approvals.rs`, `audit.rs`, `memory.rs`, `access.rs`: each half-trait, its types and
-//!   its SQL.
+//! - `approvals.rs`, `audit.rs`, `memory.rs`, `access.rs`, `checkpoints.rs`: each
+//!   half-trait, its types and its SQL.
 //! - `rows.rs`: selected rows as records, converted to the types above.
 //! - `text.rs`: free text stored exactly on both databases (NUL escaped on PostgreSQL).
 //! - `cluster.rs`: [`ClusterStore`], instances, conversation leases (epochs), the fence a
@@ -27,6 +27,7 @@ mod approvals;
 mod audit;
 mod backend;
 mod cluster;
+mod checkpoints;
 mod durable;
 mod history;
 mod inbox;
@@ -50,6 +51,7 @@ pub use approvals::{Approval, ApprovalCounts, ApprovalStore};
 pub use audit::{AuditEntry, AuditLog};
 pub use backend::{Backend, Dialect, SqlStore};
 pub use cluster::{ClusterStore, INBOX_CHANNEL, LeaseRow};
+pub use checkpoints::{Checkpoint, CheckpointStore, NewCheckpoint};
 pub use durable::Durable;
 pub use memory::{Memory, MemoryStore, search_words};
 pub use postgres::PostgresStore;
@@ -176,6 +178,7 @@ pub trait Store:
     + AccessStore
     + ScheduleStore
     + UsageStore
+    + CheckpointStore
     + Send
     + Sync
 {

@@ -23,6 +23,8 @@ mod offload;
 mod pause;
 mod plan;
 mod providers;
+mod rewind;
+mod rewind_store;
 mod sandbox;
 mod sandbox_limits;
 mod schedules;

@@ -14,6 +14,7 @@
 //! - `report`: metrics, delivery logs and the user-facing error lines.
 
 mod report;
+mod rewind;
 mod run;
 
 use switchboard_channel::{ButtonPress, ChannelEvent, ConversationKey, Inbound, UserRef};
@@ -136,6 +137,7 @@ impl Turn<'_> {
                 self.decide(&m.user, &decide(id, Action::Deny), None, cancel)
                     .await
             }
+            (event, Intent::Command(Command::Rewind(number))) => self.rewind(event, number).await,
             (ChannelEvent::Message(m), Intent::Command(command)) => {
                 self.command(&command, &m.user.id).await
             }

@@ -130,6 +130,7 @@ async fn an_event_stored_elsewhere_wakes_a_replica_through_notify() {
         },
         text: "wake up".into(),
         place: switchboard_channel::Place::Direct,
+        attachments: Vec::new(),
     });
     writer
         .insert_event(&event, InboxKind::Message, wall_ms())

@@ -25,6 +25,7 @@ fn event(key: &ConversationKey, id: &str, text: &str) -> ChannelEvent {
         },
         text: text.into(),
         place: switchboard_channel::Place::Direct,
+        attachments: Vec::new(),
     })
 }
 
