@@ -140,6 +140,7 @@ impl Gateway {
                 metrics: Arc::clone(&deps.metrics),
                 registry: Arc::clone(&registry),
                 sandbox: Arc::clone(deps.agents.sandbox()),
+                mcp: deps.agents.mcp().cloned(),
                 metrics_token: config.gateway.metrics_token.expose().map(str::to_owned),
             },
             routes,
@@ -180,8 +181,7 @@ impl Gateway {
             budgets: config.budgets,
         };
         let schedules = self.schedules(&store);
-        let toolbox = Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir)
-            .with_schedules(Arc::clone(&schedules));
+        let (toolbox, mcp) = self.toolbox(&schedules, &metrics, shutdown);
         let agents = Agents::new(
             provider,
             toolbox,
@@ -191,6 +191,7 @@ impl Gateway {
             self.clock.clone(),
         )
         .with_tools(self.tools.clone())
+        .with_mcp(mcp)
         .with_context(self.context.clone());
         let access = Arc::new(Access::new(config, Arc::clone(&store), self.clock.clone()));
         let (approvals, expiries) = Approvals::new(
@@ -227,11 +228,39 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// The built-in tools and the `[mcp]` servers (which share the toolbox's sandbox).
+    fn toolbox(
+        &self,
+        schedules: &Arc<Schedules>,
+        metrics: &Arc<Metrics>,
+        shutdown: &CancellationToken,
+    ) -> (Toolbox, Arc<crate::mcp::Mcp>) {
+        let config = &self.config;
+        let toolbox = Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir)
+            .with_schedules(Arc::clone(schedules));
+        let mcp = mcp(config, toolbox.sandbox(), metrics, shutdown);
+        (toolbox, mcp)
+    }
+
     /// The scheduling service the `schedule` tool, the chat commands and the ticker share.
     fn schedules(&self, store: &Arc<dyn Store>) -> Arc<Schedules> {
         let settings = self.config.scheduler.clone();
         Schedules::new(settings, Arc::clone(store), self.clock.clone())
     }
+}
+
+/// The `[mcp]` servers, stopped when `shutdown` fires.
+fn mcp(
+    config: &Config,
+    sandbox: &Arc<crate::sandbox::Sandbox>,
+    metrics: &Arc<Metrics>,
+    shutdown: &CancellationToken,
+) -> Arc<crate::mcp::Mcp> {
+    let data_dir = &config.gateway.data_dir;
+    let mcp = crate::mcp::Mcp::new(&config.mcp, Arc::clone(sandbox), data_dir);
+    let mcp = Arc::new(mcp.with_metrics(Arc::clone(metrics)));
+    mcp.stop_on(shutdown);
+    mcp
 }
 
 /// Open the database `url` names.

@@ -17,6 +17,7 @@
 //! - [`schedule`]: reminders and recurring tasks, fired through the inbox exactly once.
 //! - [`budget`]: daily token and tool-run budgets per conversation and per user.
 //! - [`tools`]: built-in tools (shell, files, http_fetch), confined to a workspace.
+//! - [`mcp`]: Model Context Protocol servers as tool sources, sandboxed and gated.
 //! - [`sandbox`]: the supervisor every tool process runs under (namespaces, limits, Landlock,
 //!   seccomp) and the posture it measured on this host.
 //! - [`scrub`]: credential redaction for tool output, chat, history and logs.
@@ -50,6 +51,7 @@ pub mod gateway;
 pub mod governor;
 pub mod http;
 pub mod ids;
+pub mod mcp;
 pub mod memory;
 pub mod metrics;
 pub mod policy;

@@ -35,6 +35,8 @@ pub struct Metrics {
     pub tool_runs: IntCounterVec,
     /// Turns stopped or messages refused by a budget, by channel and budget.
     pub budget_stops: IntCounterVec,
+    /// MCP tool calls by server and outcome (ok, tool_error, error).
+    pub mcp_calls: IntCounterVec,
 }
 
 impl Default for Metrics {
@@ -101,6 +103,7 @@ impl Metrics {
             llm_tokens: budget_counter(&r, "llm_tokens"),
             tool_runs: budget_counter(&r, "tool_runs"),
             budget_stops: budget_counter(&r, "budget_stops"),
+            mcp_calls: mcp_counter(&r),
             registry: r,
         }
     }
@@ -111,6 +114,16 @@ impl Metrics {
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         String::from_utf8(out).unwrap_or_default()
     }
+}
+
+/// MCP tool calls by server and outcome.
+fn mcp_counter(registry: &Registry) -> IntCounterVec {
+    counter(
+        registry,
+        "switchboard_mcp_calls_total",
+        "MCP tool calls by server and outcome (ok, tool_error, error).",
+        &["server", "outcome"],
+    )
 }
 
 /// One of the budget counters (`llm_tokens`, `tool_runs`, `budget_stops`), by channel.

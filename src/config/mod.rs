@@ -11,6 +11,7 @@ pub mod budgets;
 mod channels;
 mod load;
 mod locate;
+pub mod mcp;
 mod memory;
 mod schedules;
 
@@ -65,6 +66,9 @@ pub struct Config {
     /// The operator's own recurring jobs (`[[schedules]]`).
     #[serde(default)]
     pub schedules: Vec<OperatorJob>,
+    /// Model Context Protocol servers whose tools the agent may call (`[mcp]`).
+    #[serde(default)]
+    pub mcp: mcp::McpConfig,
 }
 
 /// `[gateway]`.
@@ -330,6 +334,7 @@ impl Config {
             .into_iter()
             .chain(channel_secrets)
             .filter_map(Secret::expose)
+            .chain(self.mcp.secret_values())
             .map(str::to_owned)
             .chain(urls)
             .filter(|v| !v.is_empty())

@@ -56,6 +56,8 @@ pub struct Agents {
     settings: TurnSettings,
     /// Stamps what the memory tools write.
     clock: Clock,
+    /// MCP servers whose tools every turn offers (`[mcp]`).
+    mcp: Option<Arc<crate::mcp::Mcp>>,
 }
 
 impl Agents {
@@ -82,7 +84,19 @@ impl Agents {
             scrubber,
             settings,
             clock,
+            mcp: None,
         }
+    }
+
+    /// Also offer the tools of `mcp`'s servers in every conversation.
+    pub fn with_mcp(mut self, mcp: Arc<crate::mcp::Mcp>) -> Self {
+        self.mcp = Some(mcp).filter(|m| !m.is_empty());
+        self
+    }
+
+    /// The MCP servers, for `/readyz`.
+    pub fn mcp(&self) -> Option<&Arc<crate::mcp::Mcp>> {
+        self.mcp.as_ref()
     }
 
     /// Also offer `tools` in every conversation.
@@ -168,6 +182,10 @@ impl Agents {
             dir: self.toolbox.workspace_dir(key),
             threshold: memory.offload_threshold_bytes.max(1024),
         };
+        if let Some(mcp) = &self.mcp {
+            let workspace = self.toolbox.workspace(key);
+            builder = builder.tools(mcp.tools_for(key, &workspace).await);
+        }
         Ok(builder
             .offload(offload)
             .tools(self.toolbox.for_conversation(key))
