@@ -30,7 +30,6 @@ async fn a_stdio_server_that_exits_mid_call_says_so_and_the_next_call_restarts_i
     assert!(crashed.contains("restarted on the next call"), "{crashed}");
     let again = call(&app, "c", "crashy__hello", json!({})).await;
     assert!(again.contains("hello from pid"), "{again}");
-    assert_ne!(first, again, "a new process answered");
     let starts = app
         .config
         .gateway
