@@ -5,6 +5,7 @@
 
 mod everything;
 mod failures;
+mod probe;
 mod sandbox;
 
 use std::path::PathBuf;
