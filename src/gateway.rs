@@ -144,6 +144,7 @@ impl Gateway {
                 metrics: Arc::clone(&deps.metrics),
                 registry: Arc::clone(&registry),
                 sandbox: Arc::clone(deps.agents.sandbox()),
+                mcp: deps.agents.mcp().cloned(),
                 metrics_token: config.gateway.metrics_token.expose().map(str::to_owned),
             },
             routes,
@@ -179,6 +180,7 @@ impl Gateway {
         let settings = TurnSettings::from_config(config);
         let schedules = self.schedules(&store);
         let toolbox = toolbox.with_schedules(Arc::clone(&schedules));
+        let mcp = mcp(config, toolbox.sandbox(), &metrics, shutdown);
         let agents = Agents::new(
             provider,
             toolbox,
@@ -189,6 +191,7 @@ impl Gateway {
         )
         .with_tools(self.tools.clone())
         .with_context(self.context.clone())
+        .with_mcp(mcp)
         .with_checkpoints(self.checkpoints());
         let access = Arc::new(Access::new(config, Arc::clone(&store), self.clock.clone()));
         let (approvals, expiries) = Approvals::new(
@@ -259,6 +262,20 @@ impl Gateway {
         let (config, clock) = (&self.config, self.clock.clone());
         crate::checkpoint::Checkpoints::new(config.checkpoints, &config.gateway.data_dir, clock)
     }
+}
+
+/// The `[mcp]` servers, stopped when `shutdown` fires.
+fn mcp(
+    config: &Config,
+    sandbox: &Arc<crate::sandbox::Sandbox>,
+    metrics: &Arc<Metrics>,
+    shutdown: &CancellationToken,
+) -> Arc<crate::mcp::Mcp> {
+    let data_dir = &config.gateway.data_dir;
+    let mcp = crate::mcp::Mcp::new(&config.mcp, Arc::clone(sandbox), data_dir);
+    let mcp = Arc::new(mcp.with_metrics(Arc::clone(metrics)));
+    mcp.stop_on(shutdown);
+    mcp
 }
 
 /// Open the database `url` names.

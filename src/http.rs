@@ -33,6 +33,8 @@ pub struct HealthState {
     pub registry: Arc<Registry>,
     /// The tool sandbox, whose posture `/readyz` shows (informational: never gates readiness).
     pub sandbox: Arc<crate::sandbox::Sandbox>,
+    /// MCP servers, whose states `/readyz` shows (informational, like the sandbox).
+    pub mcp: Option<Arc<crate::mcp::Mcp>>,
     /// `gateway.metrics_token`: when set, every scrape must send it as a bearer token.
     pub metrics_token: Option<String>,
 }
@@ -129,6 +131,7 @@ async fn readyz(State(state): State<HealthState>) -> impl IntoResponse {
     checks.push(posture.await.unwrap_or_else(
         |_| json!({"name": "sandbox", "ok": false, "detail": "the posture probe failed"}),
     ));
+    checks.extend(state.mcp.iter().flat_map(|m| m.readyz_checks()));
     for (name, health) in state.channels.health() {
         ready &= health.ready;
         let last_ok = health

@@ -20,6 +20,7 @@
 //! - [`checkpoint`]: workspace checkpoints before changing tool calls, and `/rewind`.
 //! - [`budget`]: daily token and tool-run budgets per conversation and per user.
 //! - [`tools`]: built-in tools (shell, files, http_fetch), confined to a workspace.
+//! - [`mcp`]: Model Context Protocol servers as tool sources, sandboxed and gated.
 //! - [`sandbox`]: the supervisor every tool process runs under (namespaces, limits, Landlock,
 //!   seccomp) and the posture it measured on this host.
 //! - [`scrub`]: credential redaction for tool output, chat, history and logs.
@@ -58,6 +59,7 @@ pub mod gateway;
 pub mod governor;
 pub mod http;
 pub mod ids;
+pub mod mcp;
 pub mod memory;
 pub mod metrics;
 pub mod policy;

@@ -38,6 +38,8 @@ pub struct Metrics {
     /// Replica coordination by event: leases taken, refused, lost, writes fenced, platform
     /// calls whose outcome is unknown after a lost lease, listener rescans.
     pub cluster: IntCounterVec,
+    /// MCP tool calls by server and outcome (ok, tool_error, error).
+    pub mcp_calls: IntCounterVec,
 }
 
 impl Default for Metrics {
@@ -105,6 +107,7 @@ impl Metrics {
             tool_runs: budget_counter(&r, "tool_runs"),
             budget_stops: budget_counter(&r, "budget_stops"),
             cluster: cluster_counter(&r),
+            mcp_calls: mcp_counter(&r),
             registry: r,
         }
     }
@@ -115,6 +118,16 @@ impl Metrics {
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         String::from_utf8(out).unwrap_or_default()
     }
+}
+
+/// MCP tool calls by server and outcome.
+fn mcp_counter(registry: &Registry) -> IntCounterVec {
+    counter(
+        registry,
+        "switchboard_mcp_calls_total",
+        "MCP tool calls by server and outcome (ok, tool_error, error).",
+        &["server", "outcome"],
+    )
 }
 
 /// One of the budget counters (`llm_tokens`, `tool_runs`, `budget_stops`), by channel.

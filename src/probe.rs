@@ -29,6 +29,21 @@ pub async fn run(config: &Config) -> bool {
             all_ok &= report(name, result);
         }
     }
+    all_ok & probe_mcp(config).await
+}
+
+/// Start each `[mcp]` server once through the sandbox and list its tools.
+async fn probe_mcp(config: &Config) -> bool {
+    if config.mcp.servers.is_empty() {
+        return true;
+    }
+    let data_dir = &config.gateway.data_dir;
+    let sandbox = std::sync::Arc::new(crate::sandbox::Sandbox::new(&config.sandbox, data_dir));
+    let mut all_ok = true;
+    for line in crate::mcp::probe_lines(&config.mcp, sandbox, data_dir).await {
+        all_ok &= !line.contains(": FAILED: ");
+        println!("probe {line}");
+    }
     all_ok
 }
 

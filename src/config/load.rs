@@ -222,7 +222,8 @@ fn validate(config: &Config) -> Vec<Problem> {
         }
     }
     problems.extend(super::channels::problems(config));
-    for (key, message) in super::schedules::problems(config) {
+    let mcp = super::mcp::problems(&config.mcp);
+    for (key, message) in super::schedules::problems(config).into_iter().chain(mcp) {
         problems.push(Problem {
             key,
             position: None,

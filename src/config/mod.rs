@@ -13,6 +13,7 @@ mod cluster;
 pub mod checkpoints;
 mod load;
 mod locate;
+pub mod mcp;
 mod memory;
 mod schedules;
 mod transcription;
@@ -79,6 +80,9 @@ pub struct Config {
     /// Timings of several replicas on one PostgreSQL (`[cluster]`).
     #[serde(default)]
     pub cluster: ClusterConfig,
+    /// Model Context Protocol servers whose tools the agent may call (`[mcp]`).
+    #[serde(default)]
+    pub mcp: mcp::McpConfig,
 }
 
 /// `[gateway]`.
@@ -352,6 +356,7 @@ impl Config {
             .chain(transcription)
             .chain(channel_secrets)
             .filter_map(Secret::expose)
+            .chain(self.mcp.secret_values())
             .map(str::to_owned)
             .chain(urls)
             .filter(|v| !v.is_empty())

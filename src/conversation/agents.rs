@@ -81,6 +81,8 @@ pub struct Agents {
     clock: Clock,
     /// Workspace checkpoints (`/rewind`), when configured.
     checkpoints: Option<Arc<Checkpoints>>,
+    /// MCP servers whose tools every turn offers (`[mcp]`).
+    mcp: Option<Arc<crate::mcp::Mcp>>,
 }
 
 impl Agents {
@@ -113,7 +115,19 @@ impl Agents {
             settings,
             clock,
             checkpoints: None,
+            mcp: None,
         }
+    }
+
+    /// Also offer the tools of `mcp`'s servers in every conversation.
+    pub fn with_mcp(mut self, mcp: Arc<crate::mcp::Mcp>) -> Self {
+        self.mcp = Some(mcp).filter(|m| !m.is_empty());
+        self
+    }
+
+    /// The MCP servers, for `/readyz`.
+    pub fn mcp(&self) -> Option<&Arc<crate::mcp::Mcp>> {
+        self.mcp.as_ref()
     }
 
     /// Also offer `tools` in every conversation.
@@ -222,6 +236,10 @@ impl Agents {
         };
         if let Some(checkpointer) = self.checkpointer(store, key) {
             builder = builder.checkpoints(Arc::new(checkpointer));
+        }
+        if let Some(mcp) = &self.mcp {
+            let workspace = self.toolbox.workspace(key);
+            builder = builder.tools(mcp.tools_for(key, &workspace).await);
         }
         Ok(builder
             .offload(offload)

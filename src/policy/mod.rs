@@ -29,7 +29,7 @@ use serde_json::Value;
 
 pub use decision::{Decider, Decision, Matched, RuleList, Verdict};
 use part::{Analysis, Part};
-use rule::{Rule, SHELL, escape, host_arg, path_arg};
+use rule::{MCP, Rule, SHELL, escape, host_arg, is_mcp, path_arg};
 
 /// The reason given when a shell command line cannot be read.
 const UNPARSABLE: &str = "could not parse the command";
@@ -136,28 +136,52 @@ impl Policy {
         if tool == SHELL {
             return self.evaluate_shell(args, &extra);
         }
-        self.first_match(&extra, |rule| rule.matches_call(tool, args))
-            .unwrap_or_else(|| {
-                let mode = self.mode;
-                match (mode, read_only) {
-                    (Mode::Autonomous, _) => Decision::by_mode(
-                        Verdict::Allow,
-                        format!("mode {mode}: no rule denies `{tool}`"),
-                    ),
-                    (_, true) => Decision::by_mode(
-                        Verdict::Allow,
-                        format!("mode {mode}: `{tool}` is read-only"),
-                    ),
-                    (Mode::ReadOnly, false) => Decision::by_mode(
-                        Verdict::Deny,
-                        format!("mode {mode}: `{tool}` is not read-only"),
-                    ),
-                    (_, false) => Decision::by_mode(
-                        Verdict::Ask,
-                        format!("mode {mode}: `{tool}` is not read-only"),
-                    ),
-                }
-            })
+        let matched = self.first_match(&extra, |rule| rule.matches_call(tool, args));
+        if is_mcp(tool) {
+            let mut decision = matched.unwrap_or_else(|| self.mcp_default(tool));
+            if read_only && decision.verdict == Verdict::Ask {
+                decision
+                    .reason
+                    .push_str(" (its server marks it read-only; that alone never skips asking)");
+            }
+            return decision;
+        }
+        matched.unwrap_or_else(|| {
+            let mode = self.mode;
+            match (mode, read_only) {
+                (Mode::Autonomous, _) => Decision::by_mode(
+                    Verdict::Allow,
+                    format!("mode {mode}: no rule denies `{tool}`"),
+                ),
+                (_, true) => Decision::by_mode(
+                    Verdict::Allow,
+                    format!("mode {mode}: `{tool}` is read-only"),
+                ),
+                (Mode::ReadOnly, false) => Decision::by_mode(
+                    Verdict::Deny,
+                    format!("mode {mode}: `{tool}` is not read-only"),
+                ),
+                (_, false) => Decision::by_mode(
+                    Verdict::Ask,
+                    format!("mode {mode}: `{tool}` is not read-only"),
+                ),
+            }
+        })
+    }
+
+    /// An MCP tool no rule names asks in every mode (a server's own `readOnlyHint` is only
+    /// shown in the reason), and is refused in `read_only` mode.
+    fn mcp_default(&self, tool: &str) -> Decision {
+        let mode = self.mode;
+        let verdict = if mode == Mode::ReadOnly {
+            Verdict::Deny
+        } else {
+            Verdict::Ask
+        };
+        Decision::by_mode(
+            verdict,
+            format!("mode {mode}: MCP tool `{tool}` asks unless an allow rule names it"),
+        )
     }
 
     fn evaluate_shell(&self, args: &Value, extra: &[Rule]) -> Decision {
@@ -273,6 +297,9 @@ pub fn narrowest_rule(tool: &str, args: &Value) -> String {
             .and_then(Value::as_str)
             .unwrap_or_default();
         return narrowest_shell_rule(command);
+    }
+    if is_mcp(tool) {
+        return format!("{MCP}({})", escape(tool, false));
     }
     if let Some(path) = path_arg(args) {
         return format!("{tool}({})", escape(&path, false));

@@ -11,6 +11,14 @@ use super::views::deny_views;
 /// The tool whose calls are shell command lines.
 pub(crate) const SHELL: &str = "shell";
 
+/// The pseudo-tool naming MCP tools in rules: `mcp(github__create_issue)`, `mcp(github__*)`.
+pub(crate) const MCP: &str = "mcp";
+
+/// Whether `tool` is an MCP server's tool (`<server>__<tool>`; no built-in name has `__`).
+pub(crate) fn is_mcp(tool: &str) -> bool {
+    tool.contains(crate::config::mcp::TOOL_SEPARATOR)
+}
+
 /// What a specifier is matched against.
 #[derive(Debug, Clone)]
 enum Spec {
@@ -22,6 +30,8 @@ enum Spec {
     Path(GlobMatcher),
     /// The host of the `url` argument, case-insensitive.
     Domain(GlobMatcher),
+    /// The `<server>__<tool>` name of an MCP tool (`mcp(...)` rules).
+    McpTool(GlobMatcher),
 }
 
 /// One compiled pattern.
@@ -91,6 +101,9 @@ impl Rule {
             Some(spec) if tool == SHELL => {
                 Spec::Command(glob(spec, false, false).map_err(|e| fail(&e))?)
             }
+            Some(spec) if tool == MCP => {
+                Spec::McpTool(glob(spec, false, false).map_err(|e| fail(&e))?)
+            }
             Some(spec) => match spec.strip_prefix("domain:") {
                 Some("") => return Err(fail("`domain:` needs a host")),
                 Some(host) => Spec::Domain(glob(host, false, true).map_err(|e| fail(&e))?),
@@ -117,7 +130,7 @@ impl Rule {
             (_, false) => return false,
             (Spec::Any, true) => return true,
             (Spec::Command(glob), true) => glob,
-            (Spec::Path(_) | Spec::Domain(_), true) => return false,
+            (Spec::Path(_) | Spec::Domain(_) | Spec::McpTool(_), true) => return false,
         };
         if self.list != Listed::Allow {
             return deny_views(part).iter().any(|view| glob.is_match(view));
@@ -141,10 +154,18 @@ impl Rule {
 
     /// Whether this rule matches a call of a tool other than `shell`.
     pub(crate) fn matches_call(&self, tool: &str, args: &Value) -> bool {
+        if self.tool == MCP {
+            // Bare `mcp` names every MCP tool; `mcp(glob)` those whose full name matches.
+            return is_mcp(tool)
+                && match &self.spec {
+                    Spec::McpTool(glob) => glob.is_match(tool),
+                    _ => true,
+                };
+        }
         self.tool == tool
             && match &self.spec {
                 Spec::Any => true,
-                Spec::Command(_) => false,
+                Spec::Command(_) | Spec::McpTool(_) => false,
                 Spec::Path(glob) => match (path_arg(args), args.get("url").and_then(Value::as_str))
                 {
                     (Some(path), _) => glob.is_match(path),

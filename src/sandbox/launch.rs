@@ -220,6 +220,20 @@ impl Sandbox {
         Ok(ws)
     }
 
+    /// The supervisor binary, the prepared `workspace` and the spec of a process run there
+    /// (without its command), or why no tool process may run on this host.
+    pub(super) fn parts(&self, workspace: &Path) -> Result<(PathBuf, PathBuf, Spec), String> {
+        if let Some(reason) = self.posture.disabled_reason() {
+            return Err(reason);
+        }
+        let exe = self.exe.as_ref().map_err(Clone::clone)?;
+        let ws = self
+            .prepare_workspace(workspace)
+            .map_err(|e| format!("cannot prepare the workspace: {e}"))?;
+        let spec = self.spec(&ws, None);
+        Ok((exe.clone(), ws, spec))
+    }
+
     /// The supervisor command running `command` in `workspace`, or why the shell is off.
     pub fn command(
         &self,

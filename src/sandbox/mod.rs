@@ -8,7 +8,8 @@
 //!
 //! Layout: `config` (`[sandbox]`), `launch` (the gateway's side: probe, command, stop),
 //! `supervisor` (the re-executed helper), `layers` (ids, rlimits, Landlock), `seccomp`,
-//! `posture`, `procs` (the kill loop's view of `/proc`).
+//! `posture`, `procs` (the kill loop's view of `/proc`), `server` (long-lived piped
+//! processes: MCP stdio servers).
 
 mod config;
 mod launch;
@@ -16,6 +17,7 @@ mod layers;
 mod posture;
 mod procs;
 mod seccomp;
+mod server;
 mod supervisor;
 
 use std::path::PathBuf;
@@ -26,6 +28,7 @@ use serde::{Deserialize, Serialize};
 pub use config::{Limits, Mode, Network, SandboxConfig};
 pub use launch::{Sandbox, StopOnDrop};
 pub use posture::{Namespaces, Posture};
+pub use server::{ServerAllowances, ServerProcess};
 
 /// Exit code of a supervisor or tool process that refused to run (bad spec, a layer
 /// missing in `enforce` mode).

@@ -3,6 +3,7 @@
 
 mod breakers;
 mod bypasses;
+mod mcp;
 mod modes;
 mod narrowest;
 mod peers;

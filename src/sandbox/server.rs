@@ -1,0 +1,105 @@
+//! The long-lived launch mode: a server process (an MCP stdio server) started through the
+//! same supervisor and layers as a shell command, but with its stdin and stdout piped to the
+//! gateway and kept running across calls. The environment is cleared like the shell's, then
+//! the server's own configured variables are added; its allowances (extra paths, network)
+//! are its own. Dropping the [`ServerProcess`] stops the whole tree.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use tokio::io::AsyncBufReadExt;
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+use super::config::Network;
+use super::launch::{Sandbox, StopOnDrop, TMP_DIR};
+
+/// What one server may do beyond a shell command: its table's extra paths and network.
+#[derive(Debug, Clone, Default)]
+pub struct ServerAllowances {
+    /// Paths it may read and execute (e.g. its `node_modules`).
+    pub extra_read: Vec<PathBuf>,
+    /// Paths it may write besides its working directory.
+    pub extra_write: Vec<PathBuf>,
+    /// TCP it may open.
+    pub network: Network,
+}
+
+/// A running server: its supervisor child, stopped (tree and all) when dropped.
+pub struct ServerProcess {
+    /// Owned so the pid in `stop` is not reaped (and reused) while we may signal it.
+    child: Child,
+    stop: StopOnDrop,
+}
+
+impl ServerProcess {
+    /// Whether the server (its supervisor) has exited.
+    pub fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The supervisor's pid.
+    pub fn id(&self) -> Option<u32> {
+        self.stop.0
+    }
+}
+
+/// The pieces of a started server: the process and the two pipes the protocol runs over.
+pub type Started = (ServerProcess, ChildStdout, ChildStdin);
+
+impl Sandbox {
+    /// Start `argv` as a long-lived server in `workspace` with `env` added to the cleared
+    /// environment, confined like a shell command plus `allow`. In `enforce` mode with a
+    /// layer missing it is refused with the same reason the shell gives. `name` labels its
+    /// stderr lines in the log.
+    pub fn spawn_server(
+        &self,
+        name: &str,
+        workspace: &Path,
+        argv: &[String],
+        env: &[(String, String)],
+        allow: &ServerAllowances,
+    ) -> Result<Started, String> {
+        let (exe, ws, mut spec) = self.parts(workspace)?;
+        let line = shlex::try_join(argv.iter().map(String::as_str))
+            .map_err(|e| format!("cannot quote the server's command line: {e}"))?;
+        spec.command = Some(format!("exec {line}"));
+        spec.extra_read.extend(allow.extra_read.iter().cloned());
+        spec.extra_write.extend(allow.extra_write.iter().cloned());
+        spec.network = allow.network.clone();
+        let mut cmd = tokio::process::Command::new(exe);
+        cmd.arg("supervise")
+            .current_dir(&ws)
+            .env_clear()
+            .env(
+                super::SPEC_VAR,
+                serde_json::to_string(&spec).unwrap_or_default(),
+            )
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &ws)
+            .env("TMPDIR", ws.join(TMP_DIR))
+            .env("LANG", "C.UTF-8")
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start the supervisor: {e}"))?;
+        let stop = StopOnDrop(child.id());
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err("the server's pipes were not set up".into());
+        };
+        if let Some(stderr) = child.stderr.take() {
+            let name = name.to_owned();
+            // Drained so a chatty server never blocks on a full pipe; logged, never shown.
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let line: String = line.chars().take(500).collect();
+                    tracing::debug!(server = %name, "mcp server stderr: {line}");
+                }
+            });
+        }
+        Ok((ServerProcess { child, stop }, stdout, stdin))
+    }
+}
