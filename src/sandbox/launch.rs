@@ -223,7 +223,7 @@ impl Sandbox {
     /// The supervisor binary, the prepared `workspace` and the spec of a process run there
     /// (without its command), or why no tool process may run on this host.
     pub(super) fn parts(&self, workspace: &Path) -> Result<(PathBuf, PathBuf, Spec), String> {
-        if let Some(reason) = self.posture.disabled_reason() {
+        if let Some(reason) = self.posture().disabled_reason() {
             return Err(reason);
         }
         let exe = self.exe.as_ref().map_err(Clone::clone)?;

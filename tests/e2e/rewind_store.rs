@@ -23,6 +23,7 @@ async fn turn(store: &Arc<dyn Store>, chat: &ConversationKey, id: &str, messages
         },
         text: "hi".into(),
         place: Place::Direct,
+        attachments: Vec::new(),
     });
     store
         .insert_event(&event, InboxKind::Message, 0)
