@@ -22,6 +22,7 @@ use crate::conversation::{
 use crate::draft::DraftSettings;
 use crate::governor::Governor;
 use crate::http::{self, HealthState};
+use crate::leader::Leaders;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::provider::{self, Provider};
@@ -45,12 +46,20 @@ pub struct Gateway {
     context: Vec<Arc<dyn ContextProvider>>,
     /// Where "now" comes from (the system clock unless a test says otherwise).
     clock: Clock,
+    /// Runs Telegram/Discord receive loops on one replica only (PostgreSQL).
+    leaders: Leaders,
 }
 
 impl Gateway {
     /// Start from a loaded config.
     pub fn new(config: Config) -> Self {
+        let leaders = Leaders::new(
+            &config.gateway.database_url,
+            &config.gateway.instance_id,
+            config.leaders.settings(),
+        );
         Self {
+            leaders,
             config,
             channels: Channels::default(),
             provider: None,
@@ -63,7 +72,7 @@ impl Gateway {
 
     /// Add a channel instance.
     pub fn channel(mut self, channel: Arc<dyn Channel>) -> Self {
-        self.channels.add(channel);
+        self.channels.add(self.leaders.wrap(channel));
         self
     }
 

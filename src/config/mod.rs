@@ -9,6 +9,7 @@
 
 pub mod budgets;
 mod channels;
+pub mod leaders;
 mod load;
 mod locate;
 mod memory;
@@ -65,6 +66,9 @@ pub struct Config {
     /// The operator's own recurring jobs (`[[schedules]]`).
     #[serde(default)]
     pub schedules: Vec<OperatorJob>,
+    /// Leader leases for receive loops that run on one replica (`[leaders]`).
+    #[serde(default)]
+    pub leaders: leaders::LeadersConfig,
 }
 
 /// `[gateway]`.
