@@ -21,6 +21,7 @@ mod offload;
 mod pause;
 mod plan;
 mod providers;
+mod replicas;
 mod sandbox;
 mod sandbox_limits;
 mod schedules;
