@@ -205,13 +205,6 @@ poll_timeout_secs = 1
         }
     }
 
-    /// Replace replica `i` by a fresh process (same instance id, new port).
-    pub async fn restart(&mut self, i: usize) {
-        self.replicas[i].kill();
-        self.replicas[i] = self.spawn(i);
-        self.wait_ready(i).await;
-    }
-
     /// Wait until replica `i` answers `/readyz` with 200.
     pub async fn wait_ready(&self, i: usize) {
         let deadline = Instant::now() + READY_WAIT;

@@ -49,6 +49,15 @@ async fn killing_the_telegram_leader_hands_polling_to_another_replica_within_the
         "{next} took over after {took:?}"
     );
     cluster.wait_answered(8, Duration::from_secs(60)).await;
+    let since_kill = cluster.telegram.calls_to("getUpdates");
+    let unplaced: Vec<_> = since_kill
+        .iter()
+        .filter(|c| c.at >= tokio::time::Instant::from_std(at) && c.params.get("offset").is_none())
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "the new leader polled without the saved offset: {unplaced:#?}"
+    );
 
     let answers: Vec<String> = (0..4)
         .flat_map(|u| cluster.telegram.messages(1000 + u))
@@ -93,5 +102,41 @@ async fn killing_the_telegram_leader_hands_polling_to_another_replica_within_the
     let detail = telegram["detail"].as_str().unwrap_or_default();
     assert!(detail.starts_with("standby"), "{ready}");
     assert!(detail.contains(&next), "{ready}");
+    cluster.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_telegram_leader_stopped_with_sigterm_releases_its_lease_for_another_at_once() {
+    let Some(mut cluster) = Cluster::start(2).await else {
+        return;
+    };
+    let first = cluster
+        .wait_leader(ROLE, None, Duration::from_secs(10))
+        .await;
+    let leader = cluster.index_of(&first);
+    let at = Instant::now();
+    cluster.replicas[leader].signal(libc::SIGTERM);
+    let next = cluster
+        .wait_leader(ROLE, Some(&first), LEADER_TTL + Duration::from_secs(5))
+        .await;
+    let took = at.elapsed();
+    assert!(
+        took < LEADER_TTL,
+        "{next} took over after {took:?}, not at the release\n{}",
+        cluster.logs()
+    );
+    assert!(
+        cluster.replicas[leader].wait_exit(Duration::from_secs(10)),
+        "the stopped replica did not exit\n{}",
+        cluster.logs()
+    );
+    let markers = write(&cluster, "drained", 0..2);
+    cluster.wait_answered(2, Duration::from_secs(60)).await;
+    let answers: Vec<String> = (0..2)
+        .flat_map(|u| cluster.telegram.messages(1000 + u))
+        .map(|m| m.text)
+        .collect();
+    let dups = not_once(&tally(&markers, &answers));
+    assert!(dups.is_empty(), "answered other than once: {dups:?}");
     cluster.finish().await;
 }
