@@ -22,7 +22,7 @@ use crate::conversation::{
 use crate::draft::DraftSettings;
 use crate::governor::Governor;
 use crate::http::{self, HealthState};
-use crate::leader::Leaders;
+use crate::leader::{LeaderSettings, Leaders};
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::provider::{self, Provider};
@@ -55,8 +55,10 @@ impl Gateway {
     pub fn new(config: Config) -> Self {
         let leaders = Leaders::new(
             &config.gateway.database_url,
-            &config.gateway.instance_id,
-            config.leaders.settings(),
+            LeaderSettings {
+                ttl: config.cluster.lease_ttl(),
+                renew_every: config.cluster.renew(),
+            },
         );
         Self {
             leaders,
@@ -124,10 +126,13 @@ impl Gateway {
         let (deps, expiries) = self.parts(Arc::clone(&store), &shutdown)?;
         let deps = Arc::new(deps);
         let turns = TaskTracker::new();
+        let background = TaskTracker::new();
         let registry = Registry::new(Arc::clone(&deps), turns.clone());
         let sink: Arc<dyn EventSink> = Inbox::new(Arc::clone(&registry));
+        self.leaders.set_holder(registry.deps().lifecycle.owner());
+        let url = &config.gateway.database_url;
+        crate::cluster::start(&registry, url, config.cluster, &background, &shutdown);
 
-        let background = TaskTracker::new();
         let routes = self.channels.start_all(&sink, &background, &shutdown);
         deps.approvals.rearm().await?;
         background.spawn(expiries.run(Arc::clone(&sink), shutdown.child_token()));
@@ -214,13 +219,7 @@ impl Gateway {
             min_interval: Duration::from_millis(config.streaming.progress_min_interval_ms),
         };
         let outbound = Outbound::new(&self.channels, Arc::new(Governor::new()), scrubber, draft);
-        let lifecycle = Lifecycle::new(
-            config.gateway.instance_id.clone(),
-            Duration::from_secs(config.gateway.inbox_lease_secs),
-            Duration::from_secs(config.gateway.conversation_idle_secs.max(1)),
-            self.clock.clone(),
-            shutdown,
-        );
+        let lifecycle = self.lifecycle(&store, &metrics, shutdown);
         let deps = Deps {
             store,
             access,
@@ -236,6 +235,35 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// Leases and shutdown for the actors; conversation leases when replicas share the
+    /// database.
+    fn lifecycle(
+        &self,
+        store: &Arc<dyn Store>,
+        metrics: &Arc<Metrics>,
+        shutdown: &CancellationToken,
+    ) -> Lifecycle {
+        let gateway = &self.config.gateway;
+        let owner = crate::cluster::instance_id(gateway.instance_id.as_deref(), store.shared());
+        let lifecycle = Lifecycle::new(
+            owner.clone(),
+            Duration::from_secs(gateway.inbox_lease_secs),
+            Duration::from_secs(gateway.conversation_idle_secs.max(1)),
+            self.clock.clone(),
+            shutdown,
+        );
+        if !store.shared() {
+            return lifecycle;
+        }
+        let (store, metrics) = (Arc::clone(store), Arc::clone(metrics));
+        lifecycle.with_leases(crate::cluster::Leases::new(
+            store,
+            owner,
+            self.config.cluster,
+            metrics,
+        ))
+    }
+
     /// The scheduling service the `schedule` tool, the chat commands and the ticker share.
     fn schedules(&self, store: &Arc<dyn Store>) -> Arc<Schedules> {
         let settings = self.config.scheduler.clone();
@@ -309,6 +337,7 @@ impl RunningGateway {
             self.registry.deps().lifecycle.abort();
             let _ = tokio::time::timeout(ABORT_GRACE, self.turns.wait()).await;
         }
+        crate::cluster::leave(&self.registry).await;
         self.background.close();
         let _ = tokio::time::timeout(ABORT_GRACE, self.background.wait()).await;
         tracing::info!("gateway stopped");

@@ -25,6 +25,8 @@
 //! - [`governor`]: one send/edit budget per chat, shared by every draft in it.
 //! - [`ids`]: typed ids and stored states (approval id and status, memory scope, inbox kind).
 //! - [`store`]: the durable inbox and history, on SQLite or PostgreSQL.
+//! - [`cluster`]: several replicas on one PostgreSQL (instance ids, conversation leases,
+//!   `LISTEN/NOTIFY` wake-ups, leaving at shutdown).
 //! - [`http`]: the shared axum server (health, channel webhooks).
 //! - [`memory`]: recall, autosave, memory tools and history compaction.
 //! - [`metrics`]: Prometheus metrics served at `/metrics`.
@@ -43,6 +45,7 @@ pub mod budget;
 pub mod channels;
 pub mod cli;
 pub mod clock;
+pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod conversation;

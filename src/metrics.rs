@@ -35,6 +35,9 @@ pub struct Metrics {
     pub tool_runs: IntCounterVec,
     /// Turns stopped or messages refused by a budget, by channel and budget.
     pub budget_stops: IntCounterVec,
+    /// Replica coordination by event: leases taken, refused, lost, writes fenced, platform
+    /// calls whose outcome is unknown after a lost lease, listener rescans.
+    pub cluster: IntCounterVec,
 }
 
 impl Default for Metrics {
@@ -101,6 +104,7 @@ impl Metrics {
             llm_tokens: budget_counter(&r, "llm_tokens"),
             tool_runs: budget_counter(&r, "tool_runs"),
             budget_stops: budget_counter(&r, "budget_stops"),
+            cluster: cluster_counter(&r),
             registry: r,
         }
     }
@@ -166,4 +170,14 @@ fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
         .register(Box::new(g.clone()))
         .expect("unique metric");
     g
+}
+
+/// `switchboard_cluster_events_total{event}` (see [`Metrics::cluster`]).
+fn cluster_counter(registry: &Registry) -> IntCounterVec {
+    counter(
+        registry,
+        "switchboard_cluster_events_total",
+        "Replica coordination events: lease_acquired, lease_busy, lease_lost, fenced, unknown_outcome, rescan.",
+        &["event"],
+    )
 }

@@ -253,8 +253,11 @@ fn server_problems(config: &Config, problem: &mut impl FnMut(&str, String)) {
             "must start with sqlite: or postgres://".into(),
         );
     }
-    if config.gateway.instance_id.is_empty() {
+    if config.gateway.instance_id.as_deref() == Some("") {
         problem("gateway.instance_id", "must not be empty".into());
+    }
+    for (key, why) in config.cluster.problems() {
+        problem(key, why);
     }
 }
 

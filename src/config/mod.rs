@@ -9,7 +9,7 @@
 
 pub mod budgets;
 mod channels;
-pub mod leaders;
+mod cluster;
 mod load;
 mod locate;
 mod memory;
@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 pub use channels::{ChannelConfig, KINDS};
+pub use cluster::ClusterConfig;
 pub use load::{ConfigError, Problem, load, parse};
 pub use memory::{MemoryConfig, MemoryScopeMode};
 pub use schedules::{OperatorJob, SchedulerConfig};
@@ -66,9 +67,9 @@ pub struct Config {
     /// The operator's own recurring jobs (`[[schedules]]`).
     #[serde(default)]
     pub schedules: Vec<OperatorJob>,
-    /// Leader leases for receive loops that run on one replica (`[leaders]`).
+    /// Timings of several replicas on one PostgreSQL (`[cluster]`).
     #[serde(default)]
-    pub leaders: leaders::LeadersConfig,
+    pub cluster: ClusterConfig,
 }
 
 /// `[gateway]`.
@@ -83,8 +84,10 @@ pub struct GatewayConfig {
     pub data_dir: PathBuf,
     /// `pretty` for people, `json` for log shippers.
     pub log_format: LogFormat,
-    /// Names this process in inbox leases; replicas sharing one database need distinct ids.
-    pub instance_id: String,
+    /// Names this process in inbox and conversation leases. Unset: `default` on SQLite, and
+    /// on PostgreSQL the host name plus a random suffix, so scaled copies of one config
+    /// never collide. A set id reclaims its own leases at once after a restart.
+    pub instance_id: Option<String>,
     /// How long SIGTERM waits for running turns before leaving them for the next start.
     pub shutdown_grace_secs: u64,
     /// Largest request body the HTTP server accepts (larger gets 413).
@@ -104,7 +107,7 @@ impl Default for GatewayConfig {
             database_url: EnvString("sqlite://data/switchboard.db".into()),
             data_dir: PathBuf::from("data"),
             log_format: LogFormat::Pretty,
-            instance_id: "default".into(),
+            instance_id: None,
             shutdown_grace_secs: 10,
             max_body_bytes: 1024 * 1024,
             conversation_idle_secs: 300,

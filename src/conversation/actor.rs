@@ -8,7 +8,8 @@ use switchboard_channel::ConversationKey;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Registry, turn};
+use super::{Deps, Registry, turn};
+use crate::cluster::Held;
 
 /// An event claimed this often without finishing (it crashed the process each time) is
 /// given up on rather than crashing it forever.
@@ -37,15 +38,49 @@ pub(super) async fn run(
     }
 }
 
-/// Claim and process events of `key` until none is left.
+/// Claim and process events of `key` until none is left, under the conversation's lease
+/// when replicas share the database (given up at the end, so the next batch may run on any
+/// replica).
 async fn drain(
     registry: &Registry,
     key: &ConversationKey,
     current: &Mutex<Option<CancellationToken>>,
 ) {
     let deps = &registry.deps;
+    let held = match deps.lifecycle.leases() {
+        None => None,
+        Some(leases) => match leases.acquire(key).await {
+            Ok(Some(held)) => Some(held),
+            // Another replica holds it; the same wake-up reached it, and the fallback poll
+            // looks again once its lease has expired.
+            Ok(None) => return,
+            Err(err) => {
+                tracing::warn!(%key, error = %err, "could not take the conversation lease");
+                return;
+            }
+        },
+    };
+    let lost = held
+        .as_ref()
+        .map_or_else(CancellationToken::new, |h| h.lost().clone());
+    let epoch = held.as_ref().map_or(0, Held::epoch);
+    claim_and_run(deps, key, current, epoch, &lost).await;
+    if let Some(held) = held {
+        held.release().await;
+    }
+}
+
+/// The claim loop of [`drain`]: stops when nothing is left, at shutdown, or when the lease
+/// is lost (a running turn is then dropped where it stands: it must not write or post).
+async fn claim_and_run(
+    deps: &Deps,
+    key: &ConversationKey,
+    current: &Mutex<Option<CancellationToken>>,
+    epoch: i64,
+    lost: &CancellationToken,
+) {
     let mut store_failures = 0u32;
-    while !deps.lifecycle.draining().is_cancelled() {
+    while !deps.lifecycle.draining().is_cancelled() && !lost.is_cancelled() {
         // While a turn waits for an approval, only control events (buttons, /stop,
         // /approve, /deny) are taken; messages wait behind it in order.
         // A failure of either read is retried below like any claim failure, so a database
@@ -53,9 +88,8 @@ async fn drain(
         let claimed = match deps.store.pending_approval(key).await {
             Ok(pending) => {
                 let waiting = pending.is_some();
-                deps.lifecycle
-                    .claim(deps.store.as_ref(), key, waiting)
-                    .await
+                let store = deps.store.as_ref();
+                deps.lifecycle.claim(store, key, waiting, epoch).await
             }
             Err(err) => Err(err),
         };
@@ -83,7 +117,24 @@ async fn drain(
         }
         let token = deps.lifecycle.turn_token();
         *current.lock().expect("poisoned") = Some(token.clone());
-        turn::process(deps, row, token).await;
+        let ended = tokio::select! {
+            ended = turn::process(deps, row, token) => ended,
+            () = lost.cancelled() => {
+                // Whatever the dropped turn was sending may or may not have arrived.
+                tracing::warn!(%key, epoch, "conversation lease lost mid-turn; the turn is dropped");
+                count(deps, "unknown_outcome");
+                turn::Ended::Fenced
+            }
+        };
         current.lock().expect("poisoned").take();
+        if ended == turn::Ended::Fenced {
+            count(deps, "lease_lost");
+            return;
+        }
     }
+}
+
+/// Count one replica coordination event.
+fn count(deps: &Deps, event: &str) {
+    deps.metrics.cluster.with_label_values(&[event]).inc();
 }

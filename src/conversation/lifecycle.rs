@@ -1,15 +1,17 @@
 //! The lifecycle of this process's conversation actors: who owns inbox claims (the lease
 //! owner name and how long a claim lasts, measured on the injected clock), how long an idle
 //! actor lives, and the two shutdown signals. Claiming goes through here so that lease
-//! expiry is decided in one place; letting the database's `now()` decide it across
-//! replicas later is a change to [`Lifecycle::claim`] and [`Lifecycle::claimable`] only.
+//! expiry is decided in one place. On a shared database the actors also hold conversation
+//! leases ([`Lifecycle::leases`]); a claim made under one carries its epoch.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_channel::ConversationKey;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::cluster::Leases;
 use crate::store::{InboxRow, Store, StoreError};
 
 /// Leases, idleness and shutdown for one process's actors.
@@ -26,6 +28,8 @@ pub struct Lifecycle {
     draining: CancellationToken,
     /// Fired when the shutdown grace period is over: running turns stop and are handed back.
     abort: CancellationToken,
+    /// Conversation leases, on a database several replicas share (`None`: alone).
+    leases: Option<Arc<Leases>>,
 }
 
 impl Lifecycle {
@@ -45,20 +49,39 @@ impl Lifecycle {
             clock,
             draining: shutdown.child_token(),
             abort: CancellationToken::new(),
+            leases: None,
         }
     }
 
+    /// Hold a conversation lease around every batch of claims (several replicas).
+    pub fn with_leases(mut self, leases: Leases) -> Self {
+        self.leases = Some(Arc::new(leases));
+        self
+    }
+
+    /// The conversation leases, when replicas share the database.
+    pub fn leases(&self) -> Option<&Arc<Leases>> {
+        self.leases.as_ref()
+    }
+
+    /// This instance's id (the owner of its claims and leases).
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
     /// Claim the next event of `key` for this process (only control events while
-    /// `control_only`: the conversation waits on an approval).
+    /// `control_only`: the conversation waits on an approval), under conversation lease
+    /// `epoch` (0: none).
     pub async fn claim(
         &self,
         store: &dyn Store,
         key: &ConversationKey,
         control_only: bool,
+        epoch: i64,
     ) -> Result<Option<InboxRow>, StoreError> {
         let now = self.clock.now_ms();
         store
-            .claim_next(key, &self.owner, now, self.lease, control_only)
+            .claim_leased(key, &self.owner, now, self.lease, control_only, epoch)
             .await
     }
 

@@ -77,8 +77,8 @@ enum Role {
 struct Elected {
     /// The PostgreSQL URL the `leaders` table lives in.
     url: String,
-    /// This replica's instance id.
-    holder: String,
+    /// This replica's instance id, known once the gateway resolved it (at start).
+    holder: std::sync::OnceLock<String>,
     settings: LeaderSettings,
     /// A small pool of its own, opened at the first start (leases must renew even when the
     /// store's pool is saturated by turns).
@@ -94,21 +94,29 @@ struct Elected {
 pub struct Leaders(Option<Arc<Elected>>);
 
 impl Leaders {
-    /// Leaders for a gateway on `database_url` with instance id `holder`: elected on
-    /// PostgreSQL, none on SQLite (the one process always leads).
-    pub fn new(database_url: &str, holder: &str, settings: LeaderSettings) -> Self {
+    /// Leaders for a gateway on `database_url`: elected on PostgreSQL, none on SQLite (the
+    /// one process always leads).
+    pub fn new(database_url: &str, settings: LeaderSettings) -> Self {
         let postgres =
             database_url.starts_with("postgres://") || database_url.starts_with("postgresql://");
         Self(postgres.then(|| {
             Arc::new(Elected {
                 url: database_url.to_owned(),
-                holder: holder.to_owned(),
+                holder: std::sync::OnceLock::new(),
                 settings,
                 pool: OnceCell::new(),
                 released: Notify::new(),
                 listening: OnceCell::new(),
             })
         }))
+    }
+
+    /// This replica's resolved instance id, the holder its leases are taken as (set once,
+    /// before the channels start).
+    pub fn set_holder(&self, holder: &str) {
+        if let Some(elected) = &self.0 {
+            let _ = elected.holder.set(holder.to_owned());
+        }
     }
 
     /// `channel`, run under its leader role when it has one and replicas are possible.
@@ -206,7 +214,11 @@ impl Channel for LedChannel {
         let lease = Lease::new(
             pool,
             self.lease_role.clone(),
-            self.elected.holder.clone(),
+            self.elected
+                .holder
+                .get()
+                .cloned()
+                .unwrap_or_else(|| "default".to_owned()),
             self.elected.settings.ttl,
         );
         elect::run(

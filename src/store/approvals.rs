@@ -5,10 +5,11 @@ use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
 use switchboard_channel::ConversationKey;
 
-use super::StoreError;
 use super::backend::{Backend, SqlStore};
+use super::cluster::held;
 use super::rows::{ApprovalRecord, convert, parse};
 use super::text;
+use super::{Claim, StoreError};
 use crate::ids::{ApprovalId, ApprovalStatus};
 
 /// One approval request.
@@ -98,13 +99,16 @@ pub trait ApprovalStore {
     ) -> Result<Vec<Approval>, StoreError>;
     /// Approvals per status, counted by the database.
     async fn approval_counts(&self) -> Result<ApprovalCounts, StoreError>;
-    /// Move a pending approval to `status`; `false` if it was no longer pending.
+    /// Move a pending approval to `status`; `false` if it was no longer pending. With a
+    /// `fence` (the claim of the turn deciding it) nothing changes unless that claim and
+    /// its conversation lease are still current (`Fenced` or `Superseded` otherwise).
     async fn decide_approval(
         &self,
         id: &ApprovalId,
         status: ApprovalStatus,
         by: &str,
         now_ms: i64,
+        fence: Option<Claim>,
     ) -> Result<bool, StoreError>;
     /// Remember the prompt message.
     async fn set_approval_prompt(
@@ -226,17 +230,41 @@ where
         status: ApprovalStatus,
         by: &str,
         now_ms: i64,
+        fence: Option<Claim>,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
-            "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3 WHERE id = $4 AND status = 'pending'",
-        )
-        .bind(status.as_str())
-        .bind(by)
-        .bind(now_ms)
-        .bind(id.as_str())
-        .execute(&self.pool)
-        .await?;
-        Ok(DB::rows_affected(&done) == 1)
+        // Without a fence (`$5` = 0) the claim condition is skipped.
+        let sql = format!(
+            "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3 \
+             WHERE id = $4 AND status = 'pending' AND ($5 = 0 OR {})",
+            held(6)
+        );
+        let claim = fence.unwrap_or(Claim {
+            id: 0,
+            attempt: 0,
+            epoch: 0,
+        });
+        let done = sqlx::query(&sql)
+            .bind(status.as_str())
+            .bind(by)
+            .bind(now_ms)
+            .bind(id.as_str())
+            .bind(i64::from(fence.is_some()))
+            .bind(claim.id)
+            .bind(claim.attempt)
+            .bind(claim.epoch)
+            .execute(&self.pool)
+            .await?;
+        if DB::rows_affected(&done) == 1 {
+            return Ok(true);
+        }
+        if let Some(claim) = fence {
+            // Refused by the fence, or simply no longer pending?
+            let err = self.refusal(claim).await;
+            if let StoreError::Fenced(_) = err {
+                return Err(err);
+            }
+        }
+        Ok(false)
     }
 
     async fn set_approval_prompt(

@@ -34,6 +34,12 @@ pub struct Dialect {
     /// Whether free text containing NUL must be escaped (PostgreSQL `text` cannot hold
     /// U+0000); see `text.rs` for the encoding.
     pub escape_nul: bool,
+    /// An SQL expression for the database's own clock in Unix ms: leases and heartbeats
+    /// are compared with it alone, so replicas never compare their clocks with each other.
+    pub now_ms: &'static str,
+    /// Whether several processes may share this database (PostgreSQL): conversation
+    /// leases, `NOTIFY` wake-ups and heartbeats are used only then.
+    pub shared: bool,
 }
 
 mod sealed {

@@ -5,7 +5,7 @@ use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Transaction, Ty
 use switchboard_channel::ConversationKey;
 
 use super::backend::{Backend, SqlStore};
-use super::inbox::fenced;
+use super::cluster::held;
 use super::rows::{MessageRecord, convert};
 use super::text;
 use super::{Claim, StoreError};
@@ -73,16 +73,23 @@ where
     ) -> Result<(), StoreError> {
         let key_text = key.to_string();
         let mut tx = self.pool.begin().await?;
-        let done = sqlx::query(
+        // The fence: this claim, under the conversation lease it was made with.
+        let fence = format!(
             "UPDATE inbox SET status = 'done', owner = NULL, lease_until = NULL, updated_at = $1 \
-             WHERE id = $2 AND status = 'processing' AND attempts = $3",
-        )
-        .bind(now_ms)
-        .bind(claim.id)
-        .bind(claim.attempt)
-        .execute(&mut *tx)
-        .await?;
-        fenced(claim, DB::rows_affected(&done))?;
+             WHERE id = $2 AND {}",
+            held(2)
+        );
+        let done = sqlx::query(&fence)
+            .bind(now_ms)
+            .bind(claim.id)
+            .bind(claim.attempt)
+            .bind(claim.epoch)
+            .execute(&mut *tx)
+            .await?;
+        if DB::rows_affected(&done) == 0 {
+            tx.rollback().await?;
+            return Err(self.refusal(claim).await);
+        }
         sqlx::query(
             "INSERT INTO conversations (key, channel, created_at, updated_at) VALUES ($1, $2, $3, $3) \
              ON CONFLICT (key) DO UPDATE SET updated_at = $3",

@@ -8,30 +8,26 @@ use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
 use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
 use super::backend::{Backend, SqlStore};
+use super::cluster::{INBOX_CHANNEL, held};
 use super::rows::{InboxRecord, conversation_key};
 use super::text;
 use super::{Claim, InboxCounts, InboxRow, Insert, Store, StoreError};
 use crate::ids::InboxKind;
 use crate::provider::ChatMessage;
 
-/// Selects the oldest unfinished row of a conversation that `$1` (owner) may take at `$3`
-/// (now), skipping the conversation while another live owner holds one of its rows.
+/// Selects the next unfinished row of a conversation (by its sequence number) that `$1`
+/// (owner) may take at `$3` (now), skipping the conversation while another live owner holds
+/// one of its rows. Under a conversation lease (`$6` > 0, checked in the same statement) the
+/// lease decides instead: its holder takes over rows an earlier holder left processing.
 const CLAIMABLE_ROW: &str = "SELECT id FROM inbox \
      WHERE conversation_key = $4 \
-       AND (status = 'pending' OR (status = 'processing' AND (owner = $1 OR lease_until < $3))) \
+       AND (status = 'pending' OR (status = 'processing' AND (owner = $1 OR lease_until < $3 OR $6 > 0))) \
        AND ($5 = 0 OR kind = 'control') \
-       AND NOT EXISTS (SELECT 1 FROM inbox busy WHERE busy.conversation_key = $4 \
-           AND busy.status = 'processing' AND busy.owner <> $1 AND busy.lease_until >= $3) \
-     ORDER BY id LIMIT 1";
-
-/// `Ok` when a fenced update changed the claimed row, `Superseded` when the claim was lost.
-pub(super) fn fenced(claim: Claim, rows: u64) -> Result<(), StoreError> {
-    if rows == 0 {
-        Err(StoreError::Superseded(claim.id))
-    } else {
-        Ok(())
-    }
-}
+       AND ($6 > 0 OR NOT EXISTS (SELECT 1 FROM inbox busy WHERE busy.conversation_key = $4 \
+           AND busy.status = 'processing' AND busy.owner <> $1 AND busy.lease_until >= $3)) \
+       AND ($6 = 0 OR EXISTS (SELECT 1 FROM conversation_leases l WHERE l.key = $4 \
+           AND l.owner = $1 AND l.epoch = $6)) \
+     ORDER BY seq, id LIMIT 1";
 
 /// The claim: take the row [`CLAIMABLE_ROW`] selects, locked with `lock` where the
 /// database needs it.
@@ -41,6 +37,85 @@ fn claim_sql(lock: &str) -> String {
          attempts = attempts + 1, updated_at = $3 WHERE id = ({CLAIMABLE_ROW} {lock}) \
          RETURNING id, payload, attempts, draft_refs"
     )
+}
+
+/// Conversations with claimable rows under conversation leases: unfinished rows whose
+/// conversation no other owner holds by the database's clock.
+fn claimable_leased_sql(now: &str) -> String {
+    format!(
+        "SELECT DISTINCT conversation_key FROM inbox i WHERE status IN ('pending', 'processing') \
+         AND NOT EXISTS (SELECT 1 FROM conversation_leases l WHERE l.key = i.conversation_key \
+           AND l.owner <> $1 AND l.lease_until >= {now})"
+    )
+}
+
+impl<DB> SqlStore<DB>
+where
+    DB: Backend,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+{
+    /// `Ok` when a fenced write changed a row; otherwise why it was refused.
+    pub(super) async fn fenced(&self, claim: Claim, rows: u64) -> Result<(), StoreError> {
+        if rows == 0 {
+            Err(self.refusal(claim).await)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Store an event with the next sequence number of its conversation and announce it to
+    /// other replicas, in one transaction: the sequence row stays locked until commit, so
+    /// numbers follow commit order. A redelivery rolls back (no number is used up).
+    async fn insert_sequenced(
+        &self,
+        event: &ChannelEvent,
+        kind: InboxKind,
+        payload: String,
+        now_ms: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        let key = event.key().to_string();
+        let mut tx = self.pool.begin().await?;
+        let seq: i64 = sqlx::query_scalar(
+            "INSERT INTO conversation_seq (key, last_seq) VALUES ($1, 1) \
+             ON CONFLICT (key) DO UPDATE SET last_seq = conversation_seq.last_seq + 1 RETURNING last_seq",
+        )
+        .bind(key.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+        let id: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at, kind, seq) \
+             VALUES ($1, $2, $3, $4, $5, $5, $6, $7) ON CONFLICT (channel, event_id) DO NOTHING RETURNING id",
+        )
+        .bind(event.key().channel.as_str())
+        .bind(event.event_id())
+        .bind(key.as_str())
+        .bind(payload)
+        .bind(now_ms)
+        .bind(kind.as_str())
+        .bind(seq)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if id.is_none() {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        if DB::DIALECT.shared {
+            // Delivered at commit, so a woken replica finds the row.
+            sqlx::query(&format!("SELECT pg_notify('{INBOX_CHANNEL}', $1)"))
+                .bind(key.as_str())
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(id)
+    }
 }
 
 #[async_trait]
@@ -65,18 +140,8 @@ where
         let payload =
             serde_json::to_string(event).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         // On a webhook's path: bounded, so the platform gets a 5xx in time to retry.
-        let insert = sqlx::query_scalar(
-            "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at, kind) \
-             VALUES ($1, $2, $3, $4, $5, $5, $6) ON CONFLICT (channel, event_id) DO NOTHING RETURNING id",
-        )
-        .bind(event.key().channel.as_str())
-        .bind(event.event_id())
-        .bind(event.key().to_string())
-        .bind(payload)
-        .bind(now_ms)
-        .bind(kind.as_str())
-        .fetch_optional(&self.pool);
-        let id: Option<i64> = self.timeouts.bounded(async { Ok(insert.await?) }).await?;
+        let insert = self.insert_sequenced(event, kind, payload, now_ms);
+        let id = self.timeouts.bounded(insert).await?;
         Ok(id.map_or(Insert::Duplicate, Insert::Stored))
     }
 
@@ -88,6 +153,19 @@ where
         lease: Duration,
         control_only: bool,
     ) -> Result<Option<InboxRow>, StoreError> {
+        self.claim_leased(key, owner, now_ms, lease, control_only, 0)
+            .await
+    }
+
+    async fn claim_leased(
+        &self,
+        key: &ConversationKey,
+        owner: &str,
+        now_ms: i64,
+        lease: Duration,
+        control_only: bool,
+        epoch: i64,
+    ) -> Result<Option<InboxRow>, StoreError> {
         let sql = claim_sql(DB::DIALECT.claim_lock);
         let row: Option<InboxRecord> = sqlx::query_as(&sql)
             .bind(owner)
@@ -95,9 +173,11 @@ where
             .bind(now_ms)
             .bind(key.to_string())
             .bind(i64::from(control_only))
+            .bind(epoch)
             .fetch_optional(&self.pool)
             .await?;
-        row.map(InboxRow::try_from).transpose()
+        let row = row.map(InboxRow::try_from).transpose()?;
+        Ok(row.map(|row| InboxRow { epoch, ..row }))
     }
 
     async fn claimable_conversations(
@@ -105,25 +185,38 @@ where
         owner: &str,
         now_ms: i64,
     ) -> Result<Vec<ConversationKey>, StoreError> {
-        let keys: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT conversation_key FROM inbox WHERE status = 'pending' \
-             OR (status = 'processing' AND (owner = $1 OR lease_until < $2))",
-        )
-        .bind(owner)
-        .bind(now_ms)
-        .fetch_all(&self.pool)
-        .await?;
+        let keys: Vec<String> = if DB::DIALECT.shared {
+            sqlx::query_scalar(&claimable_leased_sql(DB::DIALECT.now_ms))
+                .bind(owner)
+                .fetch_all(&self.pool)
+                .await?
+        } else {
+            sqlx::query_scalar(
+                "SELECT DISTINCT conversation_key FROM inbox WHERE status = 'pending' \
+                 OR (status = 'processing' AND (owner = $1 OR lease_until < $2))",
+            )
+            .bind(owner)
+            .bind(now_ms)
+            .fetch_all(&self.pool)
+            .await?
+        };
         keys.iter().map(|k| conversation_key(k)).collect()
     }
 
-    async fn set_draft_refs(&self, inbox_id: i64, refs: &[MessageRef]) -> Result<(), StoreError> {
+    async fn set_draft_refs(&self, claim: Claim, refs: &[MessageRef]) -> Result<(), StoreError> {
         let ids: Vec<&str> = refs.iter().map(|r| r.id.as_str()).collect();
-        sqlx::query("UPDATE inbox SET draft_refs = $1 WHERE id = $2")
+        let sql = format!(
+            "UPDATE inbox SET draft_refs = $1 WHERE id = $2 AND {}",
+            held(2)
+        );
+        let done = sqlx::query(&sql)
             .bind(serde_json::to_string(&ids).unwrap_or_default())
-            .bind(inbox_id)
+            .bind(claim.id)
+            .bind(claim.attempt)
+            .bind(claim.epoch)
             .execute(&self.pool)
             .await?;
-        Ok(())
+        self.fenced(claim, DB::rows_affected(&done)).await
     }
 
     async fn complete(
@@ -137,30 +230,36 @@ where
     }
 
     async fn fail(&self, claim: Claim, error: &str, now_ms: i64) -> Result<(), StoreError> {
-        let done = sqlx::query(
-            "UPDATE inbox SET status = 'failed', error = $1, owner = NULL, lease_until = NULL, updated_at = $2 \
-             WHERE id = $3 AND status = 'processing' AND attempts = $4",
-        )
-        .bind(text::put::<DB>(error))
-        .bind(now_ms)
-        .bind(claim.id)
-        .bind(claim.attempt)
-        .execute(&self.pool)
-        .await?;
-        fenced(claim, DB::rows_affected(&done))
+        let sql = format!(
+            "UPDATE inbox SET status = 'failed', error = $1, owner = NULL, lease_until = NULL, \
+             updated_at = $2 WHERE id = $3 AND {}",
+            held(3)
+        );
+        let done = sqlx::query(&sql)
+            .bind(text::put::<DB>(error))
+            .bind(now_ms)
+            .bind(claim.id)
+            .bind(claim.attempt)
+            .bind(claim.epoch)
+            .execute(&self.pool)
+            .await?;
+        self.fenced(claim, DB::rows_affected(&done)).await
     }
 
     async fn release(&self, claim: Claim, now_ms: i64) -> Result<(), StoreError> {
-        let done = sqlx::query(
+        let sql = format!(
             "UPDATE inbox SET status = 'pending', owner = NULL, lease_until = NULL, updated_at = $1 \
-             WHERE id = $2 AND status = 'processing' AND attempts = $3",
-        )
-        .bind(now_ms)
-        .bind(claim.id)
-        .bind(claim.attempt)
-        .execute(&self.pool)
-        .await?;
-        fenced(claim, DB::rows_affected(&done))
+             WHERE id = $2 AND {}",
+            held(2)
+        );
+        let done = sqlx::query(&sql)
+            .bind(now_ms)
+            .bind(claim.id)
+            .bind(claim.attempt)
+            .bind(claim.epoch)
+            .execute(&self.pool)
+            .await?;
+        self.fenced(claim, DB::rows_affected(&done)).await
     }
 
     async fn history(

@@ -16,6 +16,8 @@
 //!   its SQL.
 //! - `rows.rs`: selected rows as records, converted to the types above.
 //! - `text.rs`: free text stored exactly on both databases (NUL escaped on PostgreSQL).
+//! - `cluster.rs`: [`ClusterStore`], instances, conversation leases (epochs), the fence a
+//!   turn's writes carry, and `NOTIFY` wake-ups (several replicas on PostgreSQL).
 //! - `durable.rs`: [`Durable`], the retry policy for writes that follow a visible action,
 //!   and which database errors are transient.
 //! - `timeouts.rs`: [`Timeouts`], the bounded waits on every pool (acquire, statement).
@@ -24,6 +26,7 @@ mod access;
 mod approvals;
 mod audit;
 mod backend;
+mod cluster;
 mod durable;
 mod history;
 mod inbox;
@@ -46,6 +49,7 @@ pub use access::{AccessRole, AccessStore, Grant, Pairing, PairingRequest};
 pub use approvals::{Approval, ApprovalCounts, ApprovalStore};
 pub use audit::{AuditEntry, AuditLog};
 pub use backend::{Backend, Dialect, SqlStore};
+pub use cluster::{ClusterStore, INBOX_CHANNEL, LeaseRow};
 pub use durable::Durable;
 pub use memory::{Memory, MemoryStore, search_words};
 pub use postgres::PostgresStore;
@@ -73,6 +77,10 @@ pub enum StoreError {
     /// lease that ran out) or already finished. Nothing was written.
     #[error("inbox row {0} was claimed again; this claim's result is dropped")]
     Superseded(i64),
+    /// The conversation lease this turn started under (its epoch) was taken over by another
+    /// replica, or given up: nothing was written, and the turn must stop.
+    #[error("conversation lease epoch {0} is no longer current; the write was refused")]
+    Fenced(i64),
     /// The database did not answer within the bounded wait of a request-path call.
     #[error("the database did not answer in time")]
     Timeout,
@@ -88,7 +96,11 @@ impl StoreError {
         match self {
             Self::Db(err) => durable::transient_db(err),
             Self::Timeout => true,
-            Self::Migrate(_) | Self::Corrupt(_) | Self::Superseded(_) | Self::Stopped => false,
+            Self::Migrate(_)
+            | Self::Corrupt(_)
+            | Self::Superseded(_)
+            | Self::Fenced(_)
+            | Self::Stopped => false,
         }
     }
 }
@@ -102,6 +114,8 @@ pub struct Claim {
     pub id: i64,
     /// The row's `attempts` counter as this claim set it.
     pub attempt: i64,
+    /// The conversation lease epoch it was claimed under (0: no lease, one process alone).
+    pub epoch: i64,
 }
 
 /// Result of offering an event to the inbox.
@@ -124,6 +138,8 @@ pub struct InboxRow {
     pub attempts: i64,
     /// Messages already posted for this event's answer before a restart.
     pub draft_refs: Vec<MessageRef>,
+    /// The conversation lease epoch it was claimed under (0: no lease).
+    pub epoch: i64,
 }
 
 impl InboxRow {
@@ -132,6 +148,7 @@ impl InboxRow {
         Claim {
             id: self.id,
             attempt: self.attempts,
+            epoch: self.epoch,
         }
     }
 }
@@ -152,7 +169,15 @@ pub struct InboxCounts {
 /// Durable state. Time is passed in (Unix ms) so leases behave alike on both databases.
 #[async_trait]
 pub trait Store:
-    AuditLog + ApprovalStore + MemoryStore + AccessStore + ScheduleStore + UsageStore + Send + Sync
+    ClusterStore
+    + AuditLog
+    + ApprovalStore
+    + MemoryStore
+    + AccessStore
+    + ScheduleStore
+    + UsageStore
+    + Send
+    + Sync
 {
     /// Store a new event of the given kind (classified by the caller); a redelivery of a
     /// stored event is reported as `Duplicate`.
@@ -175,6 +200,20 @@ pub trait Store:
         control_only: bool,
     ) -> Result<Option<InboxRow>, StoreError>;
 
+    /// [`Store::claim_next`] under conversation lease `epoch` (held by `owner`): the claim
+    /// also takes rows another claim of an earlier epoch left processing, is refused
+    /// (`None`) unless the lease is current, and every write of its turn is fenced on it.
+    /// `epoch` 0 is exactly `claim_next`.
+    async fn claim_leased(
+        &self,
+        key: &ConversationKey,
+        owner: &str,
+        now_ms: i64,
+        lease: Duration,
+        control_only: bool,
+        epoch: i64,
+    ) -> Result<Option<InboxRow>, StoreError>;
+
     /// Conversations with events `owner` may claim now.
     async fn claimable_conversations(
         &self,
@@ -182,8 +221,9 @@ pub trait Store:
         now_ms: i64,
     ) -> Result<Vec<ConversationKey>, StoreError>;
 
-    /// Remember which messages this event's answer already posted.
-    async fn set_draft_refs(&self, inbox_id: i64, refs: &[MessageRef]) -> Result<(), StoreError>;
+    /// Remember which messages this event's answer already posted, fenced on the claim (a
+    /// turn that lost its claim or lease records nothing: `Superseded` or `Fenced`).
+    async fn set_draft_refs(&self, claim: Claim, refs: &[MessageRef]) -> Result<(), StoreError>;
 
     /// Append the turn's messages to history and mark the event done, atomically; a
     /// claim that was superseded stores nothing (`StoreError::Superseded`).

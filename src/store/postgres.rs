@@ -24,6 +24,8 @@ impl Backend for Postgres {
         search_query: websearch_query,
         flush_journal: "",
         escape_nul: true,
+        now_ms: "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT",
+        shared: true,
     };
 
     fn rows_affected(result: &PgQueryResult) -> u64 {

@@ -55,6 +55,7 @@ impl TryFrom<InboxRecord> for InboxRow {
             event,
             attempts: r.attempts,
             draft_refs,
+            epoch: 0,
         })
     }
 }

@@ -27,6 +27,9 @@ impl Backend for Sqlite {
         search_query: fts5_query,
         // Copy the WAL into the file (where secure_delete zeroed the old value) and empty it.
         flush_journal: "PRAGMA wal_checkpoint(TRUNCATE)",
+        now_ms: "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+        // One process owns the file; it reclaims everything at start, as before.
+        shared: false,
         // SQLite stores NUL inside text as it is.
         escape_nul: false,
     };

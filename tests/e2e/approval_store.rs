@@ -43,13 +43,13 @@ async fn approvals(store: Arc<dyn Store>) {
     assert_eq!(store.approval_counts().await.unwrap().pending, 1);
     assert!(
         store
-            .decide_approval(&approval.id, ApprovalStatus::Approved, "U1", 20)
+            .decide_approval(&approval.id, ApprovalStatus::Approved, "U1", 20, None)
             .await
             .unwrap()
     );
     assert!(
         !store
-            .decide_approval(&approval.id, ApprovalStatus::Denied, "U2", 21)
+            .decide_approval(&approval.id, ApprovalStatus::Denied, "U2", 21, None)
             .await
             .unwrap(),
         "second decision refused"

@@ -220,7 +220,7 @@ async fn an_event_held_by_a_dead_replica_is_taken_over_once_its_lease_runs_out()
     let clock = Clock::manual(wall_ms());
     let replica = |name: &str| {
         let mut config = app.config.clone();
-        config.gateway.instance_id = name.into();
+        config.gateway.instance_id = Some(name.into());
         config
     };
     app.llm.push(Reply::Stall(Duration::from_secs(30)));

@@ -177,7 +177,7 @@ async fn own_rows(store: Arc<dyn Store>) {
         .unwrap()
         .unwrap();
     store
-        .set_draft_refs(first.id, &[MessageRef::new("m-1")])
+        .set_draft_refs(first.claim(), &[MessageRef::new("m-1")])
         .await
         .unwrap();
     // "Crash": the row stays processing. The same owner takes it back immediately.

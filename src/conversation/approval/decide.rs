@@ -12,7 +12,7 @@ use crate::agent::Resolution;
 use crate::command::{Action, ApprovalButton};
 use crate::conversation::{Outbound, Route};
 use crate::ids::ApprovalStatus;
-use crate::store::Approval;
+use crate::store::{Approval, Claim};
 
 /// One answer to an approval: who gave it, what they asked for, and where it came from.
 pub struct Request<'a> {
@@ -29,6 +29,9 @@ pub struct Request<'a> {
     /// Where the answer was given: a requester may approve their own request only in a
     /// private chat.
     pub place: &'a Place,
+    /// The claim of the turn deciding it: the decision is stored only while that claim and
+    /// its conversation lease are current (`None` in unit tests).
+    pub fence: Option<Claim>,
 }
 
 impl Request<'_> {
@@ -174,7 +177,7 @@ impl Approvals {
         let (by, now) = (&request.user.id, self.clock.now_ms());
         let decided = self
             .store
-            .decide_approval(&approval.id, outcome.status, by, now)
+            .decide_approval(&approval.id, outcome.status, by, now, request.fence)
             .await?;
         if decided
             && outcome.status == ApprovalStatus::Approved

@@ -175,6 +175,7 @@ impl Fixture {
             button: &button,
             press: Some(&press),
             place: &press.place,
+            fence: None,
         };
         self.approvals.decide(&self.out, request).await.unwrap()
     }

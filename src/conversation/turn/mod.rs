@@ -28,8 +28,17 @@ use crate::provider::{ChatMessage, Role};
 use crate::store::{Durable, InboxRow, StoreError};
 use run::Start;
 
+/// How a turn ended, as its actor needs to know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ended {
+    /// Answered, failed, handed back or lost to another claim: the actor goes on.
+    Normally,
+    /// A write was refused because the conversation lease moved on: the actor stops.
+    Fenced,
+}
+
 /// Process one claimed event to completion (or hand it back on abort).
-pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToken) {
+pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToken) -> Ended {
     let key = row.event.key().clone();
     let trace = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let span = tracing::info_span!("turn", %key, inbox = row.id, %trace);
@@ -42,7 +51,7 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
             .store
             .fail(row.claim(), "channel not configured", now())
             .await;
-        return;
+        return Ended::Normally;
     };
     let turn = Turn {
         deps,
@@ -53,15 +62,21 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
     };
     async {
         let Err(err) = turn.dispatch(cancel).await else {
-            return;
+            return Ended::Normally;
         };
         let stored = match err.downcast_ref::<StoreError>() {
             Some(StoreError::Superseded(_)) => {
                 // Another claim of this event (a restart, an expired lease) answers it.
                 tracing::warn!(error = %err, "turn lost its claim; its result was not stored");
-                return;
+                return Ended::Normally;
             }
-            Some(StoreError::Stopped) => return, // the next start finishes the event
+            Some(StoreError::Fenced(_)) => {
+                // Another replica owns the conversation now and answers the event.
+                tracing::warn!(error = %err, "turn lost its conversation lease; nothing stored");
+                deps.metrics.cluster.with_label_values(&["fenced"]).inc();
+                return Ended::Fenced;
+            }
+            Some(StoreError::Stopped) => return Ended::Normally, // the next start finishes it
             Some(store_err) if store_err.is_transient() => {
                 tracing::warn!(error = %err, "the database failed before an answer; the event is handed back");
                 let release = || deps.store.release(row.claim(), now());
@@ -74,8 +89,13 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
                 durable.write("inbox failure", fail).await
             }
         };
-        if let Err(e) = stored {
-            tracing::warn!(error = %e, "could not record how the turn ended");
+        match stored {
+            Ok(()) => Ended::Normally,
+            Err(StoreError::Fenced(_)) => Ended::Fenced,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not record how the turn ended");
+                Ended::Normally
+            }
         }
     }
     .instrument(span)
@@ -208,6 +228,7 @@ impl Turn<'_> {
             button,
             press,
             place: self.row.event.place(),
+            fence: Some(self.row.claim()),
         };
         match self
             .deps

@@ -17,7 +17,7 @@ use crate::conversation::approval::Suspended;
 use crate::conversation::audit::AuditRecorder;
 use crate::draft::{Draft, PostedHook};
 use crate::provider::{ChatMessage, Role};
-use crate::store::{Durable, Store};
+use crate::store::{Claim, Durable, Store};
 
 /// How often the typing indicator is renewed (platforms show it for about 5 s).
 const TYPING_EVERY: Duration = Duration::from_secs(4);
@@ -34,7 +34,7 @@ impl Turn<'_> {
     /// This turn's draft: it edits what an earlier attempt already posted, and records what
     /// it posts so a restart does the same.
     pub(super) fn draft(&self) -> Draft {
-        let hook = posted_hook(&self.deps.store, self.durable, self.row.id);
+        let hook = posted_hook(&self.deps.store, self.durable, self.row.claim());
         self.deps.outbound.draft(
             self.channel,
             self.key(),
@@ -208,12 +208,12 @@ fn ending(err: &AgentError, trace: &str) -> String {
 
 /// Records the messages an answer posted, so a restarted turn edits instead of reposting;
 /// retried through database errors, since the messages are already visible.
-fn posted_hook(store: &Arc<dyn Store>, durable: &Durable, inbox_id: i64) -> PostedHook {
+fn posted_hook(store: &Arc<dyn Store>, durable: &Durable, claim: Claim) -> PostedHook {
     let (store, durable) = (Arc::clone(store), durable.clone());
     Box::new(move |refs: Vec<MessageRef>| {
         let (store, durable) = (Arc::clone(&store), durable.clone());
         Box::pin(async move {
-            let record = || store.set_draft_refs(inbox_id, &refs);
+            let record = || store.set_draft_refs(claim, &refs);
             if let Err(err) = durable.write("draft message ids", record).await {
                 tracing::warn!(error = %err, "could not record the draft message id");
             }

@@ -15,7 +15,7 @@ use switchboard_standins::telegram::{FAKE_BOT_TOKEN as TG_TOKEN, FakeTelegram};
 
 use crate::helpers::{drop_postgres, postgres_url};
 
-/// The leader lease TTL the replicas run with.
+/// The lease TTL (leader and conversation leases) the replicas run with.
 pub const LEADER_TTL: Duration = Duration::from_millis(3000);
 /// How long a replica may take to answer `/readyz` 200 after it is spawned.
 const READY_WAIT: Duration = Duration::from_secs(30);
@@ -148,9 +148,11 @@ max_retries = 2
 [streaming]
 chunk_min_chars = 20
 progress_min_interval_ms = 50
-[leaders]
-ttl_ms = {ttl}
+[cluster]
+lease_ttl_ms = {ttl}
 renew_ms = 300
+heartbeat_ms = 500
+poll_ms = 2000
 [channels.slack]
 kind = "slack"
 bot_token = "{FAKE_BOT_TOKEN}"

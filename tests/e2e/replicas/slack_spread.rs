@@ -33,7 +33,7 @@ async fn send_conversation(cluster: &Cluster, c: usize) {
             ..SlackMessage::default()
         });
         let first = (c + m) % 3;
-        if (c + m) % 2 == 0 {
+        if (c + m).is_multiple_of(2) {
             let second = (first + 1) % 3;
             let (a, b) = tokio::join!(
                 cluster.post_slack(first, &event),
