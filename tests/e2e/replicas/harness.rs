@@ -264,6 +264,18 @@ poll_timeout_secs = 1
             .flatten()
     }
 
+    /// The instance holding conversation `key`'s lease (`slack:D0…`), if any holds it.
+    pub async fn conversation_owner(&self, key: &str) -> Option<String> {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(&self.url).await.ok()?;
+        sqlx::query_scalar("SELECT owner FROM conversation_leases WHERE key = $1")
+            .bind(key)
+            .fetch_optional(&mut conn)
+            .await
+            .ok()
+            .flatten()
+    }
+
     /// Wait (up to `within`) until `role` is led by someone other than `not`; the holder.
     pub async fn wait_leader(&self, role: &str, not: Option<&str>, within: Duration) -> String {
         let deadline = Instant::now() + within;

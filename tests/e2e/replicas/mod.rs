@@ -1,9 +1,11 @@
 //! Several real gateway processes on one PostgreSQL database, under faults: events spread
-//! over every replica's port, the Telegram leader killed. Each test skips (with a notice)
+//! over every replica's port, the Telegram leader killed or drained, the replica streaming
+//! an answer killed or paused past its lease. Each test skips (with a notice)
 //! without PostgreSQL, unless `SWITCHBOARD_REQUIRE_POSTGRES=1`.
 
 mod harness;
 mod slack_spread;
+mod takeover;
 mod telegram_leader;
 
 use std::collections::BTreeMap;
