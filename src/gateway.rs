@@ -22,6 +22,7 @@ use crate::conversation::{
 use crate::draft::DraftSettings;
 use crate::governor::Governor;
 use crate::http::{self, HealthState};
+use crate::leader::{LeaderSettings, Leaders};
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::provider::{self, Provider};
@@ -45,12 +46,22 @@ pub struct Gateway {
     context: Vec<Arc<dyn ContextProvider>>,
     /// Where "now" comes from (the system clock unless a test says otherwise).
     clock: Clock,
+    /// Runs Telegram/Discord receive loops on one replica only (PostgreSQL).
+    leaders: Leaders,
 }
 
 impl Gateway {
     /// Start from a loaded config.
     pub fn new(config: Config) -> Self {
+        let leaders = Leaders::new(
+            &config.gateway.database_url,
+            LeaderSettings {
+                ttl: config.cluster.lease_ttl(),
+                renew_every: config.cluster.renew(),
+            },
+        );
         Self {
+            leaders,
             config,
             channels: Channels::default(),
             provider: None,
@@ -63,7 +74,7 @@ impl Gateway {
 
     /// Add a channel instance.
     pub fn channel(mut self, channel: Arc<dyn Channel>) -> Self {
-        self.channels.add(channel);
+        self.channels.add(self.leaders.wrap(channel));
         self
     }
 
@@ -120,6 +131,7 @@ impl Gateway {
         let background = TaskTracker::new();
         let registry = Registry::new(Arc::clone(&deps), turns.clone());
         let sink: Arc<dyn EventSink> = Inbox::new(Arc::clone(&registry));
+        self.leaders.set_holder(registry.deps().lifecycle.owner());
         let url = &config.gateway.database_url;
         crate::cluster::start(&registry, url, config.cluster, &background, &shutdown);
 

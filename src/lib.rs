@@ -3,6 +3,7 @@
 //! Layout, in the order an event flows through it:
 //! - [`config`]: the TOML file (plus `${VAR}` and `SWITCHBOARD__…` overrides) as types.
 //! - [`channels`]: builds the configured `Channel`s (crates under `channels/`).
+//! - [`leader`]: leader leases, so one replica runs each Telegram poller and Discord gateway.
 //! - [`access`]: who may talk to the bot (`dm_policy`, `group_policy`, pairing, grants),
 //!   decided in the sink before the inbox.
 //! - [`command`]: what an inbound event asks for (message, chat command, approval button),
@@ -60,6 +61,7 @@ pub mod governor;
 pub mod http;
 pub mod ids;
 pub mod mcp;
+pub mod leader;
 pub mod memory;
 pub mod metrics;
 pub mod policy;

@@ -24,6 +24,7 @@ mod offload;
 mod pause;
 mod plan;
 mod providers;
+mod replicas;
 mod rewind;
 mod rewind_store;
 mod sandbox;

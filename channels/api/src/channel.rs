@@ -97,6 +97,24 @@ pub trait EventSink: Send + Sync {
     async fn knows_conversation(&self, _key: &ConversationKey) -> Result<bool, SinkError> {
         Ok(false)
     }
+
+    /// Where a leader-only receive loop resumes (Telegram's next update offset), as the
+    /// previous leader confirmed it with [`save_cursor`](Self::save_cursor); `None` when no
+    /// position is known (a single process, or the first leader ever).
+    async fn cursor(&self) -> Result<Option<i64>, SinkError> {
+        Ok(None)
+    }
+
+    /// Record the receive loop's position after the events before it were delivered. It is
+    /// written only while this replica still leads; an `Err` means it no longer does (or
+    /// the database is away): the loop must not confirm the batch to its platform.
+    async fn save_cursor(&self, _cursor: i64) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    /// The platform says another receiver is running (Telegram's 409 Conflict): a replica
+    /// gives up its leadership so the loop stops here. A single process ignores it.
+    fn step_down(&self, _why: &str) {}
 }
 
 /// A channel's own view of whether it can receive, for `/readyz`.
@@ -143,6 +161,14 @@ pub trait Channel: Send + Sync + 'static {
         sink: Arc<dyn EventSink>,
         shutdown: CancellationToken,
     ) -> Result<(), ChannelError>;
+
+    /// The leader role this channel's [`start`](Self::start) needs, when it must run on
+    /// exactly one replica (a long poll, a gateway socket, registering a webhook):
+    /// `Some("telegram:<name>")`. With several replicas only the role's leader runs `start`;
+    /// `None` (the default) runs it everywhere.
+    fn leader_role(&self) -> Option<String> {
+        None
+    }
 
     /// Webhook routes to mount on the shared HTTP server, if any.
     fn routes(&self, _sink: Arc<dyn EventSink>) -> Option<axum::Router> {

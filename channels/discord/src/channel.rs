@@ -217,6 +217,11 @@ impl Channel for DiscordChannel {
         }
     }
 
+    /// One replica runs the gateway with all shards; a fail-over is a fresh IDENTIFY.
+    fn leader_role(&self) -> Option<String> {
+        Some(format!("discord:{}", self.inner.name))
+    }
+
     async fn start(
         &self,
         sink: Arc<dyn EventSink>,

@@ -120,6 +120,12 @@ impl Channel for TelegramChannel {
         }
     }
 
+    /// Polling must run once (a second `getUpdates` gets 409), and in webhook mode only the
+    /// leader registers the webhook; every replica still serves the webhook route.
+    fn leader_role(&self) -> Option<String> {
+        Some(format!("telegram:{}", self.client.name))
+    }
+
     fn routes(&self, sink: Arc<dyn EventSink>) -> Option<axum::Router> {
         (self.client.config.mode == Mode::Webhook)
             .then(|| webhook::router(Arc::clone(&self.client), sink))

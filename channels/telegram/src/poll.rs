@@ -1,5 +1,10 @@
 //! Receive path, polling mode: `getUpdates` long poll → normalise → `EventSink::deliver` →
 //! only then advance the offset, so an update is confirmed to Telegram only once it is stored.
+//! With several replicas only the leader polls: it starts from the offset the previous leader
+//! saved through [`EventSink::save_cursor`] (after that leader's batch was stored), saves its
+//! own after each batch, and steps down on a 409 Conflict (another poller is running).
+//! Updates are deduplicated by id in the inbox, so a batch stored but not yet saved as the
+//! cursor (a leader killed in between) is fetched again by the next leader and dropped.
 //! `run` sleeps and retries; `Poller::step` does one round and says what happened.
 
 use std::sync::Arc;
@@ -45,6 +50,8 @@ pub(crate) struct Poller {
     /// Whether a `getUpdates` has answered yet. The first one asks with timeout 0: it returns
     /// at once, so `/readyz` turns ready in milliseconds instead of after a full long poll.
     polled_once: bool,
+    /// Whether the saved cursor (the previous leader's offset) was read yet.
+    resumed: bool,
 }
 
 /// Poll until `shutdown` fires; `Err` only when retrying cannot help (a rejected token).
@@ -94,6 +101,7 @@ impl Poller {
             sink,
             offset: None,
             polled_once: false,
+            resumed: false,
         }
     }
 
@@ -104,6 +112,18 @@ impl Poller {
             Ok(me) => me,
             Err(failure) => return self.failed("getMe", failure),
         };
+        if !self.resumed {
+            match self.sink.cursor().await {
+                Ok(cursor) => {
+                    self.offset = cursor.and_then(|c| i32::try_from(c).ok());
+                    self.resumed = true;
+                }
+                Err(err) => {
+                    tracing::warn!(channel = %client.name, error = %err, "could not read the saved Telegram offset; retrying");
+                    return Step::Retry(None);
+                }
+            }
+        }
         let timeout = if self.polled_once {
             client.config.poll_timeout_secs
         } else {
@@ -123,16 +143,33 @@ impl Poller {
         };
         client.health.receive_ok();
         self.polled_once = true;
-        let mut handled = 0;
+        let mut next = None;
         for update in &updates {
             if let Err(step) = self.store(me, update).await {
+                self.confirm(next).await;
                 return step;
             }
-            // Only now may Telegram forget this update: the next getUpdates confirms it.
-            self.offset = Some(next_offset(update.id.0));
-            handled += 1;
+            next = Some(next_offset(update.id.0));
         }
-        Step::Polled(handled)
+        if self.confirm(next).await {
+            Step::Polled(updates.len())
+        } else {
+            Step::Retry(None)
+        }
+    }
+
+    /// Move the offset to `next` once the updates before it are stored: save it as the
+    /// cursor first (only a leader can), then let the next getUpdates confirm it to Telegram.
+    /// `false` when the cursor could not be saved: the offset stays, and the stored updates
+    /// come again and are dropped as duplicates.
+    async fn confirm(&mut self, next: Option<i32>) -> bool {
+        let Some(next) = next else { return true };
+        if let Err(err) = self.sink.save_cursor(i64::from(next)).await {
+            tracing::warn!(channel = %self.client.name, error = %err, "could not save the Telegram offset; the batch is fetched again");
+            return false;
+        }
+        self.offset = Some(next);
+        true
     }
 
     async fn store(&self, me: &BotIdentity, update: &teloxide::types::Update) -> Result<(), Step> {
@@ -171,6 +208,7 @@ impl Poller {
             Failure::Conflict(description) => {
                 tracing::error!(channel = %name, "{CONFLICT_HINT} ({description})");
                 self.client.health.conflict(&description);
+                self.sink.step_down(&description);
                 Step::Retry(None)
             }
             Failure::RateLimited(wait) => {
