@@ -80,6 +80,8 @@ pub enum Command {
     Tz(Option<String>),
     /// Show today's token and tool-run usage against the budgets.
     Usage,
+    /// List this conversation's models (`/model`) or switch to one (`/model <name>`).
+    Model(Option<String>),
 }
 
 impl Command {
@@ -111,6 +113,7 @@ impl Command {
                 .ok()
                 .map(Self::Unschedule),
             "tz" => Some(Self::Tz(words.next().map(str::to_owned))),
+            "model" | "models" => Some(Self::Model(words.next().map(str::to_owned))),
             _ => None,
         }
     }
@@ -124,6 +127,8 @@ impl Command {
             Self::Help | Self::Approve(_) | Self::Deny(_) | Self::Usage => HELP,
             // Answered by the scheduler (`schedule::Schedules::answer`), which reads the store.
             Self::Schedules | Self::Unschedule(_) | Self::Tz(_) => HELP,
+            // Answered by the conversation's profile (`profile::Active::model_command`).
+            Self::Model(_) => HELP,
         }
     }
 }
@@ -137,6 +142,7 @@ Commands:\n\
 • `/approve <id>` / `/deny <id>` — answer an approval request\n\
 • `/schedules` — scheduled tasks here; `/unschedule <id>` cancels one\n\
 • `/tz [zone]` — this conversation's time zone\n\
+• `/model [name]` — the models here; switch to one\n\
 • `/help` — this message";
 
 /// A cancel button's payload for scheduled task `id`: `sc:<id>:x` (well under Telegram's

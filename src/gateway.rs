@@ -17,13 +17,13 @@ use crate::agent::{ContextProvider, Tool};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::conversation::{
-    Agents, Approvals, Channels, Deps, Expiries, Inbox, Lifecycle, Outbound, Registry, TurnSettings,
+    Agents, Approvals, Channels, Deps, Expiries, Inbox, Lifecycle, Outbound, Registry,
 };
 use crate::draft::DraftSettings;
 use crate::governor::Governor;
 use crate::http::{self, HealthState};
 use crate::metrics::Metrics;
-use crate::policy::Policy;
+use crate::profile::Profiles;
 use crate::provider::{self, Provider};
 use crate::schedule::{Schedules, ticker};
 use crate::store::{self, Store};
@@ -164,34 +164,19 @@ impl Gateway {
         shutdown: &CancellationToken,
     ) -> anyhow::Result<(Deps, Expiries)> {
         let config = &self.config;
-        let provider = match &self.provider {
-            Some(p) => Arc::clone(p),
-            None => provider::from_config(&config.provider)?,
-        };
-        let policy = Policy::new(&config.policy).map_err(|e| anyhow::anyhow!("[policy]: {e}"))?;
         let scrubber = Arc::new(config.scrubber());
         let metrics = Arc::new(Metrics::new());
-        let settings = TurnSettings {
-            system_prompt: config.agent.system_prompt.clone(),
-            history_limit: config.agent.history_limit,
-            max_iterations: config.agent.max_tool_iterations,
-            native_tools: config.provider.native_tools,
-            memory: config.memory.clone(),
-            budgets: config.budgets,
-        };
+        let fallbacks = Some(metrics.llm_fallbacks.clone());
+        let profiles = Profiles::from_config(config, self.provider.clone(), fallbacks)?;
         let schedules = self.schedules(&store);
-        let toolbox = Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir)
+        // The toolbox makes every built-in tool some profile offers; each profile filters.
+        let mut tools = config.tools.clone();
+        tools.enabled = profiles.builtin_tools();
+        let toolbox = Toolbox::new(&tools, &config.sandbox, &config.gateway.data_dir)
             .with_schedules(Arc::clone(&schedules));
-        let agents = Agents::new(
-            provider,
-            toolbox,
-            Arc::new(policy),
-            Arc::clone(&scrubber),
-            settings,
-            self.clock.clone(),
-        )
-        .with_tools(self.tools.clone())
-        .with_context(self.context.clone());
+        let agents = Agents::new(profiles, toolbox, Arc::clone(&scrubber), self.clock.clone())
+            .with_tools(self.tools.clone())
+            .with_context(self.context.clone());
         let access = Arc::new(Access::new(config, Arc::clone(&store), self.clock.clone()));
         let (approvals, expiries) = Approvals::new(
             Arc::clone(&store),

@@ -10,6 +10,8 @@
 //! - [`conversation`]: the `Inbox` sink channels deliver into, the registry of per-conversation
 //!   actors, the turn each stored event becomes, and the parts turns share (agents,
 //!   approvals, outbound path, lifecycle).
+//! - [`profile`]: agent profiles (prompt, provider chain and models, tools, policy) and which
+//!   conversation uses which, resolved when its actor starts.
 //! - [`agent`]: the platform-free agent loop (`AgentLoop`, `Tool`, `ContextProvider`).
 //! - [`policy`]: the gate every tool call passes (deny → ask → allow, circuit breakers) and
 //!   the typed `Decision` it hands to approvals, the audit and the metrics.
@@ -54,6 +56,7 @@ pub mod memory;
 pub mod metrics;
 pub mod policy;
 pub mod probe;
+pub mod profile;
 pub mod provider;
 pub mod sandbox;
 pub mod schedule;

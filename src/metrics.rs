@@ -35,6 +35,8 @@ pub struct Metrics {
     pub tool_runs: IntCounterVec,
     /// Turns stopped or messages refused by a budget, by channel and budget.
     pub budget_stops: IntCounterVec,
+    /// LLM calls moved to the next provider of a profile's fallback chain, by provider.
+    pub llm_fallbacks: IntCounterVec,
 }
 
 impl Default for Metrics {
@@ -101,6 +103,12 @@ impl Metrics {
             llm_tokens: budget_counter(&r, "llm_tokens"),
             tool_runs: budget_counter(&r, "tool_runs"),
             budget_stops: budget_counter(&r, "budget_stops"),
+            llm_fallbacks: counter(
+                &r,
+                "switchboard_llm_fallbacks_total",
+                "LLM calls moved on to the next provider before any token, by provider.",
+                &["from", "to"],
+            ),
             registry: r,
         }
     }

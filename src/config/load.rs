@@ -108,7 +108,8 @@ pub fn parse(
     } else {
         doc.to_string()
     };
-    let config = typed_parse(&text, &overridden).map_err(|p| invalid(vec![p]))?;
+    let mut config = typed_parse(&text, &overridden).map_err(|p| invalid(vec![p]))?;
+    config.routing = super::agents::Routing::from_doc(&doc);
     let mut problems = validate(&config);
     for problem in &mut problems {
         if problem.position.is_none() {
@@ -142,9 +143,12 @@ fn typed_parse(text: &str, overridden: &[(String, String)]) -> Result<Config, Pr
         {
             message.push_str(&format!(" (value from environment variable {var})"));
         }
+        // A key a channel crate refuses comes without a span (see `agents::WithoutRouting`).
+        let position = (inner.span().map(|s| line_col(text, s.start)))
+            .or_else(|| super::locate::position(text, &key));
         Problem {
             key: if key == "." { String::new() } else { key },
-            position: inner.span().map(|s| line_col(text, s.start)),
+            position,
             message,
         }
     })
@@ -222,7 +226,13 @@ fn validate(config: &Config) -> Vec<Problem> {
         }
     }
     problems.extend(super::channels::problems(config));
-    for (key, message) in super::schedules::problems(config) {
+    let profiles = super::agents::problems(config);
+    let providers = super::providers::problems(config);
+    for (key, message) in super::schedules::problems(config)
+        .into_iter()
+        .chain(profiles)
+        .chain(providers)
+    {
         problems.push(Problem {
             key,
             position: None,

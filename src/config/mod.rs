@@ -7,11 +7,13 @@
 //! found after parsing. `${VAR}` expansion and the redacting [`Secret`] live in
 //! `switchboard_channel::settings`, so core keys and channel keys resolve the same way.
 
+pub mod agents;
 pub mod budgets;
 mod channels;
 mod load;
 mod locate;
 mod memory;
+pub mod providers;
 mod schedules;
 
 use std::collections::BTreeMap;
@@ -65,6 +67,15 @@ pub struct Config {
     /// The operator's own recurring jobs (`[[schedules]]`).
     #[serde(default)]
     pub schedules: Vec<OperatorJob>,
+    /// Further LLM endpoints by name (`[providers.<name>]`), for profiles and fallbacks.
+    #[serde(default)]
+    pub providers: providers::ProvidersConfig,
+    /// Agent profiles by name (`[agents.<name>]`).
+    #[serde(default)]
+    pub agents: BTreeMap<String, agents::AgentProfileConfig>,
+    /// Which profile each channel and chat uses (their `agent` keys, read by `load`).
+    #[serde(skip)]
+    pub routing: agents::Routing,
 }
 
 /// `[gateway]`.
@@ -322,12 +333,15 @@ impl Config {
             .channels
             .values()
             .flat_map(|channel| channel.settings().secrets());
+        let named = self.providers.values();
         let urls = std::iter::once(&*self.gateway.database_url)
             .chain(self.provider.base_url.as_deref())
+            .chain(named.clone().filter_map(|p| p.base_url.as_deref()))
             .flat_map(url_password)
             .chain(passwords_in_any_url(self));
         [&self.provider.api_key, &self.gateway.metrics_token]
             .into_iter()
+            .chain(named.map(|p| &p.api_key))
             .chain(channel_secrets)
             .filter_map(Secret::expose)
             .map(str::to_owned)

@@ -1,5 +1,6 @@
 //! One conversation's actor: woken by the inbox, it claims that conversation's stored events
-//! in arrival order and runs each as a turn; after `idle` without a wake-up it retires.
+//! in arrival order and runs each as a turn; after `idle` without a wake-up it retires. Its
+//! agent profile and model are resolved once, when it starts.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -9,6 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Registry, turn};
+use crate::profile::Active;
 
 /// An event claimed this often without finishing (it crashed the process each time) is
 /// given up on rather than crashing it forever.
@@ -23,12 +25,17 @@ pub(super) async fn run(
     current: Arc<Mutex<Option<CancellationToken>>>,
 ) {
     let deps = Arc::clone(&registry.deps);
+    let active = deps
+        .agents
+        .profiles()
+        .activate(deps.store.as_ref(), &key)
+        .await;
     loop {
         tokio::select! {
             biased;
             () = deps.lifecycle.draining().cancelled() => break,
             woken = tokio::time::timeout(deps.lifecycle.idle(), wake.recv()) => match woken {
-                Ok(Some(())) => drain(&registry, &key, &current).await,
+                Ok(Some(())) => drain(&registry, &key, &active, &current).await,
                 Ok(None) => break,
                 Err(_) if registry.retire(&key, id, &wake) => break,
                 Err(_) => {}
@@ -41,6 +48,7 @@ pub(super) async fn run(
 async fn drain(
     registry: &Registry,
     key: &ConversationKey,
+    active: &Active,
     current: &Mutex<Option<CancellationToken>>,
 ) {
     let deps = &registry.deps;
@@ -83,7 +91,7 @@ async fn drain(
         }
         let token = deps.lifecycle.turn_token();
         *current.lock().expect("poisoned") = Some(token.clone());
-        turn::process(deps, row, token).await;
+        turn::process(deps, active, row, token).await;
         current.lock().expect("poisoned").take();
     }
 }

@@ -12,8 +12,8 @@
 //! - `sqlite.rs`, `postgres.rs`: connecting and each database's dialect.
 //! - `inbox.rs`: `Store` for `SqlStore` (insert, claim under a lease, finish, counts).
 //! - `history.rs`: history reads and the atomic history writes.
-//! - `approvals.rs`, `audit.rs`, `memory.rs`, `access.rs`: each half-trait, its types and
-//!   its SQL.
+//! - `approvals.rs`, `audit.rs`, `memory.rs`, `access.rs`, `profiles.rs`: each half-trait,
+//!   its types and its SQL.
 //! - `rows.rs`: selected rows as records, converted to the types above.
 //! - `text.rs`: free text stored exactly on both databases (NUL escaped on PostgreSQL).
 //! - `durable.rs`: [`Durable`], the retry policy for writes that follow a visible action,
@@ -29,6 +29,7 @@ mod history;
 mod inbox;
 mod memory;
 mod postgres;
+mod profiles;
 mod rows;
 mod schedules;
 mod sqlite;
@@ -49,6 +50,7 @@ pub use backend::{Backend, Dialect, SqlStore};
 pub use durable::Durable;
 pub use memory::{Memory, MemoryStore, search_words};
 pub use postgres::PostgresStore;
+pub use profiles::{ModelChoice, ProfileStore};
 pub use schedules::{JobSource, NewSchedule, Schedule, ScheduleStore, Timing};
 pub use sqlite::SqliteStore;
 pub use timeouts::Timeouts;
@@ -152,7 +154,15 @@ pub struct InboxCounts {
 /// Durable state. Time is passed in (Unix ms) so leases behave alike on both databases.
 #[async_trait]
 pub trait Store:
-    AuditLog + ApprovalStore + MemoryStore + AccessStore + ScheduleStore + UsageStore + Send + Sync
+    AuditLog
+    + ApprovalStore
+    + MemoryStore
+    + AccessStore
+    + ScheduleStore
+    + UsageStore
+    + ProfileStore
+    + Send
+    + Sync
 {
     /// Store a new event of the given kind (classified by the caller); a redelivery of a
     /// stored event is reported as `Duplicate`.

@@ -20,6 +20,7 @@ mod memory_store;
 mod offload;
 mod pause;
 mod plan;
+mod profiles;
 mod providers;
 mod sandbox;
 mod sandbox_limits;

@@ -24,12 +24,18 @@ use super::approval::Request;
 use super::{Deps, Route};
 use crate::command::{Action, ApprovalButton, Command, Intent};
 use crate::memory::{autosave, compact_if_needed, scope_for};
+use crate::profile::Active;
 use crate::provider::{ChatMessage, Role};
 use crate::store::{Durable, InboxRow, StoreError};
 use run::Start;
 
 /// Process one claimed event to completion (or hand it back on abort).
-pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToken) {
+pub(super) async fn process(
+    deps: &Deps,
+    active: &Active,
+    row: InboxRow,
+    cancel: CancellationToken,
+) {
     let key = row.event.key().clone();
     let trace = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let span = tracing::info_span!("turn", %key, inbox = row.id, %trace);
@@ -46,6 +52,7 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
     };
     let turn = Turn {
         deps,
+        active,
         row: &row,
         channel: &route,
         trace: &trace,
@@ -85,6 +92,8 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
 /// One claimed event being processed.
 struct Turn<'a> {
     deps: &'a Deps,
+    /// The conversation's agent profile and model.
+    active: &'a Active,
     row: &'a InboxRow,
     /// Where the answer goes (written only through the outbound path).
     channel: &'a Route,
@@ -156,7 +165,7 @@ impl Turn<'_> {
     async fn command(&self, command: &Command, user_id: &str) -> anyhow::Result<()> {
         let deps = self.deps;
         if *command == Command::Usage {
-            let (limits, clock) = (deps.agents.settings().budgets, deps.lifecycle.clock());
+            let (limits, clock) = (self.active.settings().budgets, deps.lifecycle.clock());
             let store = deps.store.as_ref();
             let text = crate::budget::report(store, limits, self.key(), user_id, clock).await?;
             self.draft().finish(&text).await?;
@@ -165,9 +174,17 @@ impl Turn<'_> {
         match command {
             Command::New => deps.store.clear_history(self.key()).await?,
             Command::Forget => {
-                let scope = scope_for(&deps.agents.settings().memory, self.key(), user_id);
+                let scope = scope_for(&self.active.settings().memory, self.key(), user_id);
                 let n = deps.store.forget_scope(&scope).await?;
                 tracing::info!(%scope, forgotten = n, "memory cleared by /forget");
+            }
+            Command::Model(wanted) => {
+                let (store, now) = (deps.store.as_ref(), self.now());
+                let model = self
+                    .active
+                    .model_command(store, self.key(), wanted.as_deref(), now);
+                self.draft().finish(&model.await?).await?;
+                return self.done().await;
             }
             Command::Schedules | Command::Unschedule(_) | Command::Tz(_) => {
                 let reply = deps.schedules.answer(self.key(), command).await;
@@ -262,12 +279,12 @@ impl Turn<'_> {
             return Ok(());
         }
         let (deps, key) = (self.deps, self.key());
-        let memory = &deps.agents.settings().memory;
+        let memory = &self.active.settings().memory;
         if memory.enabled {
             // Between turns only: a running tool never sees its history rewritten.
-            let (store, provider) = (deps.store.as_ref(), deps.agents.provider());
+            let (store, provider) = (deps.store.as_ref(), self.active.provider());
             let clock = deps.lifecycle.clock();
-            let compacted = compact_if_needed(store, provider, key, memory, clock).await;
+            let compacted = compact_if_needed(store, &*provider, key, memory, clock).await;
             if let Err(err) = compacted {
                 tracing::warn!(error = %err, "history compaction failed; the turn goes on");
             }
@@ -275,7 +292,7 @@ impl Turn<'_> {
         let user = ChatMessage::new(Role::User, inbound.text.clone());
         let messages = deps
             .agents
-            .context_for(deps.store.as_ref(), key, &user)
+            .context_for(self.active, deps.store.as_ref(), key, &user)
             .await?;
         self.run(user, &inbound.user.id, Start::Fresh(messages), cancel)
             .await?;
