@@ -103,12 +103,7 @@ impl Metrics {
             llm_tokens: budget_counter(&r, "llm_tokens"),
             tool_runs: budget_counter(&r, "tool_runs"),
             budget_stops: budget_counter(&r, "budget_stops"),
-            llm_fallbacks: counter(
-                &r,
-                "switchboard_llm_fallbacks_total",
-                "LLM calls moved on to the next provider before any token, by provider.",
-                &["from", "to"],
-            ),
+            llm_fallbacks: fallback_counter(&r),
             registry: r,
         }
     }
@@ -119,6 +114,17 @@ impl Metrics {
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         String::from_utf8(out).unwrap_or_default()
     }
+}
+
+/// `switchboard_llm_fallbacks_total{from, to}`: moves along a profile's provider chain.
+fn fallback_counter(registry: &Registry) -> IntCounterVec {
+    let help = "LLM calls moved on to the next provider before any token, by provider.";
+    counter(
+        registry,
+        "switchboard_llm_fallbacks_total",
+        help,
+        &["from", "to"],
+    )
 }
 
 /// One of the budget counters (`llm_tokens`, `tool_runs`, `budget_stops`), by channel.
