@@ -154,19 +154,43 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutRouting<A> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, A::Error> {
-        while let Some(key) = self.0.next_key::<String>()? {
-            if ROUTING_KEYS.contains(&key.as_str()) {
-                self.0.next_value::<IgnoredAny>()?;
-                continue;
+        let mut seed = Some(seed);
+        loop {
+            // The key is read inside the inner map's own key step, so a key the crate
+            // refuses is reported there, with its path and its place in the file.
+            let Some(read) = self.0.next_key_seed(RoutingKey(&mut seed))? else {
+                return Ok(None);
+            };
+            match read {
+                Some(value) => return Ok(Some(value)),
+                None => {
+                    self.0.next_value::<IgnoredAny>()?;
+                }
             }
-            let key: de::value::StringDeserializer<A::Error> = key.into_deserializer();
-            return seed.deserialize(key).map(Some);
         }
-        Ok(None)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
         self.0.next_value_seed(seed)
+    }
+}
+
+/// Reads one key: `None` for a routing key (skipped), else the crate's own key value.
+struct RoutingKey<'s, K>(&'s mut Option<K>);
+
+impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for RoutingKey<'_, K> {
+    type Value = Option<K::Value>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        let key = String::deserialize(d)?;
+        if ROUTING_KEYS.contains(&key.as_str()) {
+            return Ok(None);
+        }
+        let Some(seed) = self.0.take() else {
+            return Err(de::Error::custom("a channel key was read twice"));
+        };
+        let key: de::value::StringDeserializer<D::Error> = key.into_deserializer();
+        seed.deserialize(key).map(Some)
     }
 }
 

@@ -143,12 +143,9 @@ fn typed_parse(text: &str, overridden: &[(String, String)]) -> Result<Config, Pr
         {
             message.push_str(&format!(" (value from environment variable {var})"));
         }
-        // A key a channel crate refuses comes without a span (see `agents::WithoutRouting`).
-        let position = (inner.span().map(|s| line_col(text, s.start)))
-            .or_else(|| super::locate::position(text, &key));
         Problem {
             key: if key == "." { String::new() } else { key },
-            position,
+            position: inner.span().map(|s| line_col(text, s.start)),
             message,
         }
     })

@@ -335,12 +335,20 @@ mod tests {
 
     #[test]
     fn text_only_content_is_a_plain_string_and_tool_results_keep_their_blocks() {
+        let mut assistant = ChatMessage::new(Role::Assistant, "");
+        assistant.tool_calls.push(ToolCall {
+            id: "call_1".into(),
+            name: "a".into(),
+            args: json!({}),
+        });
         let msgs = vec![
             ChatMessage::new(Role::User, "hello there"),
+            assistant,
             ChatMessage::tool_result("call_1", "done"),
         ];
         let json = messages_json(&msgs);
         assert_eq!(json[0]["content"], "hello there");
-        assert_eq!(json[1]["content"][0]["type"], "tool_result");
+        assert_eq!(json[1]["content"][0]["type"], "tool_use");
+        assert_eq!(json[2]["content"][0]["type"], "tool_result");
     }
 }
