@@ -88,6 +88,8 @@ pub enum Command {
     Usage,
     /// List the workspace checkpoints (`/rewind`), or go back to one (`/rewind N`).
     Rewind(Option<i64>),
+    /// List this conversation's models (`/model`) or switch to one (`/model <name>`).
+    Model(Option<String>),
 }
 
 impl Command {
@@ -120,6 +122,7 @@ impl Command {
                 .ok()
                 .map(Self::Unschedule),
             "tz" => Some(Self::Tz(words.next().map(str::to_owned))),
+            "model" | "models" => Some(Self::Model(words.next().map(str::to_owned))),
             _ => None,
         }
     }
@@ -133,6 +136,8 @@ impl Command {
             Self::Help | Self::Approve(_) | Self::Deny(_) | Self::Usage => HELP,
             // Answered by the scheduler (`schedule::Schedules::answer`), which reads the store.
             Self::Schedules | Self::Unschedule(_) | Self::Tz(_) | Self::Rewind(_) => HELP,
+            // Answered by the conversation's profile (`profile::Active::model_command`).
+            Self::Model(_) => HELP,
         }
     }
 }
@@ -147,6 +152,7 @@ Commands:\n\
 • `/schedules` — scheduled tasks here; `/unschedule <id>` cancels one\n\
 • `/tz [zone]` — this conversation's time zone\n\
 • `/rewind [N]` — list checkpoints, or put the files back to one\n\
+• `/model [name]` — the models here; switch to one\n\
 • `/help` — this message";
 
 /// A cancel button's payload for scheduled task `id`: `sc:<id>:x` (well under Telegram's

@@ -17,14 +17,14 @@ use crate::agent::{ContextProvider, Tool};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::conversation::{
-    Agents, Approvals, Channels, Deps, Expiries, Inbox, Lifecycle, Outbound, Registry, TurnSettings,
+    Agents, Approvals, Channels, Deps, Expiries, Inbox, Lifecycle, Outbound, Registry,
 };
 use crate::draft::DraftSettings;
 use crate::governor::Governor;
 use crate::http::{self, HealthState};
 use crate::leader::{LeaderSettings, Leaders};
 use crate::metrics::Metrics;
-use crate::policy::Policy;
+use crate::profile::Profiles;
 use crate::provider::{self, Provider};
 use crate::schedule::{Schedules, ticker};
 use crate::store::{self, Store};
@@ -119,7 +119,12 @@ impl Gateway {
             tracing::warn!("{warning}");
         }
         // The sandbox's probe (an exec of this binary) runs while the database opens.
-        let toolbox = Toolbox::new(&config.tools, &config.sandbox, &config.gateway.data_dir);
+        // The toolbox makes every built-in tool some profile offers; each profile filters.
+        let tools = crate::config::ToolsConfig {
+            enabled: crate::profile::offered_tools(config),
+            ..config.tools.clone()
+        };
+        let toolbox = Toolbox::new(&tools, &config.sandbox, &config.gateway.data_dir);
         let store = match &self.store {
             Some(store) => Arc::clone(store),
             None => open_store(&config.gateway.database_url).await?,
@@ -182,29 +187,18 @@ impl Gateway {
         shutdown: &CancellationToken,
     ) -> anyhow::Result<(Deps, Expiries)> {
         let config = &self.config;
-        let provider = match &self.provider {
-            Some(p) => Arc::clone(p),
-            None => provider::from_config(&config.provider)?,
-        };
-        let policy = Policy::new(&config.policy).map_err(|e| anyhow::anyhow!("[policy]: {e}"))?;
         let scrubber = Arc::new(config.scrubber());
         let metrics = Arc::new(Metrics::new());
-        let settings = TurnSettings::from_config(config);
+        let fallbacks = Some(metrics.llm_fallbacks.clone());
+        let profiles = Profiles::from_config(config, self.provider.clone(), fallbacks)?;
         let schedules = self.schedules(&store);
         let toolbox = toolbox.with_schedules(Arc::clone(&schedules));
         let mcp = mcp(config, toolbox.sandbox(), &metrics, shutdown);
-        let agents = Agents::new(
-            provider,
-            toolbox,
-            Arc::new(policy),
-            Arc::clone(&scrubber),
-            settings,
-            self.clock.clone(),
-        )
-        .with_tools(self.tools.clone())
-        .with_context(self.context.clone())
-        .with_mcp(mcp)
-        .with_checkpoints(self.checkpoints());
+        let agents = Agents::new(profiles, toolbox, Arc::clone(&scrubber), self.clock.clone())
+            .with_tools(self.tools.clone())
+            .with_context(self.context.clone())
+            .with_mcp(mcp)
+            .with_checkpoints(self.checkpoints());
         let access = Arc::new(Access::new(config, Arc::clone(&store), self.clock.clone()));
         let (approvals, expiries) = Approvals::new(
             Arc::clone(&store),

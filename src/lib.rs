@@ -13,6 +13,8 @@
 //!   approvals, outbound path, lifecycle).
 //! - [`attach`]: files people send, fetched after the event is stored, saved into the
 //!   conversation's workspace and described to the model.
+//! - [`profile`]: agent profiles (prompt, provider chain and models, tools, policy) and which
+//!   conversation uses which, resolved when its actor starts.
 //! - [`agent`]: the platform-free agent loop (`AgentLoop`, `Tool`, `ContextProvider`).
 //! - [`policy`]: the gate every tool call passes (deny → ask → allow, circuit breakers) and
 //!   the typed `Decision` it hands to approvals, the audit and the metrics.
@@ -66,6 +68,7 @@ pub mod memory;
 pub mod metrics;
 pub mod policy;
 pub mod probe;
+pub mod profile;
 pub mod provider;
 pub mod sandbox;
 pub mod schedule;

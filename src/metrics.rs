@@ -40,6 +40,8 @@ pub struct Metrics {
     pub cluster: IntCounterVec,
     /// MCP tool calls by server and outcome (ok, tool_error, error).
     pub mcp_calls: IntCounterVec,
+    /// LLM calls moved to the next provider of a profile's fallback chain, by provider.
+    pub llm_fallbacks: IntCounterVec,
 }
 
 impl Default for Metrics {
@@ -108,6 +110,7 @@ impl Metrics {
             budget_stops: budget_counter(&r, "budget_stops"),
             cluster: cluster_counter(&r),
             mcp_calls: mcp_counter(&r),
+            llm_fallbacks: fallback_counter(&r),
             registry: r,
         }
     }
@@ -127,6 +130,17 @@ fn mcp_counter(registry: &Registry) -> IntCounterVec {
         "switchboard_mcp_calls_total",
         "MCP tool calls by server and outcome (ok, tool_error, error).",
         &["server", "outcome"],
+    )
+}
+
+/// `switchboard_llm_fallbacks_total{from, to}`: moves along a profile's provider chain.
+fn fallback_counter(registry: &Registry) -> IntCounterVec {
+    let help = "LLM calls moved on to the next provider before any token, by provider.";
+    counter(
+        registry,
+        "switchboard_llm_fallbacks_total",
+        help,
+        &["from", "to"],
     )
 }
 

@@ -129,6 +129,7 @@ impl<'de> Visitor<'de> for TableVisitor {
         };
         if first == "kind" {
             let kind: String = map.next_value()?;
+            let map = super::agents::without_routing(map);
             return from_kind(&kind, MapAccessDeserializer::new(map));
         }
         let mut table = toml::Table::new();
@@ -136,6 +137,8 @@ impl<'de> Visitor<'de> for TableVisitor {
         while let Some(key) = map.next_key::<String>()? {
             table.insert(key, map.next_value()?);
         }
+        table.remove("agent");
+        table.remove("chats");
         let Some(toml::Value::String(kind)) = table.remove("kind") else {
             return Err(de::Error::missing_field("kind"));
         };

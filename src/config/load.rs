@@ -108,7 +108,8 @@ pub fn parse(
     } else {
         doc.to_string()
     };
-    let config = typed_parse(&text, &overridden).map_err(|p| invalid(vec![p]))?;
+    let mut config = typed_parse(&text, &overridden).map_err(|p| invalid(vec![p]))?;
+    config.routing = super::agents::Routing::from_doc(&doc);
     let mut problems = validate(&config);
     for problem in &mut problems {
         if problem.position.is_none() {
@@ -223,7 +224,14 @@ fn validate(config: &Config) -> Vec<Problem> {
     }
     problems.extend(super::channels::problems(config));
     let mcp = super::mcp::problems(&config.mcp);
-    for (key, message) in super::schedules::problems(config).into_iter().chain(mcp) {
+    let profiles = super::agents::problems(config);
+    let providers = super::providers::problems(config);
+    for (key, message) in super::schedules::problems(config)
+        .into_iter()
+        .chain(mcp)
+        .chain(profiles)
+        .chain(providers)
+    {
         problems.push(Problem {
             key,
             position: None,

@@ -4,9 +4,12 @@
 //! Layout: this file holds the core's own sections; `channels` the `[channels.<name>]` enum
 //! over the channel crates' settings types; `memory` the `[memory]` section; `load` reading,
 //! overrides and the checks serde cannot express; `locate` finding a key's line for a problem
-//! found after parsing. `${VAR}` expansion and the redacting [`Secret`] live in
+//! found after parsing; `providers` the `[providers.<name>]` tables; `agents` the
+//! `[agents.<name>]` profiles and the `agent` keys routing channels and chats to them;
+//! `secrets` every secret value the config holds. `${VAR}` expansion and the redacting [`Secret`] live in
 //! `switchboard_channel::settings`, so core keys and channel keys resolve the same way.
 
+pub mod agents;
 pub mod budgets;
 mod channels;
 mod cluster;
@@ -15,8 +18,10 @@ mod load;
 mod locate;
 pub mod mcp;
 mod memory;
+pub mod providers;
 mod schedules;
 mod transcription;
+mod secrets;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -83,6 +88,15 @@ pub struct Config {
     /// Model Context Protocol servers whose tools the agent may call (`[mcp]`).
     #[serde(default)]
     pub mcp: mcp::McpConfig,
+    /// Further LLM endpoints by name (`[providers.<name>]`), for profiles and fallbacks.
+    #[serde(default)]
+    pub providers: providers::ProvidersConfig,
+    /// Agent profiles by name (`[agents.<name>]`).
+    #[serde(default)]
+    pub agents: BTreeMap<String, agents::AgentProfileConfig>,
+    /// Which profile each channel and chat uses (their `agent` keys, read by `load`).
+    #[serde(skip)]
+    pub routing: agents::Routing,
 }
 
 /// `[gateway]`.
@@ -327,108 +341,5 @@ impl Default for HttpFetchConfig {
             max_bytes: 256 * 1024,
             timeout_secs: 20,
         }
-    }
-}
-
-impl Config {
-    /// The credential scrubber for this config (its secret values plus the token shapes):
-    /// the one the gateway runs every outgoing and stored text through, and the one each
-    /// channel gets to redact its own files with.
-    pub fn scrubber(&self) -> crate::scrub::Scrubber {
-        crate::scrub::Scrubber::new(self.secret_values())
-    }
-
-    /// Every configured secret value, for the scrubber and for clearing tool environments:
-    /// the provider's key, whatever each channel's settings list as secrets, and passwords
-    /// inside the database URL and the provider's base URL. Empty values are never listed.
-    pub fn secret_values(&self) -> Vec<String> {
-        let channel_secrets = self
-            .channels
-            .values()
-            .flat_map(|channel| channel.settings().secrets());
-        let urls = std::iter::once(&*self.gateway.database_url)
-            .chain(self.provider.base_url.as_deref())
-            .flat_map(url_password)
-            .chain(passwords_in_any_url(self));
-        let transcription = self.transcription.as_ref().map(|t| &t.api_key);
-        [&self.provider.api_key, &self.gateway.metrics_token]
-            .into_iter()
-            .chain(transcription)
-            .chain(channel_secrets)
-            .filter_map(Secret::expose)
-            .chain(self.mcp.secret_values())
-            .map(str::to_owned)
-            .chain(urls)
-            .filter(|v| !v.is_empty())
-            .collect()
-    }
-}
-
-/// Passwords of every `scheme://user:pass@` anywhere in the loaded config (a channel's
-/// `api_url` through a proxy, say), read from its debug form, where `Secret`s are hidden.
-fn passwords_in_any_url(config: &Config) -> Vec<String> {
-    static USERINFO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r#"[A-Za-z][A-Za-z0-9+.\-]*://[^\s/@"?#]*@"#).expect("compiles")
-    });
-    let text = format!("{config:?}");
-    USERINFO
-        .find_iter(&text)
-        .flat_map(|m| url_password(m.as_str()))
-        .collect()
-}
-
-/// The password in `scheme://user:pass@host…`, as written and percent-decoded.
-fn url_password(url: &str) -> Vec<String> {
-    let Some((_, rest)) = url.split_once("://") else {
-        return Vec::new();
-    };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let Some((userinfo, _host)) = authority.rsplit_once('@') else {
-        return Vec::new();
-    };
-    let Some((_user, password)) = userinfo.split_once(':') else {
-        return Vec::new();
-    };
-    let decoded = percent_encoding::percent_decode_str(password)
-        .decode_utf8_lossy()
-        .into_owned();
-    let mut values = vec![password.to_owned()];
-    if decoded != password {
-        values.push(decoded);
-    }
-    values
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn passwords_inside_the_database_and_provider_urls_are_secrets() {
-        let text = r#"
-[gateway]
-database_url = "postgres://app:pa%24s-word@db.internal/switchboard"
-[provider]
-base_url = "https://proxy:proxy-secret-9@llm.internal/v1"
-api_key = ""
-[channels.slack]
-kind = "slack"
-bot_token = "xoxb-1"
-signing_secret = "s"
-api_url = "https://relay:relay-secret-7@slack.internal/api"
-"#;
-        let config = super::parse(text, "t.toml", &[]).unwrap();
-        let secrets = config.secret_values();
-        for expected in [
-            "pa%24s-word",
-            "pa$s-word",
-            "proxy-secret-9",
-            "relay-secret-7",
-        ] {
-            assert!(secrets.iter().any(|s| s == expected), "{secrets:?}");
-        }
-        assert!(!secrets.iter().any(String::is_empty), "{secrets:?}");
-        assert!(
-            !secrets.iter().any(|s| s.contains("llm.internal")),
-            "{secrets:?}"
-        );
     }
 }

@@ -1,5 +1,6 @@
 //! One conversation's actor: woken by the inbox, it claims that conversation's stored events
-//! in arrival order and runs each as a turn; after `idle` without a wake-up it retires.
+//! in arrival order and runs each as a turn; after `idle` without a wake-up it retires. Its
+//! agent profile and model are resolved once, when it starts.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Deps, Registry, turn};
 use crate::cluster::Held;
+use crate::profile::Active;
 
 /// An event claimed this often without finishing (it crashed the process each time) is
 /// given up on rather than crashing it forever.
@@ -24,12 +26,17 @@ pub(super) async fn run(
     current: Arc<Mutex<Option<CancellationToken>>>,
 ) {
     let deps = Arc::clone(&registry.deps);
+    let active = deps
+        .agents
+        .profiles()
+        .activate(deps.store.as_ref(), &key)
+        .await;
     loop {
         tokio::select! {
             biased;
             () = deps.lifecycle.draining().cancelled() => break,
             woken = tokio::time::timeout(deps.lifecycle.idle(), wake.recv()) => match woken {
-                Ok(Some(())) => drain(&registry, &key, &current).await,
+                Ok(Some(())) => drain(&registry, &key, &active, &current).await,
                 Ok(None) => break,
                 Err(_) if registry.retire(&key, id, &wake) => break,
                 Err(_) => {}
@@ -44,6 +51,7 @@ pub(super) async fn run(
 async fn drain(
     registry: &Registry,
     key: &ConversationKey,
+    active: &Active,
     current: &Mutex<Option<CancellationToken>>,
 ) {
     let deps = &registry.deps;
@@ -60,7 +68,7 @@ async fn drain(
             }
         },
     };
-    claim_and_run(deps, key, current, held.as_ref()).await;
+    claim_and_run(deps, key, active, current, held.as_ref()).await;
     if let Some(held) = held {
         held.release().await;
     }
@@ -71,6 +79,7 @@ async fn drain(
 async fn claim_and_run(
     deps: &Deps,
     key: &ConversationKey,
+    active: &Active,
     current: &Mutex<Option<CancellationToken>>,
     held: Option<&Held>,
 ) {
@@ -123,7 +132,7 @@ async fn claim_and_run(
                 count(deps, "unknown_outcome");
                 turn::Ended::Fenced
             }
-            ended = turn::process(deps, row, token) => ended,
+            ended = turn::process(deps, active, row, token) => ended,
         };
         current.lock().expect("poisoned").take();
         if ended == turn::Ended::Fenced {

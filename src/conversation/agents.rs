@@ -1,7 +1,7 @@
 //! What a turn's agent is made of: the LLM, the tools, the policy gate, context providers and
-//! the turn settings from `[agent]`, `[provider]` and `[memory]`. [`Agents::agent_for`]
-//! builds the loop for one conversation, with its workspace's tools, its memory scope and
-//! its "always allow" rules.
+//! the turn settings, all taken from the conversation's agent profile ([`crate::profile`]).
+//! [`Agents::agent_for`] builds the loop for one conversation, with its profile's tools on
+//! its workspace, its memory scope and its "always allow" rules.
 
 use std::sync::Arc;
 
@@ -14,8 +14,8 @@ use crate::checkpoint::{Checkpointer, Checkpoints};
 use crate::clock::Clock;
 use crate::config::MemoryConfig;
 use crate::memory::{Recall, memory_tools, scope_for};
-use crate::policy::Policy;
-use crate::provider::{ChatMessage, Provider, Role};
+use crate::profile::{Active, Profiles};
+use crate::provider::{ChatMessage, Role};
 use crate::scrub::Scrubber;
 use crate::store::{Store, StoreError};
 use crate::tools::Toolbox;
@@ -63,20 +63,16 @@ const MEMORY_TOOL_NAMES: &[&str] = &["memory_store", "memory_recall", "memory_fo
 
 /// Builds each conversation's agent loop.
 pub struct Agents {
-    /// The LLM.
-    provider: Arc<dyn Provider>,
+    /// Every agent profile and which conversation uses which.
+    profiles: Profiles,
     /// Built-in tools, made per conversation (each has its own workspace).
     toolbox: Toolbox,
     /// Tools added programmatically (`Gateway::tool`), offered in every conversation.
     extra_tools: Vec<Arc<dyn Tool>>,
     /// Context providers run before each turn.
     context: Vec<Arc<dyn ContextProvider>>,
-    /// The gate every tool call passes.
-    policy: Arc<Policy>,
     /// Redacts credentials from tool output before the model or history sees it.
     scrubber: Arc<Scrubber>,
-    /// How turns are assembled.
-    settings: TurnSettings,
     /// Stamps what the memory tools write.
     clock: Clock,
     /// Workspace checkpoints (`/rewind`), when configured.
@@ -96,23 +92,19 @@ impl Agents {
         self.toolbox.workspace_dir(key)
     }
 
-    /// Agents over `provider` and `toolbox`, gated by `policy`.
+    /// Agents for `profiles`, with `toolbox` able to make every built-in tool they offer.
     pub fn new(
-        provider: Arc<dyn Provider>,
+        profiles: Profiles,
         toolbox: Toolbox,
-        policy: Arc<Policy>,
         scrubber: Arc<Scrubber>,
-        settings: TurnSettings,
         clock: Clock,
     ) -> Self {
         Self {
-            provider,
+            profiles,
             toolbox,
             extra_tools: Vec::new(),
             context: Vec::new(),
-            policy,
             scrubber,
-            settings,
             clock,
             checkpoints: None,
             mcp: None,
@@ -174,51 +166,51 @@ impl Agents {
         }
     }
 
-    /// The LLM (also used for compaction).
-    pub fn provider(&self) -> &dyn Provider {
-        self.provider.as_ref()
+    /// Every profile (resolved per conversation when its actor starts).
+    pub fn profiles(&self) -> &Profiles {
+        &self.profiles
     }
 
-    /// The turn settings.
-    pub fn settings(&self) -> &TurnSettings {
-        &self.settings
-    }
-
-    /// A fresh turn's context: the system prompt, then the stored history, then `user`.
+    /// A fresh turn's context: the profile's system prompt, then the stored history, then
+    /// `user`.
     pub async fn context_for(
         &self,
+        active: &Active,
         store: &dyn Store,
         key: &ConversationKey,
         user: &ChatMessage,
     ) -> Result<Vec<ChatMessage>, StoreError> {
+        let settings = active.settings();
         let mut messages = vec![ChatMessage::new(
             Role::System,
-            self.settings.system_prompt.clone(),
+            settings.system_prompt.clone(),
         )];
-        messages.extend(store.history(key, self.settings.history_limit).await?);
+        messages.extend(store.history(key, settings.history_limit).await?);
         messages.push(user.clone());
         Ok(messages)
     }
 
-    /// The agent loop for one conversation: its workspace's tools plus the extra ones, gated
-    /// by the policy with this conversation's "always allow" rules; `send_file` (when
-    /// enabled) posts through `files`.
+    /// The agent loop for one conversation: its profile's tools on its workspace plus the
+    /// extra ones, gated by the profile's policy with this conversation's "always allow" rules;
+    /// `send_file` (when the profile offers it) posts through `files`.
     pub async fn agent_for(
         &self,
+        active: &Active,
         store: &Arc<dyn Store>,
         key: &ConversationKey,
         user_id: &str,
         files: FilePoster,
     ) -> Result<AgentLoop, StoreError> {
         let gate = PolicyGate {
-            policy: Arc::clone(&self.policy),
+            policy: Arc::clone(&active.profile().policy),
             extra_allow: store.allow_rules(key).await?,
         };
         let mut builder = AgentLoop::builder();
         for provider in &self.context {
             builder = builder.context(Arc::clone(provider));
         }
-        let memory = &self.settings.memory;
+        let settings = active.settings();
+        let memory = &settings.memory;
         if memory.enabled {
             let scope = scope_for(memory, key, user_id);
             builder = builder
@@ -241,14 +233,17 @@ impl Agents {
             let workspace = self.toolbox.workspace(key);
             builder = builder.tools(mcp.tools_for(key, &workspace).await);
         }
+        let profile = active.profile();
+        let built_in = (self.toolbox.for_conversation(key).into_iter())
+            .chain(self.toolbox.send_file(key, files))
+            .filter(|tool| profile.offers(tool.name()));
         Ok(builder
             .offload(offload)
-            .tools(self.toolbox.for_conversation(key))
-            .tools(self.toolbox.send_file(key, files))
+            .tools(built_in)
             .tools(self.extra_tools.iter().cloned())
-            .max_iterations(self.settings.max_iterations)
+            .max_iterations(settings.max_iterations)
             .scrubber(Arc::clone(&self.scrubber))
-            .native_tools(self.settings.native_tools)
+            .native_tools(settings.native_tools)
             .gate(Arc::new(gate))
             .build())
     }

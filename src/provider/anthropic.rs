@@ -97,8 +97,33 @@ impl Provider for AnthropicProvider {
 }
 
 /// Non-system messages as Anthropic content blocks; consecutive tool results share one
-/// user message, as the API requires.
+/// user message, as the API requires. Text-only content goes as a plain string (see
+/// [`text_as_string`]).
 fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
+    let mut out = blocks_json(messages);
+    for message in &mut out {
+        text_as_string(message);
+    }
+    out
+}
+
+/// A message whose content is text blocks only gets that text as a plain string. Both
+/// forms are valid Anthropic; some Anthropic-compatible servers (LiteLLM's `/v1/messages`
+/// in front of llama.cpp) answer an array of text blocks with nothing. Images and tool
+/// results keep their blocks.
+fn text_as_string(message: &mut Value) {
+    let Some(blocks) = message["content"].as_array() else {
+        return;
+    };
+    if blocks.is_empty() || blocks.iter().any(|b| b["type"] != "text") {
+        return;
+    }
+    let texts: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+    message["content"] = Value::String(texts.join("\n\n"));
+}
+
+/// Non-system messages as Anthropic content blocks.
+fn blocks_json(messages: &[ChatMessage]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     for m in messages {
         let (role, blocks) = match m.role {
@@ -316,5 +341,24 @@ mod tests {
         assert_eq!(json.len(), 3);
         assert_eq!(json[2]["role"], "user");
         assert_eq!(json[2]["content"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn text_only_content_is_a_plain_string_and_tool_results_keep_their_blocks() {
+        let mut assistant = ChatMessage::new(Role::Assistant, "");
+        assistant.tool_calls.push(ToolCall {
+            id: "call_1".into(),
+            name: "a".into(),
+            args: json!({}),
+        });
+        let msgs = vec![
+            ChatMessage::new(Role::User, "hello there"),
+            assistant,
+            ChatMessage::tool_result("call_1", "done"),
+        ];
+        let json = messages_json(&msgs);
+        assert_eq!(json[0]["content"], "hello there");
+        assert_eq!(json[1]["content"][0]["type"], "tool_use");
+        assert_eq!(json[2]["content"][0]["type"], "tool_result");
     }
 }

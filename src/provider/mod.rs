@@ -4,6 +4,7 @@
 
 mod anthropic;
 mod error;
+pub mod fallback;
 mod key;
 mod openai;
 mod retry;
@@ -17,6 +18,7 @@ use tokio::sync::mpsc;
 
 pub use anthropic::AnthropicProvider;
 pub use error::{ConnectKind, ProviderError};
+pub use fallback::{Fallback, Link};
 pub use key::{key_warning, missing_hosted_key};
 pub use openai::OpenAiProvider;
 

@@ -12,8 +12,8 @@
 //! - `sqlite.rs`, `postgres.rs`: connecting and each database's dialect.
 //! - `inbox.rs`: `Store` for `SqlStore` (insert, claim under a lease, finish, counts).
 //! - `history.rs`: history reads and the atomic history writes.
-//! - `approvals.rs`, `audit.rs`, `memory.rs`, `access.rs`, `checkpoints.rs`: each
-//!   half-trait, its types and its SQL.
+//! - `approvals.rs`, `audit.rs`, `memory.rs`, `access.rs`, `checkpoints.rs`, `profiles.rs`:
+//!   each half-trait, its types and its SQL.
 //! - `rows.rs`: selected rows as records, converted to the types above.
 //! - `text.rs`: free text stored exactly on both databases (NUL escaped on PostgreSQL).
 //! - `cluster.rs`: [`ClusterStore`], instances, conversation leases (epochs), the fence a
@@ -33,6 +33,7 @@ mod history;
 mod inbox;
 mod memory;
 mod postgres;
+mod profiles;
 mod rows;
 mod schedules;
 mod sqlite;
@@ -55,6 +56,7 @@ pub use checkpoints::{Checkpoint, CheckpointStore, NewCheckpoint};
 pub use durable::Durable;
 pub use memory::{Memory, MemoryStore, search_words};
 pub use postgres::PostgresStore;
+pub use profiles::{ModelChoice, ProfileStore};
 pub use schedules::{JobSource, NewSchedule, Schedule, ScheduleStore, Timing};
 pub use sqlite::SqliteStore;
 pub use timeouts::Timeouts;
@@ -179,6 +181,7 @@ pub trait Store:
     + ScheduleStore
     + UsageStore
     + CheckpointStore
+    + ProfileStore
     + Send
     + Sync
 {

@@ -23,6 +23,7 @@ mod memory_store;
 mod offload;
 mod pause;
 mod plan;
+mod profiles;
 mod providers;
 mod replicas;
 mod rewind;

@@ -25,6 +25,7 @@ use super::approval::Request;
 use super::{Deps, Route};
 use crate::command::{Action, ApprovalButton, Command, Intent};
 use crate::memory::{autosave, compact_if_needed, scope_for};
+use crate::profile::Active;
 use crate::provider::{ChatMessage, Role};
 use crate::store::{Durable, InboxRow, StoreError};
 use run::Start;
@@ -39,7 +40,12 @@ pub(super) enum Ended {
 }
 
 /// Process one claimed event to completion (or hand it back on abort).
-pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToken) -> Ended {
+pub(super) async fn process(
+    deps: &Deps,
+    active: &Active,
+    row: InboxRow,
+    cancel: CancellationToken,
+) -> Ended {
     let key = row.event.key().clone();
     let trace = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let span = tracing::info_span!("turn", %key, inbox = row.id, %trace);
@@ -56,6 +62,7 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
     };
     let turn = Turn {
         deps,
+        active,
         row: &row,
         channel: &route,
         trace: &trace,
@@ -106,6 +113,8 @@ pub(super) async fn process(deps: &Deps, row: InboxRow, cancel: CancellationToke
 /// One claimed event being processed.
 struct Turn<'a> {
     deps: &'a Deps,
+    /// The conversation's agent profile and model.
+    active: &'a Active,
     row: &'a InboxRow,
     /// Where the answer goes (written only through the outbound path).
     channel: &'a Route,
@@ -178,7 +187,7 @@ impl Turn<'_> {
     async fn command(&self, command: &Command, user_id: &str) -> anyhow::Result<()> {
         let deps = self.deps;
         if *command == Command::Usage {
-            let (limits, clock) = (deps.agents.settings().budgets, deps.lifecycle.clock());
+            let (limits, clock) = (self.active.settings().budgets, deps.lifecycle.clock());
             let store = deps.store.as_ref();
             let text = crate::budget::report(store, limits, self.key(), user_id, clock).await?;
             self.draft().finish(&text).await?;
@@ -187,9 +196,17 @@ impl Turn<'_> {
         match command {
             Command::New => deps.store.clear_history(self.key()).await?,
             Command::Forget => {
-                let scope = scope_for(&deps.agents.settings().memory, self.key(), user_id);
+                let scope = scope_for(&self.active.settings().memory, self.key(), user_id);
                 let n = deps.store.forget_scope(&scope).await?;
                 tracing::info!(%scope, forgotten = n, "memory cleared by /forget");
+            }
+            Command::Model(wanted) => {
+                let (store, now) = (deps.store.as_ref(), self.now());
+                let model = self
+                    .active
+                    .model_command(store, self.key(), wanted.as_deref(), now);
+                self.draft().finish(&model.await?).await?;
+                return self.done().await;
             }
             Command::Schedules | Command::Unschedule(_) | Command::Tz(_) => {
                 let reply = deps.schedules.answer(self.key(), command).await;
@@ -286,12 +303,12 @@ impl Turn<'_> {
             return Ok(());
         }
         let (deps, key) = (self.deps, self.key());
-        let memory = &deps.agents.settings().memory;
+        let memory = &self.active.settings().memory;
         if memory.enabled {
             // Between turns only: a running tool never sees its history rewritten.
-            let (store, provider) = (deps.store.as_ref(), deps.agents.provider());
+            let (store, provider) = (deps.store.as_ref(), self.active.provider());
             let clock = deps.lifecycle.clock();
-            let compacted = compact_if_needed(store, provider, key, memory, clock).await;
+            let compacted = compact_if_needed(store, &*provider, key, memory, clock).await;
             if let Err(err) = compacted {
                 tracing::warn!(error = %err, "history compaction failed; the turn goes on");
             }
@@ -303,7 +320,7 @@ impl Turn<'_> {
         };
         let messages = deps
             .agents
-            .context_for(deps.store.as_ref(), key, &user)
+            .context_for(self.active, deps.store.as_ref(), key, &user)
             .await?;
         self.run(user, &inbound.user.id, Start::Fresh(messages), cancel)
             .await?;

@@ -55,7 +55,7 @@ impl Turn<'_> {
         let files = deps.outbound.file_poster(self.channel, self.key());
         let agent = deps
             .agents
-            .agent_for(&deps.store, self.key(), requester, files)
+            .agent_for(self.active, &deps.store, self.key(), requester, files)
             .await?;
         let (tx, rx) = mpsc::unbounded_channel();
         let started = Instant::now();
@@ -107,7 +107,8 @@ impl Turn<'_> {
             }
             let _ = tx.send(event);
         };
-        let provider = deps.agents.provider();
+        let provider = self.active.provider();
+        let provider = provider.as_ref();
         let result = match start {
             Start::Fresh(messages) => agent.run_until(provider, messages, &stop, on_event).await,
             Start::Resume(s, resolution) => {
@@ -226,7 +227,7 @@ impl Turn<'_> {
     /// This turn's budget meter; a store failure is logged and the turn runs unmetered.
     async fn meter(&self, user: &str) -> Option<Meter> {
         let deps = self.deps;
-        let limits = deps.agents.settings().budgets;
+        let limits = self.active.settings().budgets;
         let clock = deps.lifecycle.clock();
         match Meter::load(deps.store.as_ref(), limits, self.key(), user, clock).await {
             Ok(meter) => Some(meter),
