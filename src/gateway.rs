@@ -119,12 +119,7 @@ impl Gateway {
             tracing::warn!("{warning}");
         }
         // The sandbox's probe (an exec of this binary) runs while the database opens.
-        // The toolbox makes every built-in tool some profile offers; each profile filters.
-        let tools = crate::config::ToolsConfig {
-            enabled: crate::profile::offered_tools(config),
-            ..config.tools.clone()
-        };
-        let toolbox = Toolbox::new(&tools, &config.sandbox, &config.gateway.data_dir);
+        let toolbox = toolbox(config);
         let store = match &self.store {
             Some(store) => Arc::clone(store),
             None => open_store(&config.gateway.database_url).await?,
@@ -282,6 +277,16 @@ fn mcp(
     let mcp = Arc::new(mcp.with_metrics(Arc::clone(metrics)));
     mcp.stop_on(shutdown);
     mcp
+}
+
+/// The built-in tools. Made before the database opens, so the sandbox's probe (an exec of
+/// this binary) overlaps it. It makes every tool some profile offers; each profile filters.
+fn toolbox(config: &Config) -> Toolbox {
+    let tools = crate::config::ToolsConfig {
+        enabled: crate::profile::offered_tools(config),
+        ..config.tools.clone()
+    };
+    Toolbox::new(&tools, &config.sandbox, &config.gateway.data_dir)
 }
 
 /// Open the database `url` names.

@@ -12,16 +12,16 @@
 pub mod agents;
 pub mod budgets;
 mod channels;
-mod cluster;
 pub mod checkpoints;
+mod cluster;
 mod load;
 mod locate;
 pub mod mcp;
 mod memory;
 pub mod providers;
 mod schedules;
-mod transcription;
 mod secrets;
+mod transcription;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

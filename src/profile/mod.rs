@@ -131,19 +131,19 @@ impl Profiles {
 /// Every built-in tool some profile of `config` offers: what the toolbox must be able to
 /// make (built before the database opens, so the sandbox probe overlaps it).
 pub fn offered_tools(config: &Config) -> Vec<String> {
-    let named = config.agents.values().map(|spec| {
-        spec.tools.as_ref().unwrap_or(&config.tools.enabled)
-    });
+    let named = config
+        .agents
+        .values()
+        .map(|spec| spec.tools.as_ref().unwrap_or(&config.tools.enabled));
     builtin_tools(&config.tools.enabled, named)
 }
 
 /// The sorted union of `default` and `named` tool lists.
-fn builtin_tools<'a>(default: &'a [String], named: impl Iterator<Item = &'a Vec<String>>) -> Vec<String> {
-    let mut tools: Vec<String> = default
-        .iter()
-        .chain(named.flatten())
-        .cloned()
-        .collect();
+fn builtin_tools<'a>(
+    default: &'a [String],
+    named: impl Iterator<Item = &'a Vec<String>>,
+) -> Vec<String> {
+    let mut tools: Vec<String> = default.iter().chain(named.flatten()).cloned().collect();
     tools.sort();
     tools.dedup();
     tools
@@ -172,6 +172,8 @@ impl Builder<'_> {
             history_limit: spec.history_limit.unwrap_or(config.agent.history_limit),
             max_iterations: (spec.max_tool_iterations).unwrap_or(config.agent.max_tool_iterations),
             native_tools: provider.native_tools,
+            vision: provider.vision,
+            transcription: config.transcription.clone(),
             memory,
             budgets: spec.budgets.unwrap_or(config.budgets),
         };

@@ -97,17 +97,22 @@ pub(super) async fn process(
                 durable.write("inbox failure", fail).await
             }
         };
-        match stored {
-            Ok(()) => Ended::Normally,
-            Err(StoreError::Fenced(_)) => Ended::Fenced,
-            Err(e) => {
-                tracing::warn!(error = %e, "could not record how the turn ended");
-                Ended::Normally
-            }
-        }
+        ending(stored)
     }
     .instrument(span)
     .await
+}
+
+/// How a turn ended, from whether the write that records its failure was taken.
+fn ending(stored: Result<(), StoreError>) -> Ended {
+    match stored {
+        Ok(()) => Ended::Normally,
+        Err(StoreError::Fenced(_)) => Ended::Fenced,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not record how the turn ended");
+            Ended::Normally
+        }
+    }
 }
 
 /// One claimed event being processed.
@@ -340,7 +345,7 @@ impl Turn<'_> {
     /// the user message the model reads (with its images, for a vision-capable model).
     async fn attachments(&self, inbound: &Inbound) -> ChatMessage {
         let dir = self.deps.agents.workspace_dir(self.key());
-        let settings = self.deps.agents.settings();
+        let settings = self.active.settings();
         let transcription = settings.transcription.as_ref();
         let received = crate::attach::receive(self.channel, &dir, inbound, transcription).await;
         for line in &received.notices {
