@@ -126,20 +126,39 @@ async fn claim_and_run(
             // Checked first, so a process resumed after a pause drops the turn before it
             // takes another step.
             biased;
-            () = lapsed(held) => {
-                // Whatever the dropped turn was sending may or may not have arrived.
-                tracing::warn!(%key, epoch, "conversation lease lost mid-turn; the turn is dropped");
-                count(deps, "unknown_outcome");
-                turn::Ended::Fenced
-            }
-            ended = turn::process(deps, active, row, token) => ended,
+            () = lapsed(held) => None,
+            ended = while_trusted(held, turn::process(deps, active, row, token)) => ended,
         };
+        let ended = ended.unwrap_or_else(|| {
+            // Whatever the dropped turn was sending may or may not have arrived.
+            tracing::warn!(%key, epoch, "conversation lease lost mid-turn; the turn is dropped");
+            count(deps, "unknown_outcome");
+            turn::Ended::Fenced
+        });
         current.lock().expect("poisoned").take();
         if ended == turn::Ended::Fenced {
             count(deps, "lease_lost");
             return;
         }
     }
+}
+
+/// `turn`, polled only while `held` is trusted (`None` once it is not). The window is read
+/// from the clock before every poll: after a pause (`SIGSTOP`) the lease timer fires only
+/// once the runtime has turned its timer wheel, and the turn could otherwise take one more
+/// step (an edit of the draft another replica has finished) before that.
+async fn while_trusted<F: Future<Output = turn::Ended>>(
+    held: Option<&Held>,
+    turn: F,
+) -> Option<turn::Ended> {
+    let mut turn = std::pin::pin!(turn);
+    std::future::poll_fn(|cx| {
+        if held.is_some_and(|h| !h.trusted()) {
+            return std::task::Poll::Ready(None);
+        }
+        turn.as_mut().poll(cx).map(Some)
+    })
+    .await
 }
 
 /// Resolves when `held` can no longer be trusted; never without a lease.

@@ -73,10 +73,9 @@ async fn a_replica_killed_mid_answer_is_finished_by_another_editing_the_same_dra
     cluster.finish().await;
 }
 
-// Fails today: on SIGCONT the paused replica's draft posts one stale chat.update (~8 ms)
-// before its lease timer drops the turn; the conversation core must check its trust window
-// before every platform write. Un-ignore once it does (reported to the cluster work).
-#[ignore = "a resumed replica's draft edits once before its lease timer fires"]
+// On SIGCONT the paused replica's turn must not take another step: its lease timer fires only
+// after the runtime turns its timer wheel, so the actor also reads the trust window before
+// every poll of the turn (once, a stale draft edit went out ~8 ms before the timer).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_replica_paused_past_its_lease_writes_nothing_when_it_continues() {
     let Some(cluster) = Cluster::start(3).await else {
