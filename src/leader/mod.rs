@@ -15,6 +15,8 @@
 mod elect;
 mod lease;
 mod sink;
+#[cfg(test)]
+mod tests;
 
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -280,6 +282,26 @@ impl Channel for LedChannel {
 
     async fn answer_privately(&self, press: &ButtonPress, text: &str) -> Result<(), ChannelError> {
         self.inner.answer_privately(press, text).await
+    }
+
+    fn max_attachment_bytes(&self) -> u64 {
+        self.inner.max_attachment_bytes()
+    }
+
+    async fn download(
+        &self,
+        file: &switchboard_channel::Attachment,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, switchboard_channel::FileError> {
+        self.inner.download(file, max_bytes).await
+    }
+
+    async fn send_file(
+        &self,
+        key: &ConversationKey,
+        file: &switchboard_channel::OutboundFile,
+    ) -> Result<MessageRef, switchboard_channel::FileError> {
+        self.inner.send_file(key, file).await
     }
 
     /// The channel's own health while leading; on a standby replica, ready (it serves
