@@ -1,11 +1,15 @@
 //! Channels and chats mapped to profiles: a Telegram group on a chat-only profile, a
-//! Telegram private chat on a coding profile, and a second channel (the fake one) on the
-//! default profile; each request at the LLM stand-in carries its profile's prompt, model
-//! and tools.
+//! Telegram private chat and a Slack DM on a coding profile, and a third channel (the fake
+//! one) on the default profile; each request at the LLM stand-in carries its profile's
+//! prompt, model and tools.
 
 use std::time::{Duration, Instant};
 
 use switchboard::{Gateway, channels};
+use switchboard_standins::slack::{
+    FAKE_BOT_TOKEN as SLACK_TOKEN, FAKE_SIGNING_SECRET, FakeSlack, SignedRequest, SlackMessage,
+    dm_event,
+};
 use switchboard_standins::telegram::{
     FAKE_BOT_TOKEN, FAKE_BOT_USERNAME, FakeTelegram, FakeUser, UserMessage,
 };
@@ -16,7 +20,7 @@ use crate::helpers::{WAIT, key, test_config, wait_transcript};
 
 const GROUP: i64 = -100_555;
 
-fn profiles(tg: &FakeTelegram) -> String {
+fn profiles(tg: &FakeTelegram, slack: &FakeSlack) -> String {
     format!(
         r#"
 [tools]
@@ -44,8 +48,19 @@ agent = "coder"
 
 [channels.telegram.chats."{GROUP}"]
 agent = "family"
+
+[channels.slack]
+kind = "slack"
+bot_token = "{SLACK_TOKEN}"
+signing_secret = "{FAKE_SIGNING_SECRET}"
+api_url = "{}"
+allowed_users = ["*"]
+dm_policy = "open"
+group_policy = "open"
+agent = "coder"
 "#,
-        tg.api_url()
+        tg.api_url(),
+        slack.api_url()
     )
 }
 
@@ -68,12 +83,13 @@ async fn wait_request(llm: &FakeLlm, text: &str) -> serde_json::Value {
 #[tokio::test]
 async fn a_group_on_a_chat_only_profile_never_sees_the_shell_while_a_dm_on_the_coding_profile_does()
 {
+    let slack = FakeSlack::start().await;
     let (tg, llm, dir) = (
         FakeTelegram::start().await,
         FakeLlm::start().await,
         tempfile::tempdir().unwrap(),
     );
-    let config = test_config(&llm.openai_url(), dir.path(), &profiles(&tg));
+    let config = test_config(&llm.openai_url(), dir.path(), &profiles(&tg, &slack));
     let fake = FakeChannel::new("fake");
     let mut gateway = Gateway::new(config.clone()).channel(fake.clone());
     for channel in channels::from_config(&config).unwrap() {
@@ -87,6 +103,14 @@ async fn a_group_on_a_chat_only_profile_never_sees_the_shell_while_a_dm_on_the_c
     tg.inject(&UserMessage::group(GROUP, alice.clone(), &ask));
     tg.inject(&UserMessage::private(alice, "hello coder"));
     fake.say(&key("dm-1"), "u1", "hello default").await.unwrap();
+    let event = dm_event(&SlackMessage {
+        text: "hello slack coder",
+        ..SlackMessage::default()
+    });
+    let url = format!("http://{}/slack/slack/events", running.addr());
+    let signed =
+        SignedRequest::event(&event).build(&reqwest::Client::new(), &url, FAKE_SIGNING_SECRET);
+    assert_eq!(signed.send().await.unwrap().status(), 200);
 
     let group = wait_request(&llm, "hello family").await;
     assert_eq!(group["model"], "family-model");
@@ -111,6 +135,11 @@ async fn a_group_on_a_chat_only_profile_never_sees_the_shell_while_a_dm_on_the_c
             "{tool} missing: {offered:?}"
         );
     }
+
+    let slack_dm = wait_request(&llm, "hello slack coder").await;
+    assert_eq!(slack_dm["model"], "coder-model");
+    assert_eq!(system_prompt(&slack_dm), "You are the coding assistant.");
+    assert!(tool_names(&slack_dm).iter().any(|t| t == "shell"));
 
     let default = wait_request(&llm, "hello default").await;
     assert_eq!(default["model"], "fake-model");
