@@ -73,6 +73,30 @@ pub struct OutboundFile {
     pub caption: String,
 }
 
+impl Attachment {
+    /// The URL to fetch this file from: refused when its announced size is over `max_bytes`,
+    /// when there is none, or when its host is neither `api_url`'s (a self-hosted API server
+    /// or a test stand-in) nor one `platform_host` accepts — credentials sent with the
+    /// download must never reach another host. `refusal` says which host was expected.
+    pub fn fetch_url(
+        &self,
+        max_bytes: u64,
+        api_url: &str,
+        platform_host: impl Fn(&str) -> bool,
+        refusal: &str,
+    ) -> Result<&str, FileError> {
+        if self.size.is_some_and(|s| s > max_bytes) {
+            return Err(FileError::TooLarge { limit: max_bytes });
+        }
+        let url = (self.url.as_deref()).ok_or_else(|| FileError::Gone("no file URL".into()))?;
+        let host = |u: &str| reqwest::Url::parse(u).ok()?.host_str().map(str::to_owned);
+        match (host(url), host(api_url)) {
+            (Some(file), Some(api)) if file == api || platform_host(&file) => Ok(url),
+            _ => Err(FileError::Forbidden(refusal.to_owned())),
+        }
+    }
+}
+
 impl OutboundFile {
     /// Whether the file is an image a platform can show inline (JPEG, PNG, WebP, GIF).
     pub fn is_image(&self) -> bool {
@@ -185,6 +209,42 @@ mod tests {
         assert!(matches!(
             FileError::from_status(502, "x"),
             FileError::Transient(_)
+        ));
+    }
+
+    #[test]
+    fn a_file_url_is_fetched_only_from_the_platform_or_the_api_server_and_within_the_cap() {
+        let file = |url: &str, size: Option<u64>| Attachment {
+            kind: AttachmentKind::Document,
+            id: "f1".into(),
+            url: Some(url.into()),
+            name: "a.csv".into(),
+            mime: None,
+            size,
+        };
+        let cdn = |h: &str| h == "cdn.example";
+        let api = "http://127.0.0.1:9/api";
+        let ok = file("https://cdn.example/a.csv", Some(3));
+        assert_eq!(
+            ok.fetch_url(10, api, cdn, "no"),
+            Ok("https://cdn.example/a.csv")
+        );
+        let stand_in = file("http://127.0.0.1:9/files/a.csv", None);
+        assert!(stand_in.fetch_url(10, api, cdn, "no").is_ok());
+        let elsewhere = file("https://evil.example/a.csv", None);
+        assert!(matches!(
+            elsewhere.fetch_url(10, api, cdn, "no"),
+            Err(FileError::Forbidden(_))
+        ));
+        assert!(matches!(
+            ok.fetch_url(2, api, cdn, "no"),
+            Err(FileError::TooLarge { limit: 2 })
+        ));
+        let mut none = ok.clone();
+        none.url = None;
+        assert!(matches!(
+            none.fetch_url(10, api, cdn, "no"),
+            Err(FileError::Gone(_))
         ));
     }
 }

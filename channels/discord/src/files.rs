@@ -45,35 +45,13 @@ impl RestApi {
         file: &Attachment,
         max_bytes: u64,
     ) -> Result<Vec<u8>, FileError> {
-        if file.size.is_some_and(|s| s > max_bytes) {
-            return Err(FileError::TooLarge { limit: max_bytes });
-        }
-        let url = file
-            .url
-            .as_deref()
-            .ok_or_else(|| FileError::Gone("no attachment url".into()))?;
-        if !self.trusted_file_host(url) {
-            return Err(FileError::Forbidden(
-                "the attachment URL is not on Discord's CDN".into(),
-            ));
-        }
+        let url = file.fetch_url(
+            max_bytes,
+            &self.base,
+            |host| host == "cdn.discordapp.com" || host == "media.discordapp.net",
+            "the attachment URL is not on Discord's CDN",
+        )?;
         read_capped(self.http.get(url), max_bytes).await
-    }
-
-    /// Whether `url` is on Discord's CDN (or on the configured `api_url`'s host: a proxy or
-    /// a test stand-in), so the gateway fetches nothing a crafted URL points at.
-    fn trusted_file_host(&self, url: &str) -> bool {
-        let host = |u: &str| {
-            reqwest::Url::parse(u)
-                .ok()
-                .and_then(|u| u.host_str().map(str::to_owned))
-        };
-        match (host(url), host(&self.base)) {
-            (Some(file), Some(api)) => {
-                file == api || file == "cdn.discordapp.com" || file == "media.discordapp.net"
-            }
-            _ => false,
-        }
     }
 
     /// Post `file` (with its caption as content) in `key`'s channel or thread.

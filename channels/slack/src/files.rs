@@ -46,6 +46,11 @@ fn attachment(file: &Value) -> Option<Attachment> {
     })
 }
 
+/// Slack's own hosts, where `url_private` may send the bot token.
+fn slack_host(host: &str) -> bool {
+    host == "slack.com" || host.ends_with(".slack.com")
+}
+
 impl WebApi {
     /// Fetch `url_private` with the bot token, refusing more than `max_bytes`.
     pub(crate) async fn download(
@@ -53,35 +58,13 @@ impl WebApi {
         file: &Attachment,
         max_bytes: u64,
     ) -> Result<Vec<u8>, FileError> {
-        if file.size.is_some_and(|s| s > max_bytes) {
-            return Err(FileError::TooLarge { limit: max_bytes });
-        }
-        let url = file
-            .url
-            .as_deref()
-            .ok_or_else(|| FileError::Gone("no url_private".into()))?;
-        if !self.trusted_file_host(url) {
-            return Err(FileError::Forbidden(
-                "url_private is not on Slack; the bot token is not sent there".into(),
-            ));
-        }
+        let url = file.fetch_url(
+            max_bytes,
+            &self.base,
+            slack_host,
+            "url_private is not on Slack; the bot token is not sent there",
+        )?;
         read_capped(self.http.get(url).bearer_auth(&self.token), max_bytes).await
-    }
-
-    /// Whether the bot token may be sent to `url`: a Slack host (`files.slack.com`), or the
-    /// host of the configured `api_url` (a self-hosted proxy or a test stand-in).
-    fn trusted_file_host(&self, url: &str) -> bool {
-        let host = |u: &str| {
-            reqwest::Url::parse(u)
-                .ok()
-                .and_then(|u| u.host_str().map(str::to_owned))
-        };
-        match (host(url), host(&self.base)) {
-            (Some(file), Some(api)) => {
-                file == api || file == "slack.com" || file.ends_with(".slack.com")
-            }
-            _ => false,
-        }
     }
 
     /// Upload `file` and share it in `key` (in its thread, when there is one).
@@ -186,11 +169,26 @@ mod tests {
 
     #[test]
     fn the_bot_token_goes_only_to_slack_or_the_configured_api_host() {
-        let api = WebApi::new("slack", "https://slack.com/api", "xoxb-test-fake");
-        assert!(api.trusted_file_host("https://files.slack.com/files-pri/T1-F1/a.png"));
-        assert!(!api.trusted_file_host("https://files.slack.com.evil.test/a.png"));
-        assert!(!api.trusted_file_host("http://127.0.0.1:9/a.png"));
-        let local = WebApi::new("slack", "http://127.0.0.1:4000/api", "xoxb-test-fake");
-        assert!(local.trusted_file_host("http://127.0.0.1:4000/files-pri/F1/a.png"));
+        let trusted = |base: &str, url: &str| {
+            let file = Attachment {
+                kind: AttachmentKind::Document,
+                id: "F1".into(),
+                url: Some(url.into()),
+                name: "a.png".into(),
+                mime: None,
+                size: None,
+            };
+            file.fetch_url(u64::MAX, base, slack_host, "refused")
+                .is_ok()
+        };
+        let slack = "https://slack.com/api";
+        assert!(trusted(
+            slack,
+            "https://files.slack.com/files-pri/T1-F1/a.png"
+        ));
+        assert!(!trusted(slack, "https://files.slack.com.evil.test/a.png"));
+        assert!(!trusted(slack, "http://127.0.0.1:9/a.png"));
+        let local = "http://127.0.0.1:4000/api";
+        assert!(trusted(local, "http://127.0.0.1:4000/files-pri/F1/a.png"));
     }
 }
