@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Deps, Registry, turn};
 use crate::cluster::Held;
 use crate::profile::Active;
+use crate::store::{Approval, Durable};
 
 /// An event claimed this often without finishing (it crashed the process each time) is
 /// given up on rather than crashing it forever.
@@ -93,6 +94,12 @@ async fn claim_and_run(
         let claimed = match deps.store.pending_approval(key).await {
             Ok(pending) => {
                 let waiting = pending.is_some();
+                if let Some(approval) = pending.filter(|a| a.prompt_ref.is_none()) {
+                    let post = post_unseen(deps, key, &approval);
+                    if while_trusted(held, post).await.is_none() {
+                        return;
+                    }
+                }
                 let store = deps.store.as_ref();
                 deps.lifecycle.claim(store, key, waiting, epoch).await
             }
@@ -143,14 +150,28 @@ async fn claim_and_run(
     }
 }
 
+/// Post the prompt of `approval` (pending in `key`) that its turn stored but nobody has
+/// seen: the replica that suspended the turn died between the two. A failure is logged; the
+/// next wake-up of the conversation (the periodic sweep) tries again.
+async fn post_unseen(deps: &Deps, key: &ConversationKey, approval: &Approval) {
+    let Some(route) = deps.outbound.route(&key.channel) else {
+        return;
+    };
+    let durable = Durable::new(deps.lifecycle.turn_token());
+    let posted = deps
+        .approvals
+        .post_unseen(&deps.outbound, &route, approval, &durable)
+        .await;
+    if let Err(err) = posted {
+        tracing::warn!(%key, approval = %approval.id, error = %err, "could not post an unseen approval prompt");
+    }
+}
+
 /// `turn`, polled only while `held` is trusted (`None` once it is not). The window is read
 /// from the clock before every poll: after a pause (`SIGSTOP`) the lease timer fires only
 /// once the runtime has turned its timer wheel, and the turn could otherwise take one more
 /// step (an edit of the draft another replica has finished) before that.
-async fn while_trusted<F: Future<Output = turn::Ended>>(
-    held: Option<&Held>,
-    turn: F,
-) -> Option<turn::Ended> {
+async fn while_trusted<T, F: Future<Output = T>>(held: Option<&Held>, turn: F) -> Option<T> {
     let mut turn = std::pin::pin!(turn);
     std::future::poll_fn(|cx| {
         if held.is_some_and(|h| !h.trusted()) {

@@ -98,6 +98,12 @@ impl Registry {
         for key in &keys {
             self.wake(key);
         }
+        // Pending approvals: expiry timers on this replica too, and a wake-up where the
+        // prompt was never seen (the actor that next holds the conversation posts it).
+        match deps.approvals.rearm().await {
+            Ok(unseen) => unseen.iter().for_each(|key| self.wake(key)),
+            Err(err) => tracing::warn!(error = %err, "could not re-arm pending approvals"),
+        }
         Ok(keys.len())
     }
 

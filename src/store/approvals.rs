@@ -84,6 +84,16 @@ impl ApprovalCounts {
 pub trait ApprovalStore {
     /// Store a new pending approval.
     async fn create_approval(&self, approval: &Approval) -> Result<(), StoreError>;
+    /// Suspend a turn: store its pending `approval` and mark the inbox row it was claimed
+    /// under done, in one transaction fenced on `claim` (nothing is stored when the claim or
+    /// its conversation lease moved on: `Fenced` or `Superseded`). A replica that dies
+    /// right after leaves a suspended turn, never a second run of the same message.
+    async fn suspend_turn(
+        &self,
+        claim: Claim,
+        approval: &Approval,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
     /// One approval by id.
     async fn approval(&self, id: &ApprovalId) -> Result<Option<Approval>, StoreError>;
     /// The pending approval of a conversation, if any.
@@ -110,7 +120,9 @@ pub trait ApprovalStore {
         now_ms: i64,
         fence: Option<Claim>,
     ) -> Result<bool, StoreError>;
-    /// Remember the prompt message.
+    /// Remember the prompt message (`""` when it was posted but the channel gave no id):
+    /// a pending approval without one has a prompt nobody has seen, which the replica that
+    /// next holds the conversation posts.
     async fn set_approval_prompt(
         &self,
         id: &ApprovalId,
@@ -134,20 +146,18 @@ pub trait ApprovalStore {
 /// Columns of `approvals`, in [`Approval`] field order.
 const COLUMNS: &str = "id, conversation_key, tool, args, rule, reason, requester, status, decided_by, prompt_ref, state, created_at, expires_at";
 
-#[async_trait]
-impl<DB> ApprovalStore for SqlStore<DB>
+impl<DB> SqlStore<DB>
 where
     DB: Backend,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
     for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
-    for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
-    for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
     for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
     for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
-    usize: ColumnIndex<DB::Row>,
 {
-    async fn create_approval(&self, a: &Approval) -> Result<(), StoreError> {
+    /// Insert approval `a` on `conn` (a pooled connection or an open transaction).
+    async fn insert_approval(conn: &mut DB::Connection, a: &Approval) -> Result<(), StoreError> {
         sqlx::query(&format!(
             "INSERT INTO approvals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
         ))
@@ -164,8 +174,56 @@ where
         .bind(a.state.as_str())
         .bind(a.created_at)
         .bind(a.expires_at)
-        .execute(&self.pool)
+        .execute(conn)
         .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl<DB> ApprovalStore for SqlStore<DB>
+where
+    DB: Backend,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+{
+    async fn create_approval(&self, a: &Approval) -> Result<(), StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        Self::insert_approval(&mut conn, a).await
+    }
+
+    async fn suspend_turn(
+        &self,
+        claim: Claim,
+        approval: &Approval,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        // The fence first: this claim, under the conversation lease it was made with.
+        let fence = format!(
+            "UPDATE inbox SET status = 'done', owner = NULL, lease_until = NULL, updated_at = $1 \
+             WHERE id = $2 AND {}",
+            held(2)
+        );
+        let done = sqlx::query(&fence)
+            .bind(now_ms)
+            .bind(claim.id)
+            .bind(claim.attempt)
+            .bind(claim.epoch)
+            .execute(&mut *tx)
+            .await?;
+        if DB::rows_affected(&done) == 0 {
+            tx.rollback().await?;
+            return Err(self.refusal(claim).await);
+        }
+        Self::insert_approval(&mut tx, approval).await?;
+        tx.commit().await?;
         Ok(())
     }
 

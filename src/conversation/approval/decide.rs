@@ -200,7 +200,8 @@ impl Approvals {
     ) {
         let text = outcome_text(approval, request, status);
         tell(out, request, &text).await;
-        if let Some(prompt) = &approval.prompt_ref {
+        // `""`: posted on a channel that gave no message id, so there is nothing to edit.
+        if let Some(prompt) = approval.prompt_ref.as_ref().filter(|p| !p.is_empty()) {
             let shown = format!("{text}\n{}", fenced(&approval.args));
             let prompt = MessageRef::new(prompt.clone());
             if let Err(err) = out

@@ -34,7 +34,7 @@ use crate::ids::{ApprovalId, ApprovalStatus};
 use crate::metrics::Metrics;
 use crate::policy::narrowest_rule;
 use crate::provider::{ChatMessage, ToolCall};
-use crate::store::{Approval, Durable, Store, StoreError};
+use crate::store::{Approval, Claim, Durable, Store, StoreError};
 
 /// The user id expiry events carry; no platform issues ids of this shape.
 pub const SYSTEM_USER: &str = "switchboard:system";
@@ -87,18 +87,28 @@ impl Approvals {
         (approvals, expiries)
     }
 
-    /// Arm expiry timers for every approval still pending (at start-up: timers live in
-    /// memory, requests in the database).
-    pub async fn rearm(&self) -> Result<usize, StoreError> {
+    /// Arm expiry timers for every approval still pending: at start-up (timers live in
+    /// memory, requests in the database) and on every sweep, so an approval prompted by a
+    /// replica that died still expires (each replica delivers the same expiry event; the
+    /// inbox keeps one). Returns the conversations whose pending prompt nobody has seen.
+    pub async fn rearm(&self) -> Result<Vec<ConversationKey>, StoreError> {
         let pending = self.store.pending_approvals().await?;
-        let n = pending.len();
+        let mut unseen = Vec::new();
         for approval in pending {
+            if approval.prompt_ref.is_none() {
+                unseen.push(approval.conversation.clone());
+            }
             let _ = self.expiry.send(approval);
         }
-        Ok(n)
+        Ok(unseen)
     }
 
-    /// Store a suspended turn and post its prompt. Returns the approval id.
+    /// Store a suspended turn and post its prompt. Returns the approval id. With a `fence`
+    /// (the claim of the turn) the request is stored and the turn's inbox row marked done in
+    /// one fenced transaction, before anything is shown: a replica dying after it leaves a
+    /// request whose prompt the next holder of the conversation posts ([`Self::post_unseen`]),
+    /// never a second run of the message.
+    #[allow(clippy::too_many_arguments)]
     pub async fn suspend(
         &self,
         out: &Outbound,
@@ -107,26 +117,62 @@ impl Approvals {
         requester: &str,
         state: Suspended,
         durable: &Durable,
+        fence: Option<Claim>,
     ) -> anyhow::Result<ApprovalId> {
         let approval = self.request(key, requester, &state, out)?;
-        self.store.create_approval(&approval).await?;
+        match fence {
+            Some(claim) => {
+                let now = self.clock.now_ms();
+                self.store.suspend_turn(claim, &approval, now).await?;
+            }
+            None => self.store.create_approval(&approval).await?,
+        }
+        let _ = self.expiry.send(approval.clone());
+        self.post_prompt(out, channel, &approval, durable).await?;
+        Ok(approval.id)
+    }
+
+    /// Post the prompt of `approval` if nobody has seen it: the replica that suspended the
+    /// turn died (or lost its lease) between storing the request and recording its prompt.
+    /// Called only by the conversation's current lease holder, so one replica posts it.
+    pub async fn post_unseen(
+        &self,
+        out: &Outbound,
+        channel: &Route,
+        approval: &Approval,
+        durable: &Durable,
+    ) -> anyhow::Result<()> {
+        if approval.prompt_ref.is_some() || approval.status != ApprovalStatus::Pending {
+            return Ok(());
+        }
+        tracing::info!(approval = %approval.id, key = %approval.conversation, "posting an approval prompt nobody has seen");
+        self.post_prompt(out, channel, approval, durable).await
+    }
+
+    /// Post `approval`'s prompt and record that it was posted (its message id, or `""` for
+    /// a channel that gives none).
+    async fn post_prompt(
+        &self,
+        out: &Outbound,
+        channel: &Route,
+        approval: &Approval,
+        durable: &Durable,
+    ) -> anyhow::Result<()> {
+        let key = &approval.conversation;
         let buttons = channel.limits_for(key).supports_buttons;
-        let text = prompt_text(&approval, self.timeout, buttons);
+        let text = prompt_text(approval, self.timeout, buttons);
         let buttons = if buttons {
             prompt_buttons(&approval.id)
         } else {
             Vec::new()
         };
         let posted = out.post(channel, key, &text, buttons).await?;
-        if let Some(prompt) = posted.messages.first() {
-            // The prompt is visible now: its id is recorded through database errors, or a
-            // retried turn would post a second prompt.
-            let record = || self.store.set_approval_prompt(&approval.id, &prompt.id);
-            durable.write("approval prompt id", record).await?;
-        }
-        let id = approval.id.clone();
-        let _ = self.expiry.send(approval);
-        Ok(id)
+        let prompt = posted.messages.first().map_or("", |m| m.id.as_str());
+        // The prompt is visible now: that is recorded through database errors, or another
+        // replica would post a second prompt.
+        let record = || self.store.set_approval_prompt(&approval.id, prompt);
+        durable.write("approval prompt id", record).await?;
+        Ok(())
     }
 
     /// The pending request for `state`'s call.

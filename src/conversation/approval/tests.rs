@@ -144,6 +144,7 @@ impl Fixture {
                 "alice",
                 state,
                 &durable,
+                None,
             )
             .await
             .unwrap()

@@ -164,10 +164,12 @@ impl Turn<'_> {
                         requester,
                         state,
                         self.durable,
+                        Some(self.row.claim()),
                     )
                     .await?;
+                // The inbox row was marked done with the request, in one transaction.
                 tracing::info!(approval = %id, "turn waits for approval");
-                return self.done().await;
+                return Ok(());
             }
             Err(err) => {
                 tracing::warn!(error = %err, "turn ended without an answer");

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use switchboard::store::{self, Store};
 use switchboard_standins::FakeLlm;
+use switchboard_standins::proxy::TcpProxy;
 use switchboard_standins::slack::{FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack, SignedRequest};
 use switchboard_standins::telegram::{FAKE_BOT_TOKEN as TG_TOKEN, FakeTelegram};
 
@@ -70,6 +71,11 @@ impl Replica {
         true
     }
 
+    /// Whether its log holds `text` so far.
+    pub fn log_contains(&self, text: &str) -> bool {
+        std::fs::read_to_string(&self.log).is_ok_and(|log| log.contains(text))
+    }
+
     /// The last lines of its log, for failure messages.
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
@@ -94,6 +100,11 @@ pub struct Cluster {
     pub slack: FakeSlack,
     pub telegram: FakeTelegram,
     pub replicas: Vec<Replica>,
+    /// The TCP proxy the replicas reach the database through, when started `proxied` (the
+    /// test's own store connects directly).
+    pub proxy: Option<TcpProxy>,
+    /// TOML appended to every replica's config (sections the base config does not have).
+    extra: String,
     store: Option<Arc<dyn Store>>,
     dir: tempfile::TempDir,
 }
@@ -102,13 +113,26 @@ impl Cluster {
     /// Start `n` replicas and wait until each is ready; `None` (with a notice) without
     /// PostgreSQL.
     pub async fn start(n: usize) -> Option<Self> {
+        Self::start_with(n, "", false).await
+    }
+
+    /// [`Self::start`] with `extra` TOML in every replica's config and, when `proxied`, the
+    /// replicas' database connections through a [`TcpProxy`] the test can cut.
+    pub async fn start_with(n: usize, extra: &str, proxied: bool) -> Option<Self> {
         let url = postgres_url().await?;
+        let proxy = if proxied {
+            Some(TcpProxy::start(postgres_addr(&url)).await)
+        } else {
+            None
+        };
         let mut cluster = Self {
             url,
             llm: FakeLlm::start().await,
             slack: FakeSlack::start().await,
             telegram: FakeTelegram::start().await,
             replicas: Vec::new(),
+            proxy,
+            extra: extra.to_owned(),
             store: None,
             dir: tempfile::tempdir().expect("temp dir"),
         };
@@ -169,13 +193,23 @@ allowed_users = ["*"]
 dm_policy = "open"
 group_policy = "open"
 poll_timeout_secs = 1
+{extra}
 "#,
-            url = self.url,
+            url = self.replica_url(),
+            extra = self.extra,
             llm = self.llm.openai_url(),
             ttl = LEADER_TTL.as_millis(),
             slack = self.slack.api_url(),
             telegram = self.telegram.api_url(),
         )
+    }
+
+    /// The database URL the replicas use: through the proxy when there is one.
+    fn replica_url(&self) -> String {
+        match &self.proxy {
+            Some(proxy) => proxy.url_through(&self.url),
+            None => self.url.clone(),
+        }
     }
 
     /// Spawn replica `i` (a fresh port; its instance id is `replica-<i>`).
@@ -234,6 +268,11 @@ poll_timeout_secs = 1
         resp.json().await.expect("readyz is JSON")
     }
 
+    /// The `data_dir` every replica shares.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
     /// The store of the shared database, as the test sees it.
     pub fn store(&self) -> Arc<dyn Store> {
         Arc::clone(self.store.as_ref().expect("opened at start"))
@@ -252,28 +291,18 @@ poll_timeout_secs = 1
             .map_or(0, |r| r.status().as_u16())
     }
 
-    /// The current holder and term of leader role `role`, if its lease is live.
-    pub async fn leader(&self, role: &str) -> Option<(String, i64)> {
-        use sqlx::Connection;
-        let mut conn = sqlx::PgConnection::connect(&self.url).await.ok()?;
-        sqlx::query_as("SELECT holder, term FROM leaders WHERE role = $1 AND lease_until > now()")
-            .bind(role)
-            .fetch_optional(&mut conn)
+    /// POST a signed Slack interaction (a button press's `payload`) to replica `i`; the
+    /// HTTP status.
+    pub async fn post_interaction(&self, i: usize, payload: &serde_json::Value) -> u16 {
+        let url = format!(
+            "http://127.0.0.1:{}/slack/slack/interactions",
+            self.replicas[i].port
+        );
+        SignedRequest::interaction(payload)
+            .build(&reqwest::Client::new(), &url, FAKE_SIGNING_SECRET)
+            .send()
             .await
-            .ok()
-            .flatten()
-    }
-
-    /// The instance holding conversation `key`'s lease (`slack:D0…`), if any holds it.
-    pub async fn conversation_owner(&self, key: &str) -> Option<String> {
-        use sqlx::Connection;
-        let mut conn = sqlx::PgConnection::connect(&self.url).await.ok()?;
-        sqlx::query_scalar("SELECT owner FROM conversation_leases WHERE key = $1")
-            .bind(key)
-            .fetch_optional(&mut conn)
-            .await
-            .ok()
-            .flatten()
+            .map_or(0, |r| r.status().as_u16())
     }
 
     /// Wait (up to `within`) until `role` is led by someone other than `not`; the holder.
@@ -337,4 +366,20 @@ poll_timeout_secs = 1
         }
         drop_postgres(&self.url).await;
     }
+}
+
+/// The host and port of the PostgreSQL server in `url`.
+fn postgres_addr(url: &str) -> std::net::SocketAddr {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
+    let host_port = if host_port.contains(':') {
+        host_port.to_owned()
+    } else {
+        format!("{host_port}:5432")
+    };
+    std::net::ToSocketAddrs::to_socket_addrs(&host_port)
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .expect("a resolvable PostgreSQL address")
 }

@@ -3,6 +3,8 @@
 //! an answer killed or paused past its lease. Each test skips (with a notice)
 //! without PostgreSQL, unless `SWITCHBOARD_REQUIRE_POSTGRES=1`.
 
+mod approval;
+mod db;
 mod harness;
 mod slack_spread;
 mod takeover;
