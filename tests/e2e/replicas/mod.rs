@@ -5,6 +5,7 @@
 
 mod approval;
 mod db;
+mod db_cut;
 mod harness;
 mod slack_spread;
 mod takeover;
