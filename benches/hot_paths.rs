@@ -66,6 +66,7 @@ fn draft_render(c: &mut Criterion) {
     let settings = DraftSettings {
         chunk_min_chars: 80,
         min_interval: Duration::ZERO,
+        first_send_hold: Duration::ZERO,
     };
     let key = ConversationKey::new("bench", "chat");
     c.bench_function("draft_render_2000_chars", |b| {

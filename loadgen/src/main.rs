@@ -28,7 +28,7 @@ use crate::scenarios::{Env, Scenario, Settings};
 #[command(version, about)]
 struct Args {
     /// Scenarios to run, in order (`all` = idle, conversations, overhead, ingest, cold-start,
-    /// streaming).
+    /// streaming, short-answer).
     #[arg(value_enum, default_value = "all")]
     scenarios: Vec<Scenario>,
     /// The gateway binary.
@@ -84,6 +84,9 @@ struct Args {
     /// Streaming: characters in the streamed answer.
     #[arg(long, default_value_t = 2_000)]
     stream_chars: usize,
+    /// Short answer: private chats, one short answer each.
+    #[arg(long, default_value_t = 50)]
+    short_answer_chats: usize,
 }
 
 impl Args {
@@ -104,6 +107,7 @@ impl Args {
             ingest_workers: self.ingest_workers.max(1),
             ingest_conversations: self.ingest_conversations,
             stream_chars: self.stream_chars,
+            short_answer_chats: self.short_answer_chats,
         }
     }
 }

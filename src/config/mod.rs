@@ -255,6 +255,9 @@ pub struct StreamingConfig {
     pub chunk_min_chars: usize,
     /// At least this long between two draft edits.
     pub progress_min_interval_ms: u64,
+    /// An answer's first send waits up to this long after its first text (or until
+    /// `chunk_min_chars`), so a short answer arrives whole in one message.
+    pub first_send_hold_ms: u64,
 }
 
 impl Default for StreamingConfig {
@@ -262,6 +265,7 @@ impl Default for StreamingConfig {
         Self {
             chunk_min_chars: 80,
             progress_min_interval_ms: 500,
+            first_send_hold_ms: 400,
         }
     }
 }

@@ -242,6 +242,7 @@ mod tests {
         let draft = DraftSettings {
             chunk_min_chars: 1,
             min_interval: Duration::ZERO,
+            first_send_hold: Duration::ZERO,
         };
         let scrubber = Arc::new(Scrubber::new([SECRET]));
         let channels = Channels::from(vec![channel]);

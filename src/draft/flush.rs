@@ -23,7 +23,8 @@ impl Draft {
             return None;
         }
         if self.out.messages.is_empty() && self.last_edit.is_none() {
-            return Some(self.paused_until.unwrap_or_else(Instant::now));
+            let first = self.first_send_at(&visible);
+            return Some(self.paused_until.map_or(first, |p| p.max(first)));
         }
         let grown = visible
             .chars()
@@ -44,6 +45,20 @@ impl Draft {
             self.paused_until
                 .map_or(after_interval, |p| p.max(after_interval)),
         )
+    }
+
+    /// When the first update may go out: at once for progress or plan lines, or once the
+    /// answer reaches the chunk threshold; otherwise when the hold after its first text ends.
+    fn first_send_at(&self, visible: &str) -> Instant {
+        let now = Instant::now();
+        if !self.progress.is_empty() || self.plan.is_some() {
+            return now;
+        }
+        if visible.chars().count() >= self.settings.chunk_min_chars {
+            return now;
+        }
+        self.first_text_at
+            .map_or(now, |t| t + self.settings.first_send_hold)
     }
 
     /// Send the pending update if its time has come and the chat's budget has room;

@@ -35,6 +35,9 @@ pub struct DraftSettings {
     pub chunk_min_chars: usize,
     /// Minimum time between two edits (the channel's own minimum applies too).
     pub min_interval: Duration,
+    /// The first send of an answer waits this long after its first text unless the text
+    /// reaches `chunk_min_chars` sooner, so a short answer goes out whole, in one send.
+    pub first_send_hold: Duration,
 }
 
 /// What the renderer did, for logs, metrics and tests.
@@ -71,6 +74,8 @@ pub struct Draft {
     /// `todo` calls started but not yet completed, by call id.
     proposed: Vec<(String, Plan)>,
     shown: String,
+    /// When the answer's first text arrived: the first send is held from here.
+    first_text_at: Option<Instant>,
     last_edit: Option<Instant>,
     paused_until: Option<Instant>,
     out: DraftOutcome,
@@ -107,6 +112,7 @@ impl Draft {
             plan: None,
             proposed: Vec::new(),
             shown: String::new(),
+            first_text_at: None,
             last_edit: None,
             paused_until: None,
             out: DraftOutcome {
@@ -174,6 +180,9 @@ impl Draft {
                     self.progress.clear();
                 }
                 self.answer.push_str(&text.replace(CLEAR_SENTINEL, ""));
+                if self.first_text_at.is_none() && !self.answer.trim().is_empty() {
+                    self.first_text_at = Some(Instant::now());
+                }
             }
             AgentEvent::ToolStarted { id, name, args, .. } if name == TODO_TOOL => {
                 if let Ok(plan) = Plan::from_args(&args) {
@@ -275,3 +284,6 @@ impl Draft {
         self.scrubber.scrub(&text).into_owned()
     }
 }
+
+#[cfg(test)]
+mod tests;

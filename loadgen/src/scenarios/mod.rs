@@ -6,6 +6,7 @@ mod conversations;
 mod idle;
 mod ingest;
 mod overhead;
+mod short_answer;
 mod streaming;
 
 use std::time::Duration;
@@ -35,17 +36,20 @@ pub enum Scenario {
     ColdStart,
     /// A long answer streamed at 50 tokens/s through Telegram.
     Streaming,
+    /// Short answers streamed within 300 ms through Telegram: complete in the chat when?
+    ShortAnswer,
 }
 
 impl Scenario {
     /// The scenarios `all` stands for, in order.
-    pub const EACH: [Scenario; 6] = [
+    pub const EACH: [Scenario; 7] = [
         Self::Idle,
         Self::Conversations,
         Self::Overhead,
         Self::Ingest,
         Self::ColdStart,
         Self::Streaming,
+        Self::ShortAnswer,
     ];
 
     /// How many times the scenario runs.
@@ -67,6 +71,7 @@ impl Scenario {
             Self::Ingest => ingest::run(env).await,
             Self::ColdStart => cold_start::run(env).await,
             Self::Streaming => streaming::run(env).await,
+            Self::ShortAnswer => short_answer::run(env).await,
         }
     }
 }
@@ -105,6 +110,8 @@ pub struct Settings {
     pub ingest_conversations: u64,
     /// Streaming: characters in the answer.
     pub stream_chars: usize,
+    /// Short answer: how many private chats, one short answer each.
+    pub short_answer_chats: usize,
 }
 
 /// What every run gets.

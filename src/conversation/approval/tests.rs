@@ -51,6 +51,7 @@ async fn fixture() -> Fixture {
     let draft = DraftSettings {
         chunk_min_chars: 1,
         min_interval: Duration::ZERO,
+        first_send_hold: Duration::ZERO,
     };
     let scrubber = Arc::new(Scrubber::new(Vec::<String>::new()));
     let out = Outbound::new(
