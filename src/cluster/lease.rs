@@ -39,6 +39,11 @@ impl Leases {
         }
     }
 
+    /// How long a lease lasts without renewal.
+    pub fn ttl(&self) -> std::time::Duration {
+        self.config.lease_ttl()
+    }
+
     /// Take `key`'s lease and start renewing it; `None` while another replica holds it
     /// (that replica was woken by the same `NOTIFY`, or the fallback poll retries).
     pub async fn acquire(&self, key: &ConversationKey) -> Result<Option<Held>, StoreError> {

@@ -41,6 +41,16 @@ pub(super) async fn run(
     }
 }
 
+/// Without a listener (`[cluster] listen = false`): rescan every jittered `poll` until `stop`.
+pub(super) async fn poll_only(registry: Arc<Registry>, poll: Duration, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(jittered(poll)) => rescan(&registry).await,
+        }
+    }
+}
+
 async fn connect(url: &str) -> Result<PgListener, sqlx::Error> {
     let mut listener = PgListener::connect(url).await?;
     listener.listen(INBOX_CHANNEL).await?;

@@ -63,6 +63,12 @@ pub fn start(
         config.heartbeat(),
         shutdown.child_token(),
     ));
+    if !config.listen {
+        tracing::info!("[cluster] listen = false: waiting events are found by the poll only");
+        let (registry, stop) = (Arc::clone(registry), shutdown.child_token());
+        background.spawn(listener::poll_only(registry, config.poll(), stop));
+        return;
+    }
     background.spawn(listener::run(
         url.to_owned(),
         Arc::clone(registry),

@@ -19,6 +19,9 @@ pub struct ClusterConfig {
     pub renew_ms: u64,
     /// The fallback poll for waiting events, should a `NOTIFY` be missed (jittered).
     pub poll_ms: u64,
+    /// Wake replicas through `LISTEN/NOTIFY` (`true`); `false` leaves only the poll (for
+    /// a connection pooler that cannot hold a `LISTEN`, and to measure the difference).
+    pub listen: bool,
 }
 
 impl Default for ClusterConfig {
@@ -28,6 +31,7 @@ impl Default for ClusterConfig {
             lease_ttl_ms: 15_000,
             renew_ms: 3_000,
             poll_ms: 10_000,
+            listen: true,
         }
     }
 }

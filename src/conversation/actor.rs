@@ -1,6 +1,7 @@
 //! One conversation's actor: woken by the inbox, it claims that conversation's stored events
 //! in arrival order and runs each as a turn; after `idle` without a wake-up it retires. Its
-//! agent profile and model are resolved once, when it starts.
+//! agent profile and model are resolved when it starts, and again before every batch when
+//! replicas share the database.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,6 +38,7 @@ pub(super) async fn run(
             biased;
             () = deps.lifecycle.draining().cancelled() => break,
             woken = tokio::time::timeout(deps.lifecycle.idle(), wake.recv()) => match woken {
+                Ok(Some(())) if defer(&registry, &key).await => {}
                 Ok(Some(())) => drain(&registry, &key, &active, &current).await,
                 Ok(None) => break,
                 Err(_) if registry.retire(&key, id, &wake) => break,
@@ -44,6 +46,49 @@ pub(super) async fn run(
             },
         }
     }
+}
+
+/// Whether to leave `key`'s events to another replica for now: on a shared database, when
+/// this one does not reach the chat (a web chat whose tab is open on another replica) and
+/// its oldest pending event was stored less than one lease TTL ago. This replica wakes
+/// itself to look again then, and takes what is still waiting (the tab may have gone).
+async fn defer(registry: &Arc<Registry>, key: &ConversationKey) -> bool {
+    let deps = &registry.deps;
+    let Some(leases) = deps.lifecycle.leases() else {
+        return false;
+    };
+    if deps
+        .outbound
+        .route(&key.channel)
+        .is_none_or(|r| r.reaches(key))
+    {
+        return false;
+    }
+    let oldest = match deps.store.oldest_pending(key).await {
+        Ok(Some(oldest)) => oldest,
+        // Nothing pending (a row left processing is the lease's business), or unreadable:
+        // the claim loop decides.
+        Ok(None) | Err(_) => return false,
+    };
+    let age = deps
+        .lifecycle
+        .clock()
+        .now_ms()
+        .saturating_sub(oldest)
+        .max(0);
+    let left = leases
+        .ttl()
+        .saturating_sub(Duration::from_millis(age as u64));
+    if left.is_zero() {
+        return false;
+    }
+    let (registry, key) = (Arc::clone(registry), key.clone());
+    tokio::spawn(async move {
+        tokio::time::sleep(left + Duration::from_millis(10)).await;
+        registry.wake(&key);
+    });
+    count(deps, "deferred");
+    true
 }
 
 /// Claim and process events of `key` until none is left, under the conversation's lease
@@ -68,6 +113,17 @@ async fn drain(
                 return;
             }
         },
+    };
+    // Another replica may have run `/model` or `/tz` here since this actor started: on a
+    // shared database the stored choices are read again before every batch.
+    let refreshed;
+    let active = if deps.store.shared() {
+        deps.schedules.refresh_zone(key).await;
+        let profiles = deps.agents.profiles();
+        refreshed = profiles.activate(deps.store.as_ref(), key).await;
+        &refreshed
+    } else {
+        active
     };
     claim_and_run(deps, key, active, current, held.as_ref()).await;
     if let Some(held) = held {

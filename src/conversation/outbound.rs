@@ -31,6 +31,11 @@ impl Route {
         self.0.limits_for(key)
     }
 
+    /// Whether this process reaches `key`'s chat directly ([`Channel::reaches`]).
+    pub fn reaches(&self, key: &ConversationKey) -> bool {
+        self.0.reaches(key)
+    }
+
     /// Largest attachment the channel's settings let the gateway download.
     pub fn max_attachment_bytes(&self) -> u64 {
         self.0.max_attachment_bytes()

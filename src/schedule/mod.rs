@@ -121,6 +121,21 @@ impl Schedules {
         Ok(())
     }
 
+    /// Re-read the zone of `key` from the store (before a batch of its events, when
+    /// replicas share the database: another one may have run its `/tz`). A read failure
+    /// keeps the cached zone.
+    pub async fn refresh_zone(&self, key: &ConversationKey) {
+        match self.store.zone_of(key).await {
+            Ok(Some(zone)) => {
+                self.zones.insert(key.clone(), zone);
+            }
+            Ok(None) => {
+                self.zones.remove(key);
+            }
+            Err(err) => tracing::warn!(%key, error = %err, "could not re-read the time zone"),
+        }
+    }
+
     /// Set the zone of `key`; returns the name as stored.
     pub async fn set_zone(&self, key: &ConversationKey, name: &str) -> Result<String, Refusal> {
         let name = name.trim();

@@ -291,6 +291,16 @@ where
         self.conversation_exists(key).await
     }
 
+    async fn oldest_pending(&self, key: &ConversationKey) -> Result<Option<i64>, StoreError> {
+        let oldest: Option<i64> = sqlx::query_scalar(
+            "SELECT MIN(created_at) FROM inbox WHERE conversation_key = $1 AND status = 'pending'",
+        )
+        .bind(key.to_string())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(oldest)
+    }
+
     async fn inbox_counts(&self) -> Result<InboxCounts, StoreError> {
         let rows: Vec<(String, i64)> =
             sqlx::query_as("SELECT status, COUNT(*) FROM inbox GROUP BY status")

@@ -269,6 +269,10 @@ pub trait Store:
     /// or not), or an event of it waits in the inbox.
     async fn knows_conversation(&self, key: &ConversationKey) -> Result<bool, StoreError>;
 
+    /// When the oldest pending event of `key` was stored (Unix ms, by the storing
+    /// process's clock), if one is pending.
+    async fn oldest_pending(&self, key: &ConversationKey) -> Result<Option<i64>, StoreError>;
+
     /// Inbox rows per state.
     async fn inbox_counts(&self) -> Result<InboxCounts, StoreError>;
 

@@ -27,7 +27,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use crate::helpers::WAIT;
 
 /// A client socket.
-type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+pub(crate) type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// A gateway with one web channel named `web`, a fake LLM and its own data directory.
 struct WebApp {
@@ -149,12 +149,12 @@ async fn start(
 }
 
 /// A fresh browser session id, as the page's cookie would hold.
-fn new_session() -> String {
+pub(crate) fn new_session() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// Open `/ws` as browser session `session`, with `query` (e.g. `?token=…`) appended.
-async fn try_connect(
+pub(crate) async fn try_connect(
     addr: SocketAddr,
     session: &str,
     query: &str,
@@ -170,7 +170,7 @@ async fn try_connect(
 }
 
 /// Connect and read the `sync` frame every socket starts with.
-async fn connect(addr: SocketAddr, session: &str) -> (Ws, Value) {
+pub(crate) async fn connect(addr: SocketAddr, session: &str) -> (Ws, Value) {
     let mut ws = try_connect(addr, session, "").await.expect("socket opens");
     let sync = next_json(&mut ws).await;
     assert_eq!(sync["type"], "sync", "{sync}");
@@ -178,7 +178,7 @@ async fn connect(addr: SocketAddr, session: &str) -> (Ws, Value) {
 }
 
 /// The next message on the socket, within [`WAIT`].
-async fn next_message(ws: &mut Ws) -> Message {
+pub(crate) async fn next_message(ws: &mut Ws) -> Message {
     tokio::time::timeout(WAIT, ws.next())
         .await
         .expect("a frame within the wait")
@@ -187,7 +187,7 @@ async fn next_message(ws: &mut Ws) -> Message {
 }
 
 /// The next text frame as JSON (pings and pongs skipped).
-async fn next_json(ws: &mut Ws) -> Value {
+pub(crate) async fn next_json(ws: &mut Ws) -> Value {
     loop {
         match next_message(ws).await {
             Message::Text(text) => return serde_json::from_str(&text).unwrap(),
@@ -198,7 +198,7 @@ async fn next_json(ws: &mut Ws) -> Value {
 }
 
 /// Read frames until one satisfies `wanted`; returns it.
-async fn json_where(ws: &mut Ws, wanted: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn json_where(ws: &mut Ws, wanted: impl Fn(&Value) -> bool) -> Value {
     loop {
         let frame = next_json(ws).await;
         if wanted(&frame) {
@@ -221,7 +221,7 @@ async fn close_frame(ws: &mut Ws) -> (u16, String) {
 }
 
 /// Send a `message` frame.
-async fn say(ws: &mut Ws, id: &str, text: &str) {
+pub(crate) async fn say(ws: &mut Ws, id: &str, text: &str) {
     let frame = json!({"type": "message", "id": id, "text": text});
     ws.send(Message::Text(frame.to_string().into()))
         .await

@@ -170,6 +170,15 @@ pub trait Channel: Send + Sync + 'static {
         None
     }
 
+    /// Whether this process reaches `key`'s chat directly. With several replicas a
+    /// conversation's events are left, for one lease TTL, to the replica that does: a web
+    /// chat's tab holds its socket open on one replica only, and a turn run elsewhere would
+    /// update a transcript the tab does not see until it reconnects. Defaults to `true`
+    /// (a platform's API is reached the same from every replica).
+    fn reaches(&self, _key: &ConversationKey) -> bool {
+        true
+    }
+
     /// Webhook routes to mount on the shared HTTP server, if any.
     fn routes(&self, _sink: Arc<dyn EventSink>) -> Option<axum::Router> {
         None

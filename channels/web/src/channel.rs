@@ -97,6 +97,12 @@ impl Channel for WebChannel {
         Ok(())
     }
 
+    /// Only where a tab of the session has its socket open: the lease of a web
+    /// conversation follows its socket to the replica holding it.
+    fn reaches(&self, key: &ConversationKey) -> bool {
+        self.session(key).is_ok_and(|id| self.hub.has_socket(id))
+    }
+
     fn routes(&self, sink: Arc<dyn EventSink>) -> Option<axum::Router> {
         Some(routes::router(
             Arc::clone(&self.hub),

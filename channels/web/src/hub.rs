@@ -74,15 +74,21 @@ impl Hub {
             None
         } else {
             match &self.store {
-                Some(store) => Some(store.load(id).await),
-                None => Some(Vec::new()),
+                Some(store) => {
+                    let on_disk = store.modified(id).await;
+                    Some((store.load(id).await, on_disk))
+                }
+                None => Some((Vec::new(), None)),
             }
         };
         let (result, save) = {
             let mut sessions = self.lock();
-            let session = sessions
-                .entry(id.to_owned())
-                .or_insert_with(|| Session::new(loaded.unwrap_or_default()));
+            let session = sessions.entry(id.to_owned()).or_insert_with(|| {
+                let (messages, on_disk) = loaded.unwrap_or_default();
+                let mut session = Session::new(messages);
+                session.on_disk = on_disk;
+                session
+            });
             let result = change(session);
             let save = self.store.is_some() && session.dirty && !session.flush_scheduled;
             if save {
@@ -104,8 +110,39 @@ impl Hub {
         result
     }
 
-    /// Register a new socket of session `id`; its queue starts with the session's sync frame.
+    /// Whether a tab of session `id` has its socket open on this process.
+    pub(crate) fn has_socket(&self, id: &str) -> bool {
+        self.lock().get(id).is_some_and(|s| !s.sockets.is_empty())
+    }
+
+    /// Forget the in-memory copy of session `id` when another process (a replica sharing
+    /// `data_dir`) saved it since this one last loaded or saved it, and this copy has no
+    /// open tab and nothing unsaved: the next use loads the newer file.
+    async fn drop_if_stale(&self, id: &str) {
+        let Some(store) = &self.store else {
+            return;
+        };
+        let ours = match self.lock().get(id) {
+            Some(s) if s.sockets.is_empty() && !s.dirty && !s.flush_scheduled => s.on_disk,
+            _ => return,
+        };
+        let theirs = store.modified(id).await;
+        if theirs != ours {
+            let mut sessions = self.lock();
+            if sessions
+                .get(id)
+                .is_some_and(|s| s.sockets.is_empty() && !s.dirty)
+            {
+                sessions.remove(id);
+            }
+        }
+    }
+
+    /// Register a new socket of session `id`; its queue starts with the session's sync frame
+    /// (reloaded first when another replica has written the transcript meanwhile, so a tab
+    /// that reconnects elsewhere resyncs).
     pub(crate) async fn attach(self: &Arc<Self>, id: &str) -> Attached {
+        self.drop_if_stale(id).await;
         let socket = self.next_socket.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(SOCKET_QUEUE);
         let evicted = CancellationToken::new();
@@ -163,6 +200,11 @@ impl Hub {
             if let Some(session) = self.lock().get_mut(id) {
                 session.dirty = true;
             }
+            return;
+        }
+        let on_disk = store.modified(id).await;
+        if let Some(session) = self.lock().get_mut(id) {
+            session.on_disk = on_disk;
         }
     }
 

@@ -72,6 +72,14 @@ impl Store {
         }
     }
 
+    /// When the saved transcript of `session` last changed on disk (`None`: no file). A
+    /// replica sharing `data_dir` that sees another time than its own last load or save
+    /// knows another replica wrote it.
+    pub(crate) async fn modified(&self, session: &str) -> Option<std::time::SystemTime> {
+        let meta = tokio::fs::metadata(self.path(session)).await.ok()?;
+        meta.modified().ok()
+    }
+
     /// The bytes [`Store::save`] writes for `messages`, every text redacted.
     pub(crate) fn encode<'a>(&self, messages: impl Iterator<Item = &'a Message>) -> Vec<u8> {
         let redact = |m: &Message| Message {

@@ -86,6 +86,8 @@ pub(crate) struct Session {
     /// A save is already scheduled.
     pub(crate) flush_scheduled: bool,
     pub(crate) last_active: Instant,
+    /// The saved file's modification time as of this process's last load or save of it.
+    pub(crate) on_disk: Option<std::time::SystemTime>,
 }
 
 impl Session {
@@ -99,6 +101,7 @@ impl Session {
             dirty: false,
             flush_scheduled: false,
             last_active: Instant::now(),
+            on_disk: None,
         }
     }
 

@@ -16,8 +16,7 @@ use switchboard_standins::slack::{
 use super::harness::Cluster;
 
 /// Shell on, asked about (it writes a file), and one approver.
-const POLICY: &str =
-    "[tools]\nenabled = [\"shell\"]\n[policy]\napproval_timeout_secs = 300\n[policy.approvers]\nslack = [\"U0BOSS\"]\n";
+const POLICY: &str = "[tools]\nenabled = [\"shell\"]\n[policy]\napproval_timeout_secs = 300\n[policy.approvers]\nslack = [\"U0BOSS\"]\n";
 const ANSWER: &str = "Appended the line.";
 
 /// The approval prompts in `chat`: each message with buttons, and its first button's value.
@@ -77,7 +76,11 @@ async fn ask(cluster: &Cluster, chat: &str) -> usize {
         if let Some(i) = found {
             return i;
         }
-        assert!(Instant::now() < deadline, "nobody suspended the turn\n{}", cluster.logs());
+        assert!(
+            Instant::now() < deadline,
+            "nobody suspended the turn\n{}",
+            cluster.logs()
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -122,9 +125,18 @@ async fn assert_ran_once(cluster: &Cluster, chat: &str) {
     let answers = cluster.slack.messages(chat);
     let answers: Vec<_> = answers.iter().filter(|m| m.text.contains(ANSWER)).collect();
     assert_eq!(answers.len(), 1, "{answers:#?}");
-    assert_eq!(shell_runs(cluster.store().as_ref()).await, 1, "{}", cluster.logs());
+    assert_eq!(
+        shell_runs(cluster.store().as_ref()).await,
+        1,
+        "{}",
+        cluster.logs()
+    );
     let file = find(&cluster.data_dir(), &format!("{chat}.txt")).expect("the file was written");
-    assert_eq!(std::fs::read_to_string(&file).unwrap_or_default(), "ran\n", "{file:?}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap_or_default(),
+        "ran\n",
+        "{file:?}"
+    );
     assert_eq!(cluster.llm.requests().len(), 2, "{}", cluster.logs());
 }
 

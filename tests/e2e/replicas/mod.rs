@@ -10,6 +10,7 @@ mod harness;
 mod slack_spread;
 mod takeover;
 mod telegram_leader;
+mod web;
 
 use std::collections::BTreeMap;
 

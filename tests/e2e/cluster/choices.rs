@@ -1,0 +1,137 @@
+//! Per-conversation choices across two in-process replicas on one PostgreSQL: `/model` and
+//! `/tz` run on one replica reach the conversation's actor on the other, which was started
+//! (and read the choices) before they were made. Every event wakes both replicas, so each
+//! holds an actor for the conversation; the choices alternate over several rounds, so a
+//! replica answering from what it read at start would show the old one.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard::RunningGateway;
+use switchboard::config::EnvString;
+use switchboard_channel::ConversationKey;
+use switchboard_standins::{FakeChannel, FakeLlm};
+
+use crate::helpers::{WAIT, drop_postgres, key, postgres_url, start, test_config};
+
+/// Short leases, a fallback poll no test waits for, and two models to choose from.
+const CONFIG: &str = "[cluster]\nlease_ttl_ms = 3000\nrenew_ms = 500\nheartbeat_ms = 500\npoll_ms = 600000\n\
+[agents.default]\nmodels = [\"fake-model\", \"fake-large\"]\n";
+
+async fn replica(
+    db: &str,
+    llm: &FakeLlm,
+    dir: &Path,
+    name: &str,
+    channel: &Arc<FakeChannel>,
+) -> RunningGateway {
+    let mut config = test_config(&llm.openai_url(), dir, CONFIG);
+    config.gateway.database_url = EnvString(db.to_owned());
+    config.gateway.instance_id = Some(name.into());
+    start(&config, channel).await
+}
+
+/// Wait until one of `channels` shows a message in `chat` containing `text`.
+async fn wait_shown(channels: &[&Arc<FakeChannel>; 2], chat: &ConversationKey, text: &str) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let shown: Vec<String> = channels.iter().flat_map(|c| c.transcript(chat)).collect();
+        if shown.iter().any(|m| m.contains(text)) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{text:?} never shown: {shown:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// How many messages in `chat`, on either channel, contain `text`.
+fn count(channels: &[&Arc<FakeChannel>; 2], chat: &ConversationKey, text: &str) -> usize {
+    let shown = channels.iter().flat_map(|c| c.transcript(chat));
+    shown.filter(|m| m.contains(text)).count()
+}
+
+/// Wait until `n` messages in `chat` contain `text`.
+async fn wait_count(
+    channels: &[&Arc<FakeChannel>; 2],
+    chat: &ConversationKey,
+    text: &str,
+    n: usize,
+) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while count(channels, chat, text) < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{text:?} not shown {n} times"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The model of the last request the stand-in saw.
+fn last_model(llm: &FakeLlm) -> String {
+    let requests = llm.requests();
+    let last = requests.last().expect("a request");
+    last["model"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn model_and_tz_set_on_one_replica_reach_the_actor_on_the_other() {
+    let Some(db) = postgres_url().await else {
+        return;
+    };
+    let (llm, dir) = (FakeLlm::start().await, tempfile::tempdir().unwrap());
+    let (ca, cb) = (FakeChannel::new("fake"), FakeChannel::new("fake"));
+    let a = replica(&db, &llm, dir.path(), "a", &ca).await;
+    let b = replica(&db, &llm, dir.path(), "b", &cb).await;
+    let channels = [&ca, &cb];
+    let chat = key("choices");
+    ca.say_with_id(&chat, "u1", "hello 0", "ev-hello")
+        .await
+        .unwrap();
+    wait_shown(&channels, &chat, "You said: hello 0").await;
+    let rounds = [
+        ("fake-large", "Europe/Paris"),
+        ("fake-model", "Asia/Tokyo"),
+        ("fake-large", "America/Chicago"),
+        ("fake-model", "Australia/Sydney"),
+    ];
+    let mut asked = 0;
+    for (round, (model, zone)) in rounds.into_iter().enumerate() {
+        let (set, other) = if round % 2 == 0 {
+            (&ca, &cb)
+        } else {
+            (&cb, &ca)
+        };
+        let id = |what: &str| format!("ev-{what}-{round}");
+        set.say_with_id(&chat, "u1", &format!("/model {model}"), &id("model"))
+            .await
+            .unwrap();
+        set.say_with_id(&chat, "u1", &format!("/tz {zone}"), &id("tz"))
+            .await
+            .unwrap();
+        wait_shown(&channels, &chat, &format!("Time zone set to {zone}")).await;
+        // Through the other replica: both actors are woken, either may answer.
+        for ask in 0..2 {
+            let text = format!("hello {round}{ask}");
+            other
+                .say_with_id(&chat, "u1", &text, &format!("ev-{text}"))
+                .await
+                .unwrap();
+            wait_shown(&channels, &chat, &format!("You said: {text}")).await;
+            assert_eq!(last_model(&llm), model, "round {round}");
+            asked += 1;
+            let id = format!("ev-tz-ask-{round}-{ask}");
+            other.say_with_id(&chat, "u1", "/tz", &id).await.unwrap();
+            wait_count(&channels, &chat, "time zone is", asked).await;
+            let right = count(&channels, &chat, &format!("time zone is {zone}"));
+            assert_eq!(right, ask + 1, "round {round}: {:#?}", ca.transcript(&chat));
+        }
+    }
+    a.shutdown().await;
+    b.shutdown().await;
+    drop_postgres(&db).await;
+}

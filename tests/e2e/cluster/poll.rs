@@ -1,0 +1,65 @@
+//! `[cluster] listen = false`: no `LISTEN` connection, so an event stored by another writer
+//! is not answered at once (no `NOTIFY` reaches the replica) but by the next fallback poll.
+
+use std::time::Duration;
+
+use switchboard::config::EnvString;
+use switchboard::ids::InboxKind;
+use switchboard::store;
+use switchboard_channel::{ChannelEvent, Inbound, UserRef};
+use switchboard_standins::{FakeChannel, FakeLlm};
+
+use crate::helpers::{WAIT, drop_postgres, key, postgres_url, start, test_config, wall_ms};
+
+#[tokio::test]
+async fn without_the_listener_an_event_stored_elsewhere_waits_for_the_poll() {
+    let Some(db) = postgres_url().await else {
+        return;
+    };
+    let (llm, dir) = (FakeLlm::start().await, tempfile::tempdir().unwrap());
+    let channel = FakeChannel::new("fake");
+    let cluster = "[cluster]\nlease_ttl_ms = 3000\nrenew_ms = 500\nheartbeat_ms = 500\npoll_ms = 2000\nlisten = false\n";
+    let mut config = test_config(&llm.openai_url(), dir.path(), cluster);
+    config.gateway.database_url = EnvString(db.clone());
+    config.gateway.instance_id = Some("polling".into());
+    let gateway = start(&config, &channel).await;
+    // The start-up rescan has run; the next look is 1.5–2.5 s later.
+    let writer = store::connect(&db).await.unwrap();
+    let chat = key("polled");
+    let event = ChannelEvent::Message(Inbound {
+        key: chat.clone(),
+        event_id: "polled-1".into(),
+        user: UserRef {
+            id: "u1".into(),
+            name: None,
+        },
+        text: "find me".into(),
+        place: switchboard_channel::Place::Direct,
+        attachments: Vec::new(),
+    });
+    let stored = tokio::time::Instant::now();
+    writer
+        .insert_event(&event, InboxKind::Message, wall_ms())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(
+        channel.transcript(&chat).is_empty(),
+        "answered without a poll"
+    );
+    let deadline = stored + WAIT;
+    while channel.transcript(&chat).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the poll never found it"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        stored.elapsed() >= Duration::from_millis(1000),
+        "{:?}",
+        stored.elapsed()
+    );
+    gateway.shutdown().await;
+    drop_postgres(&db).await;
+}
