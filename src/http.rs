@@ -1,5 +1,6 @@
 //! The shared HTTP server: health endpoints, and the mount point where channels put their
-//! webhook routes. One body limit for all (413 beyond it). `/metrics` answers only loopback
+//! webhook routes. One body limit for all (413 beyond it), except a channel's upload routes,
+//! which keep their own. `/metrics` answers only loopback
 //! peers, or anyone with `gateway.metrics_token` when it is set: the counters name
 //! channels, tools and traffic, which is nobody else's business.
 
@@ -16,7 +17,7 @@ use axum::routing::get;
 use serde_json::json;
 use tower_http::limit::RequestBodyLimitLayer;
 
-use crate::conversation::{Channels, Registry};
+use crate::conversation::{ChannelRoutes, Channels, Registry};
 use crate::metrics::Metrics;
 use crate::store::Store;
 
@@ -46,18 +47,25 @@ const DB_PROBE: Duration = Duration::from_millis(800);
 /// The gateway's own paths; a channel claiming one of them is a config error.
 pub const ROUTES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 
-/// The gateway's router: [`ROUTES`], plus `extra` (channel webhooks and pages).
-pub fn router(state: HealthState, extra: Vec<Router>, max_body_bytes: usize) -> Router {
+/// The gateway's router: [`ROUTES`], plus the channels' webhooks and pages, all under
+/// `max_body_bytes`; the channels' upload routes are merged after that limit is layered, so
+/// only their own (larger) limit applies to them.
+pub fn router(state: HealthState, channels: ChannelRoutes, max_body_bytes: usize) -> Router {
     let mut app = Router::new()
         .route(ROUTES[0], get(healthz))
         .route(ROUTES[1], get(readyz))
         .route(ROUTES[2], get(metrics))
         .with_state(state);
-    for routes in extra {
+    for routes in channels.limited {
         app = app.merge(routes);
     }
-    app.layer(DefaultBodyLimit::max(max_body_bytes))
-        .layer(RequestBodyLimitLayer::new(max_body_bytes))
+    let mut app = app
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(RequestBodyLimitLayer::new(max_body_bytes));
+    for routes in channels.uploads {
+        app = app.merge(routes);
+    }
+    app
 }
 
 /// The process is up.

@@ -23,6 +23,8 @@ mod vision;
 
 use switchboard_channel::{Attachment, AttachmentKind, FileError, Inbound};
 
+pub use switchboard_channel::human_size;
+
 use crate::config::TranscriptionConfig;
 use crate::conversation::Route;
 use crate::tools::WorkspaceDir;
@@ -264,29 +266,9 @@ fn too_large(max: u64) -> String {
     )
 }
 
-/// `1536` → `1.5 KB`, `3145728` → `3.0 MB`.
-pub fn human_size(bytes: u64) -> String {
-    const KB: f64 = 1024.0;
-    let b = bytes as f64;
-    if b < KB {
-        format!("{bytes} B")
-    } else if b < KB * KB {
-        format!("{:.1} KB", b / KB)
-    } else {
-        format!("{:.1} MB", b / (KB * KB))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_are_written_for_people() {
-        assert_eq!(human_size(12), "12 B");
-        assert_eq!(human_size(1536), "1.5 KB");
-        assert_eq!(human_size(3 * 1024 * 1024), "3.0 MB");
-    }
 
     #[test]
     fn a_saved_file_is_described_with_name_type_size_and_path() {

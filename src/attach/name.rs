@@ -35,9 +35,13 @@ pub fn sanitize_name(name: &str) -> String {
     }
 }
 
-/// The workspace path of attachment `index` of event `event_id`.
+/// The workspace path of attachment `index` of event `event_id`. A long event id keeps its
+/// last 40 characters: the web chat's ids are `<session>:<client id>`, whose session part
+/// is the same for every message of the conversation (and of its workspace).
 pub fn inbox_path(event_id: &str, index: usize, name: &str) -> String {
-    let event: String = sanitize_name(event_id).chars().take(40).collect();
+    let event = sanitize_name(event_id);
+    // Sanitised names are ASCII, so any byte offset is a character boundary.
+    let event = &event[event.len().saturating_sub(40)..];
     format!("inbox/{event}-{index}-{}", sanitize_name(name))
 }
 
@@ -74,5 +78,17 @@ mod tests {
             inbox_path("u10001", 1, "data.csv"),
             inbox_path("u10001", 0, "data.csv")
         );
+    }
+
+    #[test]
+    fn two_web_chat_messages_of_one_session_never_share_a_path() {
+        let session = "0123456789abcdef0123456789abcdef";
+        let first = format!("{session}:6f1c2a90-0000-4000-8000-000000000001");
+        let second = format!("{session}:6f1c2a90-0000-4000-8000-000000000002");
+        assert_ne!(
+            inbox_path(&first, 0, "a.csv"),
+            inbox_path(&second, 0, "a.csv")
+        );
+        assert!(inbox_path(&first, 0, "a.csv").len() < 70);
     }
 }

@@ -29,7 +29,7 @@ pub use agents::{Agents, TurnSettings};
 pub use approval::{Approvals, Expiries, SYSTEM_USER};
 pub use inbox::Inbox;
 pub use lifecycle::Lifecycle;
-pub use outbound::{Channels, FilePoster, Outbound, Route};
+pub use outbound::{ChannelRoutes, Channels, FilePoster, Outbound, Route};
 pub use registry::Registry;
 
 use crate::access::Access;

@@ -73,16 +73,18 @@ impl Channels {
     }
 
     /// Start every channel's receive loop on `background` (each stops on a child of
-    /// `shutdown`, handing events to `sink`); returns their HTTP routes (webhooks, pages).
+    /// `shutdown`, handing events to `sink`); returns their HTTP routes (webhooks, pages,
+    /// and apart from those the upload routes that keep their own body limit).
     pub fn start_all(
         &self,
         sink: &Arc<dyn EventSink>,
         background: &TaskTracker,
         shutdown: &CancellationToken,
-    ) -> Vec<axum::Router> {
-        let mut routes = Vec::new();
+    ) -> ChannelRoutes {
+        let mut routes = ChannelRoutes::default();
         for channel in &self.0 {
-            routes.extend(channel.routes(Arc::clone(sink)));
+            routes.limited.extend(channel.routes(Arc::clone(sink)));
+            routes.uploads.extend(channel.upload_routes(Arc::clone(sink)));
             let (channel, sink, stop) = (
                 Arc::clone(channel),
                 Arc::clone(sink),
@@ -96,6 +98,15 @@ impl Channels {
         }
         routes
     }
+}
+
+/// The HTTP routes the channels mount on the shared server.
+#[derive(Default)]
+pub struct ChannelRoutes {
+    /// Webhooks and pages, under the gateway's request-body limit.
+    pub limited: Vec<axum::Router>,
+    /// Upload routes, each enforcing its own limit instead (see `Channel::upload_routes`).
+    pub uploads: Vec<axum::Router>,
 }
 
 impl From<Vec<Arc<dyn Channel>>> for Channels {

@@ -238,6 +238,10 @@ impl Channel for LedChannel {
         self.inner.routes(sink)
     }
 
+    fn upload_routes(&self, sink: Arc<dyn EventSink>) -> Option<axum::Router> {
+        self.inner.upload_routes(sink)
+    }
+
     async fn send(
         &self,
         key: &ConversationKey,

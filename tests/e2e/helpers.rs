@@ -172,6 +172,14 @@ impl Killable {
     /// Start `config` with the channels it configures (real platform clients) on a fresh
     /// runtime.
     pub async fn start_from_config(config: &Config) -> Self {
+        Self::start_from_config_with_addr(config).await.0
+    }
+
+    /// [`Killable::start_from_config`], also returning the address it serves HTTP on.
+    pub async fn start_from_config_with_addr(config: &Config) -> (Self, std::net::SocketAddr) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -184,14 +192,14 @@ impl Killable {
             for channel in switchboard::channels::from_config(&config).unwrap() {
                 gateway = gateway.channel(channel);
             }
-            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let listener = TcpListener::from_std(listener).unwrap();
             let running = gateway.start(listener).await.expect("gateway starts");
             let _ = tx.send(());
             std::future::pending::<()>().await;
             drop(running);
         });
         rx.await.expect("gateway started");
-        Self { runtime }
+        (Self { runtime }, addr)
     }
 
     /// Drop every task mid-flight: no shutdown, no inbox release.

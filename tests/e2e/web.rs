@@ -3,6 +3,7 @@
 //! `browser` drives the page in headless Chromium.
 
 mod browser;
+mod files;
 mod first_run;
 mod host;
 mod socket;
@@ -91,6 +92,11 @@ impl WebApp {
 
     fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The conversation workspace of browser session `session`.
+    fn workspace(&self, session: &str) -> std::path::PathBuf {
+        self._dir.path().join("data/workspaces/web").join(session)
     }
 
     /// Stop the gateway gracefully (open sockets are closed with 1001).

@@ -184,9 +184,30 @@ pub async fn read_capped(
     Ok(bytes)
 }
 
+/// `1536` → `1.5 KB`, `3145728` → `3.0 MB`.
+pub fn human_size(bytes: u64) -> String {
+    const KB: f64 = 1024.0;
+    let b = bytes as f64;
+    if b < KB {
+        format!("{bytes} B")
+    } else if b < KB * KB {
+        format!("{:.1} KB", b / KB)
+    } else {
+        format!("{:.1} MB", b / (KB * KB))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_written_for_people() {
+        assert_eq!(human_size(12), "12 B");
+        assert_eq!(human_size(1536), "1.5 KB");
+        assert_eq!(human_size(3 * 1024 * 1024), "3.0 MB");
+    }
+
 
     #[test]
     fn an_attachment_round_trips_through_json_with_optional_fields_defaulted() {

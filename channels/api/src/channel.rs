@@ -184,6 +184,13 @@ pub trait Channel: Send + Sync + 'static {
         None
     }
 
+    /// Routes that take large bodies (file uploads), mounted on the shared HTTP server
+    /// outside its request-body limit: each must enforce its own (and answer 413 above it).
+    /// The default has none.
+    fn upload_routes(&self, _sink: Arc<dyn EventSink>) -> Option<axum::Router> {
+        None
+    }
+
     /// Post a new message.
     async fn send(&self, key: &ConversationKey, msg: &Outbound)
     -> Result<MessageRef, ChannelError>;

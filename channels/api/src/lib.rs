@@ -30,6 +30,7 @@ pub mod types;
 
 pub use access::{AccessRules, DmPolicy, GroupPolicy, Place};
 pub use attach::{
+    human_size,
     Attachment, AttachmentKind, DEFAULT_MAX_ATTACHMENT_BYTES, FileError, OutboundFile, read_capped,
 };
 pub use channel::{Channel, ChannelError, Delivery, EventSink, Health, Limits, SinkError};

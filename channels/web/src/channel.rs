@@ -1,6 +1,8 @@
 //! `WebChannel`: the `Channel` implementation the core holds. Inbound it mounts the page and
-//! the socket (see `routes`); outbound every send, edit and delete lands in the session's
+//! the socket (see `routes`) and, outside the gateway's body limit, the upload and download
+//! routes (see `upload`); outbound every send, edit and delete lands in the session's
 //! transcript and goes to each of its open tabs, so a tab that connects later catches up.
+//! A file the agent sends becomes a message with a download link.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -8,8 +10,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use switchboard_channel::{
-    ButtonPress, Channel, ChannelError, ConversationKey, EventSink, Health, LengthUnit, Limits,
-    MessageRef, Outbound,
+    Attachment, ButtonPress, Channel, ChannelError, ConversationKey, EventSink, FileError, Health,
+    LengthUnit, Limits, MessageRef, Outbound, OutboundFile,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -17,8 +19,8 @@ use crate::auth::valid_session_id;
 use crate::config::{WebConfig, WebConfigError};
 use crate::hub::Hub;
 use crate::protocol::{Role, ServerFrame};
-use crate::routes;
-use crate::session::Message;
+use crate::session::{FileLink, Message};
+use crate::{routes, upload};
 
 /// Longest message the core may send, in characters (a browser has no platform limit; this
 /// keeps one message a readable size and a transcript file small).
@@ -109,6 +111,49 @@ impl Channel for WebChannel {
             sink,
             self.closing.clone(),
         ))
+    }
+
+    fn upload_routes(&self, _sink: Arc<dyn EventSink>) -> Option<axum::Router> {
+        Some(upload::router(Arc::clone(&self.hub)))
+    }
+
+    fn max_attachment_bytes(&self) -> u64 {
+        self.hub.config.max_attachment_bytes
+    }
+
+    /// Reads an upload kept under the channel's data directory (a restart keeps it).
+    async fn download(&self, file: &Attachment, max_bytes: u64) -> Result<Vec<u8>, FileError> {
+        let files = self.hub.files.as_ref().ok_or(FileError::Unsupported)?;
+        files.read(&file.id, max_bytes).await.map(|(_, bytes)| bytes)
+    }
+
+    /// Keeps the file for the session and posts a message with its caption and a download
+    /// link (`<path>/files/<id>`, served to that session only).
+    async fn send_file(
+        &self,
+        key: &ConversationKey,
+        file: &OutboundFile,
+    ) -> Result<MessageRef, FileError> {
+        let session = self
+            .session(key)
+            .map_err(|e| FileError::Fatal(e.to_string()))?;
+        let files = self.hub.files.as_ref().ok_or(FileError::Unsupported)?;
+        let stored = files
+            .put(session, &file.name, file.mime.as_deref(), &file.bytes)
+            .await
+            .map_err(|e| FileError::Transient(format!("could not keep the file: {e}")))?;
+        let meta = files.meta(&stored).await;
+        let link = FileLink {
+            id: stored,
+            name: meta.map_or_else(|| file.name.clone(), |m| m.name),
+            size: file.bytes.len() as u64,
+        };
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let message = Message::new(id.clone(), Role::Bot, file.caption.clone(), Vec::new())
+            .with_files(vec![link]);
+        let keep = self.hub.config.history_messages;
+        self.hub.with(session, |s| s.push(message, keep)).await;
+        Ok(MessageRef::new(id))
     }
 
     async fn send(

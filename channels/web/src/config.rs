@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 use switchboard_channel::settings::{collect, expanded};
 use switchboard_channel::{
-    AccessRules, BuildError, Channel, ChannelSettings, HttpRoute, Redactor, Secret, SettingsError,
-    Site,
+    AccessRules, BuildError, Channel, ChannelSettings, DEFAULT_MAX_ATTACHMENT_BYTES, HttpRoute,
+    Redactor, Secret, SettingsError, Site,
 };
 
 /// Default longest message a person may type, in characters.
@@ -44,8 +44,12 @@ pub struct WebConfig {
     pub max_messages_per_minute: u32,
     /// Messages kept per session for reloads and reconnects (oldest dropped first).
     pub history_messages: usize,
-    /// Directory where each session's messages are saved as JSON so they survive a restart;
-    /// `None` keeps them in memory only. Not a config key: [`ChannelSettings::build`] sets
+    /// Largest file a person may upload (`POST <path>/upload`), in bytes; larger gets 413.
+    /// This limit replaces the gateway's request-body limit on that route only.
+    pub max_attachment_bytes: u64,
+    /// Directory where each session's messages are saved as JSON so they survive a restart,
+    /// and files moved both ways are kept (in `files/`); `None` keeps messages in memory only
+    /// and refuses uploads. Not a config key: [`ChannelSettings::build`] sets
     /// it to `<data_dir>/web/<name>`.
     #[serde(skip)]
     pub history_dir: Option<PathBuf>,
@@ -75,6 +79,7 @@ impl Default for WebConfig {
             max_message_chars: DEFAULT_MAX_MESSAGE_CHARS,
             max_messages_per_minute: DEFAULT_MAX_MESSAGES_PER_MINUTE,
             history_messages: DEFAULT_HISTORY_MESSAGES,
+            max_attachment_bytes: DEFAULT_MAX_ATTACHMENT_BYTES,
             history_dir: None,
             redactor: Redactor::default(),
             token_file: None,
@@ -136,6 +141,7 @@ impl WebConfig {
             ("max_message_chars", self.max_message_chars == 0),
             ("max_messages_per_minute", self.max_messages_per_minute == 0),
             ("history_messages", self.history_messages == 0),
+            ("max_attachment_bytes", self.max_attachment_bytes == 0),
         ];
         for (key, _) in limits.into_iter().filter(|(_, is_zero)| *is_zero) {
             errors.push(SettingsError::new(key, "must be at least 1"));
@@ -350,6 +356,8 @@ mod tests {
                 "/chat/app.js",
                 "/chat/app.css",
                 "/chat/ws",
+                "/chat/upload",
+                "/chat/files/{id}",
                 "/chat"
             ]
         );

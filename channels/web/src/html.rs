@@ -1,8 +1,12 @@
 //! Message text → the HTML fragment the page inserts. Everything is rendered here on the
 //! server: the agent's markdown through the shared safe renderer, its leading progress lines
-//! (⏳ ✅ ❌) as their own block, and the person's own text escaped verbatim.
+//! (⏳ ✅ ❌) as their own block, the person's own text escaped verbatim, and a message's
+//! files as download links.
 
-use switchboard_channel::{Target, render};
+use switchboard_channel::{Target, human_size, render};
+
+use crate::files::valid_file_id;
+use crate::session::FileLink;
 
 /// The first characters of a progress line the draft renderer puts above an answer.
 const PROGRESS_MARKS: [char; 3] = ['⏳', '✅', '❌'];
@@ -45,6 +49,28 @@ pub(crate) fn user_html(text: &str) -> String {
     out.push_str("<p class=\"typed\">");
     escape_into(&mut out, text);
     out.push_str("</p>");
+    out
+}
+
+/// Download links for a message's files (relative to the page, so `files/<id>` resolves
+/// under its path); empty without files. Ids are checked, names escaped.
+pub(crate) fn files_html(files: &[FileLink]) -> String {
+    let mut out = String::new();
+    let links: Vec<&FileLink> = files.iter().filter(|f| valid_file_id(&f.id)).collect();
+    if links.is_empty() {
+        return out;
+    }
+    out.push_str("<ul class=\"files\">");
+    for file in links {
+        out.push_str("<li><a class=\"file\" href=\"files/");
+        out.push_str(&file.id);
+        out.push_str("\" download>📎 ");
+        escape_into(&mut out, &file.name);
+        out.push_str("</a> <span class=\"size\">");
+        out.push_str(&human_size(file.size));
+        out.push_str("</span></li>");
+    }
+    out.push_str("</ul>");
     out
 }
 
@@ -96,6 +122,28 @@ mod tests {
             html.contains("&lt;img src=x onerror=alert(1)&gt;"),
             "{html}"
         );
+    }
+
+    #[test]
+    fn file_links_escape_names_and_skip_malformed_ids() {
+        let files = [
+            FileLink {
+                id: "0123456789abcdef0123456789abcdef".into(),
+                name: "<b>a</b>.csv".into(),
+                size: 1536,
+            },
+            FileLink {
+                id: "../secret".into(),
+                name: "x".into(),
+                size: 1,
+            },
+        ];
+        assert_eq!(
+            files_html(&files),
+            "<ul class=\"files\"><li><a class=\"file\" href=\"files/0123456789abcdef0123456789abcdef\" \
+             download>📎 &lt;b&gt;a&lt;/b&gt;.csv</a> <span class=\"size\">1.5 KB</span></li></ul>"
+        );
+        assert_eq!(files_html(&files[1..]), "");
     }
 
     #[test]

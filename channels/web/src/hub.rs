@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::WebConfig;
+use crate::files::Files;
 use crate::persist::Store;
 use crate::session::{Session, Socket};
 use crate::token::Gate;
@@ -33,6 +34,8 @@ pub(crate) struct Hub {
     /// A std Mutex: held for in-memory updates only, never across an await.
     sessions: Mutex<HashMap<String, Session>>,
     store: Option<Store>,
+    /// Uploads and files the agent sent, under `<history_dir>/files`; `None` without one.
+    pub(crate) files: Option<Files>,
     next_socket: AtomicU64,
 }
 
@@ -49,12 +52,16 @@ impl Hub {
             .history_dir
             .clone()
             .map(|dir| Store::new(dir, config.redactor.clone()));
+        let files = (config.history_dir)
+            .as_ref()
+            .map(|dir| Files::new(dir.join("files")));
         Self {
             name: name.to_owned(),
             config,
             gate,
             sessions: Mutex::new(HashMap::new()),
             store,
+            files,
             next_socket: AtomicU64::new(1),
         }
     }

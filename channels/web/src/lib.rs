@@ -7,6 +7,9 @@
 //!   address without an access token).
 //! - `routes`: the page, its script and style (embedded with `include_str!`), and the socket
 //!   upgrade; `auth` holds the token, origin and session cookie checks they use.
+//! - `upload` and `files`: `POST <path>/upload` (outside the gateway's body limit, with
+//!   its own `max_attachment_bytes`) and `GET <path>/files/<id>`; files kept under
+//!   `<history_dir>/files` for the core's `download` and the agent's `send_file`.
 //! - `socket`: one tab's connection: frames in (size, rate and button checks, then the
 //!   sink), the session's changes out.
 //! - `protocol`: the JSON frames both ways and the close codes.
@@ -25,6 +28,7 @@
 mod auth;
 pub mod channel;
 pub mod config;
+mod files;
 mod html;
 mod hub;
 mod persist;
@@ -33,6 +37,7 @@ mod routes;
 mod session;
 mod socket;
 pub mod token;
+mod upload;
 
 pub use channel::{MAX_MESSAGE_CHARS, WebChannel};
 pub use config::{

@@ -1,9 +1,11 @@
-//! The JSON frames on the chat socket. Client → server: `message` and `button`, each with a
-//! client-made id so a resend after a reconnect is recognised. Server → client: `sync` (the
+//! The JSON frames on the chat socket. Client → server: `message` (with the ids of any files
+//! uploaded for it) and `button`, each with a client-made id so a resend after a reconnect is recognised. Server → client: `sync` (the
 //! session's messages, on connect), `send`/`edit`/`delete`, `ack`, `refused` and `typing`.
 
 use serde::{Deserialize, Serialize};
 use switchboard_channel::Button;
+
+use crate::files::valid_file_id;
 
 /// Close code for a frame that breaks the protocol or the rate limit.
 pub const CLOSE_POLICY: u16 = 1008;
@@ -13,6 +15,8 @@ pub const CLOSE_TOO_BIG: u16 = 1009;
 pub const CLOSE_TRY_AGAIN: u16 = 1013;
 /// Longest client id accepted.
 const MAX_ID_LEN: usize = 64;
+/// Most files one message may carry.
+pub(crate) const MAX_FILES: usize = 10;
 
 /// A frame from the browser.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -22,8 +26,11 @@ pub(crate) enum ClientFrame {
     Message {
         /// Client-made unique id (a uuid), reused when the message is resent.
         id: String,
-        /// What they typed.
+        /// What they typed (may be empty when files come with it).
         text: String,
+        /// Ids of files uploaded before (`POST <path>/upload`) that come with the message.
+        #[serde(default)]
+        files: Vec<String>,
     },
     /// The person pressed a button under a message.
     Button {
@@ -83,7 +90,14 @@ pub(crate) fn parse(frame: &str, max_chars: usize) -> Result<ClientFrame, Violat
     let parsed: ClientFrame = serde_json::from_str(frame)
         .map_err(|e| Violation::policy(format!("bad frame: {}", truncate(&e.to_string(), 80))))?;
     let (id, text_len) = match &parsed {
-        ClientFrame::Message { id, text } => (id, text.chars().count()),
+        ClientFrame::Message { id, text, files } => {
+            if files.len() > MAX_FILES || !files.iter().all(|f| valid_file_id(f)) {
+                return Err(Violation::policy(format!(
+                    "bad frame: at most {MAX_FILES} file ids, each 32 of 0-9 a-f"
+                )));
+            }
+            (id, text.chars().count())
+        }
         ClientFrame::Button { id, payload, .. } => (id, payload.chars().count()),
     };
     if !valid_id(id) {
@@ -179,7 +193,8 @@ mod tests {
             parse(r#"{"type":"message","id":"a-1","text":"hi"}"#, 10),
             Ok(ClientFrame::Message {
                 id: "a-1".into(),
-                text: "hi".into()
+                text: "hi".into(),
+                files: Vec::new(),
             })
         );
         assert_eq!(
@@ -204,6 +219,7 @@ mod tests {
             r#"{"type":"message","id":"a","text":"x","extra":1}"#,
             r#"{"type":"message","id":"","text":"x"}"#,
             r#"{"type":"message","id":"<img>","text":"x"}"#,
+            r#"{"type":"message","id":"a","text":"x","files":["../x"]}"#,
         ] {
             let err = parse(frame, 100).unwrap_err();
             assert_eq!(err.code, CLOSE_POLICY, "{frame}");

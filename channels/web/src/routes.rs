@@ -1,6 +1,7 @@
 //! The channel's HTTP surface under its `path`: the page (`<path>/`), its script and style
 //! (embedded in the binary, no build step, no CDN), and the socket (`<path>/ws`). The page
-//! sets the session cookie; the socket checks origin, token and session before upgrading.
+//! sets the session cookie; the socket checks origin, token and session before upgrading
+//! ([`admit`], which the upload and download routes in `upload` use too).
 
 use std::sync::Arc;
 
@@ -44,22 +45,25 @@ struct RouteState {
 
 /// `?token=` on the page or socket URL.
 #[derive(Deserialize)]
-struct TokenQuery {
+pub(crate) struct TokenQuery {
     token: Option<String>,
 }
 
-fn query_token(query: Result<Query<TokenQuery>, QueryRejection>) -> Option<String> {
+pub(crate) fn query_token(query: Result<Query<TokenQuery>, QueryRejection>) -> Option<String> {
     query.ok().and_then(|Query(q)| q.token)
 }
 
 /// Every path the channel mounts under `base`: the page, its script, its style, the socket,
-/// and (below the root) the path without its slash, which redirects to the page.
+/// the upload and file download routes (mounted by `files_routes`, outside the gateway's
+/// body limit), and (below the root) the path without its slash, which redirects to the page.
 pub(crate) fn paths(base: &str) -> Vec<String> {
     let mut paths = vec![
         base.to_owned(),
         format!("{base}app.js"),
         format!("{base}app.css"),
         format!("{base}ws"),
+        format!("{base}upload"),
+        format!("{base}files/{{id}}"),
     ];
     if base != "/" {
         paths.push(base.trim_end_matches('/').to_owned());
@@ -79,7 +83,7 @@ pub(crate) fn router(
         .route(&paths[1], get(script))
         .route(&paths[2], get(style))
         .route(&paths[3], get(upgrade));
-    if let Some(bare) = paths.get(4) {
+    if let Some(bare) = paths.get(6) {
         router = router.route(bare, get(to_base));
     }
     router.with_state(RouteState { hub, sink, closing })
@@ -203,6 +207,32 @@ fn is_https(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.eq_ignore_ascii_case("https"))
 }
 
+/// The checks every request of a session passes (the socket, an upload, a file download):
+/// the `Host` (without a token), the access token, the `Origin`, and the session cookie.
+/// `Ok` holds the session id; `Err` the refusal to send.
+pub(crate) fn admit(
+    hub: &Hub,
+    headers: &HeaderMap,
+    token: Option<&str>,
+) -> Result<String, Response> {
+    if let Some(refused) = foreign_host(hub, headers) {
+        return Err(refused);
+    }
+    if !auth::has_token(&hub.gate.expected(), token, headers, &hub.name) {
+        return Err((StatusCode::UNAUTHORIZED, "missing or wrong access token").into_response());
+    }
+    if !auth::origin_allowed(headers, &hub.config.allowed_origins) {
+        return Err((StatusCode::FORBIDDEN, "origin not allowed").into_response());
+    }
+    auth::session_from(headers, &hub.name).ok_or_else(|| {
+        (
+            StatusCode::BAD_REQUEST,
+            "no session cookie: load the chat page first",
+        )
+            .into_response()
+    })
+}
+
 async fn upgrade(
     State(state): State<RouteState>,
     headers: HeaderMap,
@@ -210,22 +240,9 @@ async fn upgrade(
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     let hub = &state.hub;
-    if let Some(refused) = foreign_host(hub, &headers) {
-        return refused;
-    }
-    let token = query_token(query);
-    if !auth::has_token(&hub.gate.expected(), token.as_deref(), &headers, &hub.name) {
-        return (StatusCode::UNAUTHORIZED, "missing or wrong access token").into_response();
-    }
-    if !auth::origin_allowed(&headers, &hub.config.allowed_origins) {
-        return (StatusCode::FORBIDDEN, "origin not allowed").into_response();
-    }
-    let Some(session) = auth::session_from(&headers, &hub.name) else {
-        return (
-            StatusCode::BAD_REQUEST,
-            "no session cookie: load the chat page first",
-        )
-            .into_response();
+    let session = match admit(hub, &headers, query_token(query).as_deref()) {
+        Ok(session) => session,
+        Err(refused) => return refused,
     };
     let ws = match ws {
         Ok(ws) => ws,

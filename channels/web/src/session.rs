@@ -29,8 +29,23 @@ pub(crate) struct Message {
     pub(crate) buttons: Vec<Button>,
     #[serde(default)]
     pub(crate) notice: Option<String>,
+    /// Files that came with the message (a person's uploads, a file the agent sent), shown
+    /// as download links under its text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) files: Vec<FileLink>,
     #[serde(skip)]
     pub(crate) html: String,
+}
+
+/// A stored file a message links to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct FileLink {
+    /// The file's id (`<path>/files/<id>` serves it).
+    pub(crate) id: String,
+    /// Its name as shown.
+    pub(crate) name: String,
+    /// Its size in bytes.
+    pub(crate) size: u64,
 }
 
 impl Message {
@@ -42,18 +57,28 @@ impl Message {
             text,
             buttons,
             notice: None,
+            files: Vec::new(),
             html: String::new(),
         };
         message.rerender();
         message
     }
 
+    /// The message with download links to `files` under its text.
+    pub(crate) fn with_files(mut self, files: Vec<FileLink>) -> Self {
+        self.files = files;
+        self.rerender();
+        self
+    }
+
     /// Derive the HTML from the text (after loading, or after an edit).
     pub(crate) fn rerender(&mut self) {
         self.html = match self.role {
+            Role::User if self.text.is_empty() => String::new(),
             Role::User => html::user_html(&self.text),
             Role::Bot => html::bot_html(&self.text),
         };
+        self.html.push_str(&html::files_html(&self.files));
     }
 
     pub(crate) fn view(&self) -> MessageView<'_> {

@@ -1,5 +1,6 @@
 //! One open tab: a WebSocket that first receives its session's messages (`sync`), then
-//! every change, and whose `message`/`button` frames are checked (size, rate, known button),
+//! every change, and whose `message`/`button` frames are checked (size, rate, known button,
+//! files uploaded by this session),
 //! recorded, stored through the sink and only then acknowledged. A frame that breaks the
 //! rules closes the socket with 1008/1009 and a reason the page shows.
 
@@ -8,19 +9,22 @@ use std::sync::Arc;
 use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket};
 use futures::{SinkExt, StreamExt};
 use switchboard_channel::{
-    ButtonPress, ChannelEvent, ConversationKey, EventSink, Inbound, MessageRef, UserRef,
+    Attachment, ButtonPress, ChannelEvent, ConversationKey, EventSink, Inbound, MessageRef,
+    UserRef,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::Hub;
 use crate::protocol::{self, ClientFrame, Role, ServerFrame, Violation};
-use crate::session::Message;
+use crate::session::{FileLink, Message};
 
 /// Close code when the gateway shuts down; the page reconnects to its successor.
 const CLOSE_GOING_AWAY: u16 = 1001;
 /// The reason a refused button press shows.
 const STALE_BUTTON: &str = "This button is no longer active.";
+/// The reason a message naming an unknown upload shows.
+const FILE_GONE: &str = "An attached file is no longer available; attach it again.";
 
 /// Serve one upgraded socket of session `session` until either side closes it.
 pub(crate) async fn run(
@@ -104,18 +108,21 @@ impl Conn {
     async fn handle(&mut self, text: &str) -> Result<String, Violation> {
         let frame = protocol::parse(text, self.hub.config.max_message_chars)?;
         let (id, verdict, event) = match frame {
-            ClientFrame::Message { id, text } if text.trim().is_empty() => {
+            ClientFrame::Message { id, text, files } if text.trim().is_empty() && files.is_empty() => {
                 return Ok(refused(&id, "Empty message."));
             }
-            ClientFrame::Message { id, text } => {
-                let verdict = self.record_message(&id, &text).await;
+            ClientFrame::Message { id, text, files } => {
+                let Some((attachments, links)) = self.files(&files).await else {
+                    return Ok(refused(&id, FILE_GONE));
+                };
+                let verdict = self.record_message(&id, &text, links).await;
                 let event = ChannelEvent::Message(Inbound {
                     key: self.key(),
                     event_id: self.event_id(&id),
                     user: self.user(),
                     text,
                     place: switchboard_channel::Place::Direct,
-                    attachments: Vec::new(),
+                    attachments,
                 });
                 (id, verdict, event)
             }
@@ -162,8 +169,28 @@ impl Conn {
         Ok(ServerFrame::Ack { id }.to_json())
     }
 
+    /// The attachments (for the core) and links (for the transcript) of uploaded files
+    /// `ids`; `None` when one is not this session's stored file.
+    async fn files(&self, ids: &[String]) -> Option<(Vec<Attachment>, Vec<FileLink>)> {
+        let mut found = (Vec::new(), Vec::new());
+        if ids.is_empty() {
+            return Some(found);
+        }
+        let files = self.hub.files.as_ref()?;
+        for id in ids {
+            let meta = files.meta(id).await.filter(|m| m.session == self.session)?;
+            found.0.push(meta.attachment(id));
+            found.1.push(FileLink {
+                id: id.clone(),
+                name: meta.name,
+                size: meta.size,
+            });
+        }
+        Some(found)
+    }
+
     /// Count, remember and show a typed message (or start a new conversation).
-    async fn record_message(&self, id: &str, text: &str) -> Verdict {
+    async fn record_message(&self, id: &str, text: &str, files: Vec<FileLink>) -> Verdict {
         let config = &self.hub.config;
         let (per_minute, keep, max_chars) = (
             config.max_messages_per_minute,
@@ -171,7 +198,8 @@ impl Conn {
             config.max_message_chars,
         );
         let new_conversation = is_new_command(text);
-        let message = Message::new(format!("u-{id}"), Role::User, text.to_owned(), Vec::new());
+        let message = Message::new(format!("u-{id}"), Role::User, text.to_owned(), Vec::new())
+            .with_files(files);
         self.hub
             .with(&self.session, |s| {
                 if let Err(wait) = s.admit(Instant::now(), per_minute) {

@@ -4,7 +4,7 @@
 //! `target/artifacts/web-chat-midstream.png`.
 
 #[path = "../../browser/driver.rs"]
-mod driver;
+pub(super) mod driver;
 
 use std::time::{Duration, Instant};
 
@@ -102,7 +102,7 @@ fn last_bot(state: &Value) -> String {
         .to_owned()
 }
 
-async fn type_and_send(client: &Client, text: &str) {
+pub(super) async fn type_and_send(client: &Client, text: &str) {
     let input = client.find(Locator::Css("#input")).await.unwrap();
     input.send_keys(text).await.unwrap();
     client

@@ -1,7 +1,9 @@
 // Switchboard web chat client. The server renders every message to safe HTML; this script
 // only places it (upsert by id), adds copy buttons to code blocks and real buttons under
 // messages, and keeps a WebSocket open: it reconnects with backoff and resends the frames the
-// server has not acknowledged, reusing their ids so nothing is stored or shown twice.
+// server has not acknowledged, reusing their ids so nothing is stored or shown twice. Files
+// (the Attach button, or dropped on the chat) are uploaded first, one POST each, shown as
+// chips; the next message names them by the ids the server answered.
 (function () {
   'use strict';
 
@@ -10,6 +12,9 @@
   var statusEl = document.getElementById('status');
   var banner = document.getElementById('banner');
   var typing = document.getElementById('typing');
+  var chips = document.getElementById('chips');
+  var picker = document.getElementById('file');
+  var files = []; // {chip, name, id (once uploaded), failed}
   var nodes = new Map(); // message id -> element
   var pending = new Map(); // client frame id -> frame not yet acknowledged
   var presses = new Map(); // button press id -> id of the message carrying the button
@@ -211,8 +216,70 @@
     transmit(frame);
   }
 
+  function renderChips() {
+    chips.hidden = files.length === 0;
+  }
+
+  function chip(name) {
+    var el = document.createElement('span');
+    el.className = 'chip uploading';
+    var label = document.createElement('span');
+    label.textContent = '📎 ' + name + ' …';
+    var drop = document.createElement('button');
+    drop.type = 'button';
+    drop.title = 'Remove';
+    drop.textContent = '✕';
+    el.append(label, drop);
+    chips.appendChild(el);
+    return { el: el, label: label, drop: drop };
+  }
+
+  // Upload one file; its chip shows progress, then the name, or the server's one-line refusal.
+  function upload(file) {
+    var c = chip(file.name);
+    var entry = { chip: c.el, name: file.name, id: null, failed: false };
+    files.push(entry);
+    renderChips();
+    c.drop.addEventListener('click', function () {
+      files = files.filter(function (f) { return f !== entry; });
+      c.el.remove();
+      renderChips();
+    });
+    fetch('upload', {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: {
+        'Content-Type': file.type || 'application/octet-stream',
+        'X-File-Name': encodeURIComponent(file.name)
+      },
+      body: file
+    }).then(function (response) {
+      if (response.ok) return response.json();
+      return response.text().then(function (text) { throw new Error(text.trim() || ('HTTP ' + response.status)); });
+    }).then(function (answer) {
+      entry.id = answer.id;
+      c.el.classList.remove('uploading');
+      c.label.textContent = '📎 ' + answer.name;
+    }, function (error) {
+      entry.failed = true;
+      c.el.classList.remove('uploading');
+      c.el.classList.add('failed');
+      c.label.textContent = '📎 ' + file.name + ': ' + error.message;
+      showBanner(file.name + ': ' + error.message);
+    });
+  }
+
+  function addFiles(list) {
+    Array.prototype.forEach.call(list, upload);
+  }
+
   function sendText(text) {
-    if (!text.trim()) return false;
+    if (files.some(function (f) { return !f.id && !f.failed; })) {
+      showBanner('Wait until the files are uploaded.');
+      return false;
+    }
+    var ready = files.filter(function (f) { return f.id; });
+    if (!text.trim() && !ready.length) return false;
     var length = Array.from(text).length;
     if (length > maxChars) {
       showBanner('Message too long: ' + length + ' characters, the limit is ' + maxChars + '.');
@@ -220,6 +287,10 @@
     }
     banner.hidden = true;
     var frame = { type: 'message', id: uuid(), text: text };
+    if (ready.length) frame.files = ready.map(function (f) { return f.id; });
+    files.forEach(function (f) { f.chip.remove(); });
+    files = [];
+    renderChips();
     pending.set(frame.id, frame);
     if (!NEW_COMMAND.test(text)) {
       var el = element('u-' + frame.id, 'user');
@@ -229,7 +300,12 @@
       p.textContent = text;
       var body = document.createElement('div');
       body.className = 'body';
-      body.appendChild(p);
+      if (text) body.appendChild(p);
+      ready.forEach(function (f) {
+        var line = document.createElement('div');
+        line.textContent = '📎 ' + f.name;
+        body.appendChild(line);
+      });
       el.replaceChildren(body);
       log.scrollTop = log.scrollHeight;
     }
@@ -283,6 +359,28 @@
       event.preventDefault();
       if (sendText(input.value)) input.value = '';
     }
+  });
+  document.getElementById('attach').addEventListener('click', function () { picker.click(); });
+  picker.addEventListener('change', function () {
+    addFiles(picker.files);
+    picker.value = '';
+  });
+  var dragDepth = 0;
+  document.addEventListener('dragenter', function (event) {
+    if (!event.dataTransfer || Array.prototype.indexOf.call(event.dataTransfer.types, 'Files') < 0) return;
+    dragDepth += 1;
+    document.body.classList.add('dropping');
+  });
+  document.addEventListener('dragleave', function () {
+    dragDepth = Math.max(0, dragDepth - 1);
+    if (!dragDepth) document.body.classList.remove('dropping');
+  });
+  document.addEventListener('dragover', function (event) { event.preventDefault(); });
+  document.addEventListener('drop', function (event) {
+    event.preventDefault();
+    dragDepth = 0;
+    document.body.classList.remove('dropping');
+    if (event.dataTransfer && event.dataTransfer.files.length) addFiles(event.dataTransfer.files);
   });
   document.getElementById('stop').addEventListener('click', function () { sendText('/stop'); });
   document.getElementById('new').addEventListener('click', function () { sendText('/new'); });
