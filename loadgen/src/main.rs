@@ -84,6 +84,10 @@ struct Args {
     /// Streaming: characters in the streamed answer.
     #[arg(long, default_value_t = 2_000)]
     stream_chars: usize,
+    /// The gateway's `[streaming] first_send_hold_ms` (0 = no hold, as before #19); unset
+    /// keeps its default.
+    #[arg(long)]
+    first_send_hold_ms: Option<u64>,
     /// Short answer: private chats, one short answer each.
     #[arg(long, default_value_t = 50)]
     short_answer_chats: usize,
@@ -144,6 +148,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             idle_secs: 300,
             rust_log: args.rust_log.clone(),
             telegram: true,
+            first_send_hold_ms: args.first_send_hold_ms,
         },
         settings: args.settings(),
         client: reqwest::Client::new(),

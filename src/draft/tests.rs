@@ -17,12 +17,7 @@ use crate::policy::Decision;
 const HOLD: Duration = Duration::from_millis(400);
 
 /// A Telegram-like chat (one edit a second) and a draft over it; events go into the sender.
-fn start(
-    fake: &Arc<FakeChannel>,
-) -> (
-    mpsc::UnboundedSender<AgentEvent>,
-    JoinHandle<DraftOutcome>,
-) {
+fn start(fake: &Arc<FakeChannel>) -> (mpsc::UnboundedSender<AgentEvent>, JoinHandle<DraftOutcome>) {
     let channel: Arc<dyn Channel> = fake.clone();
     let settings = DraftSettings {
         chunk_min_chars: 80,
@@ -67,7 +62,10 @@ async fn a_short_answer_streamed_within_the_hold_is_one_send_with_the_full_text(
     assert_eq!(writes.len(), 1, "{writes:#?}");
     assert_eq!(writes[0].op, Op::Send);
     assert_eq!(writes[0].text, "You said: message received.");
-    assert!(writes[0].at - t0 < HOLD, "sent when the answer ended, not after the hold");
+    assert!(
+        writes[0].at - t0 < HOLD,
+        "sent when the answer ended, not after the hold"
+    );
     assert_eq!((outcome.sends, outcome.edits), (1, 0));
 }
 
@@ -89,8 +87,12 @@ async fn a_long_answer_is_sent_at_the_chunk_threshold_before_the_hold_ends() {
     assert!(shown.chars().count() >= 80, "{shown:?}");
     assert!(format!("{}{}", "a".repeat(50), "b".repeat(40)).starts_with(shown.as_str()));
     assert!(writes[0].at - t0 < Duration::from_millis(150));
-    tx.send(AgentEvent::Final(format!("{}{}", "a".repeat(50), "b".repeat(40))))
-        .unwrap();
+    tx.send(AgentEvent::Final(format!(
+        "{}{}",
+        "a".repeat(50),
+        "b".repeat(40)
+    )))
+    .unwrap();
     task.await.unwrap();
 }
 
