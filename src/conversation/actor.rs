@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Deps, Registry, turn};
 use crate::cluster::Held;
 use crate::profile::Active;
-use crate::store::{Approval, Durable};
+use crate::store::{Approval, Durable, InboxRow, StoreError};
 
 /// An event claimed this often without finishing (it crashed the process each time) is
 /// given up on rather than crashing it forever.
@@ -143,24 +143,9 @@ async fn claim_and_run(
     let epoch = held.map_or(0, Held::epoch);
     let mut store_failures = 0u32;
     while !deps.lifecycle.draining().is_cancelled() && held.is_none_or(Held::trusted) {
-        // While a turn waits for an approval, only control events (buttons, /stop,
-        // /approve, /deny) are taken; messages wait behind it in order.
-        // A failure of either read is retried below like any claim failure, so a database
-        // that is briefly away does not leave the conversation waiting for the sweep.
-        let claimed = match deps.store.pending_approval(key).await {
-            Ok(pending) => {
-                let waiting = pending.is_some();
-                if let Some(approval) = pending.filter(|a| a.prompt_ref.is_none()) {
-                    let post = post_unseen(deps, key, &approval);
-                    if while_trusted(held, post).await.is_none() {
-                        return;
-                    }
-                }
-                let store = deps.store.as_ref();
-                deps.lifecycle.claim(store, key, waiting, epoch).await
-            }
-            Err(err) => Err(err),
-        };
+        // A failure is retried below, so a database that is briefly away does not leave
+        // the conversation waiting for the sweep.
+        let claimed = claim_next(deps, key, held).await;
         let row = match claimed {
             Ok(Some(row)) => row,
             Ok(None) => return,
@@ -204,6 +189,30 @@ async fn claim_and_run(
             return;
         }
     }
+}
+
+/// The next event of `key` to run. While a turn waits for an approval, only control events
+/// (buttons, /stop, /approve, /deny) are taken and messages wait behind it in order; a
+/// prompt of that approval nobody has seen is posted first (`Ok(None)` if the lease lapses
+/// meanwhile).
+async fn claim_next(
+    deps: &Deps,
+    key: &ConversationKey,
+    held: Option<&Held>,
+) -> Result<Option<InboxRow>, StoreError> {
+    let pending = deps.store.pending_approval(key).await?;
+    let waiting = pending.is_some();
+    if let Some(approval) = pending.filter(|a| a.prompt_ref.is_none())
+        && while_trusted(held, post_unseen(deps, key, &approval))
+            .await
+            .is_none()
+    {
+        return Ok(None);
+    }
+    let epoch = held.map_or(0, Held::epoch);
+    deps.lifecycle
+        .claim(deps.store.as_ref(), key, waiting, epoch)
+        .await
 }
 
 /// Post the prompt of `approval` (pending in `key`) that its turn stored but nobody has
