@@ -37,9 +37,11 @@ pub use vision::{MAX_IMAGES, MAX_PIXELS, image_part};
 pub struct Received {
     /// The user message for the model: the text, then one line per file.
     pub text: String,
-    /// Short lines for the person: a voice note's transcript, a file that could not be
-    /// received.
+    /// Short lines for the person: a file that could not be received, a voice note that
+    /// could not be transcribed.
     pub notices: Vec<String>,
+    /// The voice notes' transcripts as one line (`🎤 “…”`), which heads the reply.
+    pub heading: Option<String>,
     /// Workspace paths of the images that were saved (for a vision-capable model).
     pub images: Vec<String>,
 }
@@ -79,7 +81,6 @@ pub async fn receive(
                     match transcribe_saved(config, dir, &path, file).await {
                         Ok(transcript) => {
                             line.insert_str(line.len() - 1, "; transcribed above");
-                            received.notices.push(format!("🎤 “{transcript}”"));
                             transcripts.push(transcript);
                         }
                         Err(reason) => {
@@ -104,6 +105,10 @@ pub async fn receive(
         }
     }
     received.text = compose(&inbound.text, &transcripts, &lines);
+    if !transcripts.is_empty() {
+        let quoted: Vec<String> = transcripts.iter().map(|t| format!("“{t}”")).collect();
+        received.heading = Some(format!("🎤 {}", quoted.join(" ")));
+    }
     received
 }
 

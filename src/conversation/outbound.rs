@@ -84,7 +84,9 @@ impl Channels {
         let mut routes = ChannelRoutes::default();
         for channel in &self.0 {
             routes.limited.extend(channel.routes(Arc::clone(sink)));
-            routes.uploads.extend(channel.upload_routes(Arc::clone(sink)));
+            routes
+                .uploads
+                .extend(channel.upload_routes(Arc::clone(sink)));
             let (channel, sink, stop) = (
                 Arc::clone(channel),
                 Arc::clone(sink),

@@ -34,7 +34,7 @@ impl Draft {
             && !self
                 .shown
                 .starts_with(&self.under_plan(&self.progress_text()));
-        let plan_changed = !self.shown.starts_with(&self.plan_text());
+        let plan_changed = !self.shown.starts_with(&self.top_text());
         if grown < self.settings.chunk_min_chars && !progress_changed && !plan_changed {
             return None;
         }

@@ -81,6 +81,8 @@ pub struct Draft {
     out: DraftOutcome,
     /// Nothing reaches the chat unscrubbed.
     scrubber: Arc<Scrubber>,
+    /// A line above everything else (a voice note's transcript), set by [`Draft::headed`].
+    heading: Option<String>,
     /// Buttons for the last message of the final answer.
     buttons: Vec<Button>,
     /// The chat's shared send/edit budget.
@@ -120,6 +122,7 @@ impl Draft {
                 ..DraftOutcome::default()
             },
             scrubber: Arc::clone(&DEFAULT_SCRUBBER),
+            heading: None,
             buttons: Vec::new(),
             governor: None,
             // Small enough for any JSON integer parser on the platform side.
@@ -137,6 +140,14 @@ impl Draft {
     /// Attach `buttons` to the last message of the final answer.
     pub fn with_buttons(mut self, buttons: Vec<Button>) -> Self {
         self.buttons = buttons;
+        self
+    }
+
+    /// Head the answer with `line` (a voice note's transcript), in every update and in the
+    /// final answer's first message: one message, not a notice before it. Scrubbed like the
+    /// answer.
+    pub fn headed(mut self, line: &str) -> Self {
+        self.heading = Some(self.scrubber.scrub(line).into_owned());
         self
     }
 
@@ -258,9 +269,18 @@ impl Draft {
         text
     }
 
-    /// `body` under the plan (when there is one).
+    /// What heads every update: the heading line (when set), then the plan (when there is one).
+    pub(super) fn top_text(&self) -> String {
+        match (&self.heading, self.plan_text()) {
+            (None, plan) => plan,
+            (Some(heading), plan) if plan.is_empty() => heading.clone(),
+            (Some(heading), plan) => format!("{heading}\n\n{plan}"),
+        }
+    }
+
+    /// `body` under the heading and the plan (when there are).
     pub(super) fn under_plan(&self, body: &str) -> String {
-        match self.plan_text() {
+        match self.top_text() {
             plan if plan.is_empty() => body.to_owned(),
             plan if body.trim().is_empty() => plan,
             plan => format!("{plan}\n\n{body}"),

@@ -3,6 +3,7 @@
 //! `browser` drives the page in headless Chromium.
 
 mod browser;
+mod browser_files;
 mod files;
 mod first_run;
 mod host;

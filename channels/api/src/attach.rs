@@ -208,7 +208,6 @@ mod tests {
         assert_eq!(human_size(3 * 1024 * 1024), "3.0 MB");
     }
 
-
     #[test]
     fn an_attachment_round_trips_through_json_with_optional_fields_defaulted() {
         let json = serde_json::json!({ "kind": "voice", "id": "f1", "name": "voice.ogg" });

@@ -30,8 +30,8 @@ pub mod types;
 
 pub use access::{AccessRules, DmPolicy, GroupPolicy, Place};
 pub use attach::{
-    human_size,
-    Attachment, AttachmentKind, DEFAULT_MAX_ATTACHMENT_BYTES, FileError, OutboundFile, read_capped,
+    Attachment, AttachmentKind, DEFAULT_MAX_ATTACHMENT_BYTES, FileError, OutboundFile, human_size,
+    read_capped,
 };
 pub use channel::{Channel, ChannelError, Delivery, EventSink, Health, Limits, SinkError};
 pub use ids::{BadId, check_id, check_key};

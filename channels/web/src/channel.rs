@@ -124,7 +124,10 @@ impl Channel for WebChannel {
     /// Reads an upload kept under the channel's data directory (a restart keeps it).
     async fn download(&self, file: &Attachment, max_bytes: u64) -> Result<Vec<u8>, FileError> {
         let files = self.hub.files.as_ref().ok_or(FileError::Unsupported)?;
-        files.read(&file.id, max_bytes).await.map(|(_, bytes)| bytes)
+        files
+            .read(&file.id, max_bytes)
+            .await
+            .map(|(_, bytes)| bytes)
     }
 
     /// Keeps the file for the session and posts a message with its caption and a download

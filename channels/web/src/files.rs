@@ -102,15 +102,23 @@ impl Files {
     }
 
     /// File `id`'s metadata and bytes, refused above `max_bytes`.
-    pub(crate) async fn read(&self, id: &str, max_bytes: u64) -> Result<(FileMeta, Vec<u8>), FileError> {
+    pub(crate) async fn read(
+        &self,
+        id: &str,
+        max_bytes: u64,
+    ) -> Result<(FileMeta, Vec<u8>), FileError> {
         let meta = (self.meta(id).await).ok_or_else(|| FileError::Gone(format!("no file {id}")))?;
         if meta.size > max_bytes {
             return Err(FileError::TooLarge { limit: max_bytes });
         }
         match tokio::fs::read(self.dir.join(id)).await {
-            Ok(bytes) if bytes.len() as u64 > max_bytes => Err(FileError::TooLarge { limit: max_bytes }),
+            Ok(bytes) if bytes.len() as u64 > max_bytes => {
+                Err(FileError::TooLarge { limit: max_bytes })
+            }
             Ok(bytes) => Ok((meta, bytes)),
-            Err(e) if e.kind() == ErrorKind::NotFound => Err(FileError::Gone(format!("no file {id}"))),
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                Err(FileError::Gone(format!("no file {id}")))
+            }
             Err(e) => Err(FileError::Transient(e.to_string())),
         }
     }
@@ -211,7 +219,12 @@ mod tests {
         let files = Files::new(dir.path().join("files"));
         let bytes: Vec<u8> = (0..=255u8).cycle().take(5000).collect();
         let id = files
-            .put(SESSION, "a\u{7}/b.csv", Some("text/csv; charset=utf-8"), &bytes)
+            .put(
+                SESSION,
+                "a\u{7}/b.csv",
+                Some("text/csv; charset=utf-8"),
+                &bytes,
+            )
             .await
             .unwrap();
         assert!(valid_file_id(&id));
@@ -234,7 +247,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let files = Files::new(dir.path().to_owned());
         for id in ["../../etc/passwd", "0123456789abcdef0123456789abcdef", ""] {
-            assert!(matches!(files.read(id, 10).await, Err(FileError::Gone(_))), "{id}");
+            assert!(
+                matches!(files.read(id, 10).await, Err(FileError::Gone(_))),
+                "{id}"
+            );
         }
     }
 

@@ -9,8 +9,7 @@ use std::sync::Arc;
 use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket};
 use futures::{SinkExt, StreamExt};
 use switchboard_channel::{
-    Attachment, ButtonPress, ChannelEvent, ConversationKey, EventSink, Inbound, MessageRef,
-    UserRef,
+    Attachment, ButtonPress, ChannelEvent, ConversationKey, EventSink, Inbound, MessageRef, UserRef,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -108,7 +107,9 @@ impl Conn {
     async fn handle(&mut self, text: &str) -> Result<String, Violation> {
         let frame = protocol::parse(text, self.hub.config.max_message_chars)?;
         let (id, verdict, event) = match frame {
-            ClientFrame::Message { id, text, files } if text.trim().is_empty() && files.is_empty() => {
+            ClientFrame::Message { id, text, files }
+                if text.trim().is_empty() && files.is_empty() =>
+            {
                 return Ok(refused(&id, "Empty message."));
             }
             ClientFrame::Message { id, text, files } => {

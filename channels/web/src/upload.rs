@@ -46,12 +46,7 @@ pub(crate) fn router(hub: Arc<Hub>) -> Router {
 fn refuse(status: StatusCode, text: impl Into<String>) -> Response {
     let mut line = text.into();
     line.push('\n');
-    (
-        status,
-        [(CONTENT_TYPE, "text/plain; charset=utf-8")],
-        line,
-    )
-        .into_response()
+    (status, [(CONTENT_TYPE, "text/plain; charset=utf-8")], line).into_response()
 }
 
 /// The one line a person sees for a file over the limit.

@@ -264,7 +264,7 @@ impl Turn<'_> {
             Some(decided) => {
                 let start = Start::Resume(Box::new(decided.state.suspension), decided.resolution);
                 let requester = &decided.approval.requester;
-                self.run(decided.state.user, requester, start, cancel)
+                self.run(decided.state.user, requester, start, None, cancel)
                     .await?;
                 // The call has run (or was refused): its raw arguments are no longer kept.
                 let id = &decided.approval.id;
@@ -318,8 +318,8 @@ impl Turn<'_> {
                 tracing::warn!(error = %err, "history compaction failed; the turn goes on");
             }
         }
-        let user = if inbound.attachments.is_empty() {
-            ChatMessage::new(Role::User, inbound.text.clone())
+        let (user, heading) = if inbound.attachments.is_empty() {
+            (ChatMessage::new(Role::User, inbound.text.clone()), None)
         } else {
             self.attachments(inbound).await
         };
@@ -327,7 +327,8 @@ impl Turn<'_> {
             .agents
             .context_for(self.active, deps.store.as_ref(), key, &user)
             .await?;
-        self.run(user, &inbound.user.id, Start::Fresh(messages), cancel)
+        let start = Start::Fresh(messages);
+        self.run(user, &inbound.user.id, start, heading, cancel)
             .await?;
         let scope = scope_for(memory, key, &inbound.user.id);
         let clock = deps.lifecycle.clock();
@@ -342,8 +343,9 @@ impl Turn<'_> {
 
 impl Turn<'_> {
     /// Fetch and save the message's files; tell the person about any that failed; return
-    /// the user message the model reads (with its images, for a vision-capable model).
-    async fn attachments(&self, inbound: &Inbound) -> ChatMessage {
+    /// the user message the model reads (with its images, for a vision-capable model) and
+    /// the transcript line that heads the reply, when a voice note was transcribed.
+    async fn attachments(&self, inbound: &Inbound) -> (ChatMessage, Option<String>) {
         let dir = self.deps.agents.workspace_dir(self.key());
         let settings = self.active.settings();
         let transcription = settings.transcription.as_ref();
@@ -356,6 +358,6 @@ impl Turn<'_> {
         if settings.vision {
             user.images = crate::attach::images(&dir, &received.images).await;
         }
-        user
+        (user, received.heading)
     }
 }

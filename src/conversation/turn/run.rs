@@ -43,12 +43,14 @@ impl Turn<'_> {
         )
     }
 
-    /// Run (or resume) the agent with a live draft, then store the outcome.
+    /// Run (or resume) the agent with a live draft (headed by `heading`, a voice note's
+    /// transcript, when there is one), then store the outcome.
     pub(super) async fn run(
         &self,
         user: ChatMessage,
         requester: &str,
         start: Start,
+        heading: Option<String>,
         cancel: CancellationToken,
     ) -> anyhow::Result<()> {
         let deps = self.deps;
@@ -61,6 +63,10 @@ impl Turn<'_> {
         let started = Instant::now();
         deps.metrics.turns.with_label_values(&["started"]).inc();
         let agent_side = self.agent_side(&agent, start, &cancel, tx, (started, requester));
+        let draft = match &heading {
+            Some(line) => self.draft().headed(line),
+            None => self.draft(),
+        };
         let typing = async {
             loop {
                 deps.outbound.typing(self.channel, self.key()).await;
@@ -68,7 +74,7 @@ impl Turn<'_> {
             }
         };
         let (result, drafted) = tokio::select! {
-            both = async { tokio::join!(agent_side, self.draft().drive(rx)) } => both,
+            both = async { tokio::join!(agent_side, draft.drive(rx)) } => both,
             () = typing => unreachable!("the typing loop never ends"),
         };
         log_delivery(&drafted);

@@ -7,7 +7,7 @@ use serde_json::json;
 use switchboard::channels;
 use switchboard::{Gateway, RunningGateway};
 use switchboard_standins::discord::{FAKE_TOKEN, FakeDiscord, FakeUser, IncomingMessage};
-use switchboard_standins::files::{csv, tiny_png};
+use switchboard_standins::files::{csv, pdf_with_text, tiny_png};
 use switchboard_standins::{FakeLlm, Reply};
 
 use super::{binary_bytes, image_url, png_data_url, request_text};
@@ -92,6 +92,35 @@ async fn a_csv_attached_in_a_discord_dm_is_fetched_from_its_url_and_read_by_the_
         "the model read the CSV"
     );
     assert_eq!(app.discord.cdn_downloads(), 1);
+    app.gateway.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_3_mb_pdf_attached_on_discord_is_saved_and_the_model_reads_its_extracted_text() {
+    let app = spawn("").await;
+    let pdf = pdf_with_text("Revenue grew twelve percent", 3 * 1024 * 1024);
+    let file = app.discord.add_file("report.pdf", "application/pdf", &pdf);
+    let id = app
+        .discord
+        .send_message(&IncomingMessage::dm(DM, &bob(), "summarise this").with_attachment(file));
+    let text_path = format!("inbox/m{id}-0-report.pdf.txt");
+    app.llm
+        .push(Reply::tool_call("file_read", json!({ "path": text_path })))
+        .push(Reply::text("It says revenue grew."));
+    wait_texts(&app, |t| t == ["It says revenue grew."]).await;
+    let requests = app.llm.requests();
+    let first = request_text(&requests, 0);
+    assert!(
+        first.contains("report.pdf") && first.contains("3.0 MB") && first.contains(&text_path),
+        "{first}"
+    );
+    assert!(
+        request_text(&requests, 1).contains("Revenue grew twelve percent"),
+        "the PDF's text was read"
+    );
+    let ws = app.dir.path().join(format!("workspaces/discord/{DM}"));
+    let saved = std::fs::read(ws.join(text_path.trim_end_matches(".txt"))).unwrap();
+    assert_eq!(saved, pdf, "the PDF was saved byte for byte");
     app.gateway.shutdown().await;
 }
 

@@ -6,6 +6,7 @@ mod discord;
 mod providers;
 mod slack;
 mod telegram;
+mod telegram_photo;
 
 use serde_json::Value;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 use switchboard::channels;
 use switchboard::{Gateway, RunningGateway};
-use switchboard_standins::files::{csv, tiny_png};
+use switchboard_standins::files::{csv, pdf_with_text, tiny_png};
 use switchboard_standins::slack::{
     FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack, SignedRequest, SlackMessage, dm_event,
 };
@@ -106,6 +106,33 @@ async fn a_csv_shared_in_a_slack_dm_is_fetched_with_the_bot_token_and_read_by_th
         "the model read the CSV"
     );
     assert_eq!(app.slack.file_downloads(), 1);
+    app.gateway.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_3_mb_pdf_shared_in_slack_is_saved_and_the_model_reads_its_extracted_text() {
+    let app = spawn("").await;
+    let pdf = pdf_with_text("Revenue grew twelve percent", 3 * 1024 * 1024);
+    let file = app.slack.add_file("report.pdf", "application/pdf", &pdf);
+    let text_path = "inbox/Ev0TEST0001-0-report.pdf.txt";
+    app.llm
+        .push(Reply::tool_call("file_read", json!({ "path": text_path })))
+        .push(Reply::text("It says revenue grew."));
+    post_dm(&app, "summarise this", vec![file]).await;
+    wait_texts(&app, |t| t == ["It says revenue grew."]).await;
+    let requests = app.llm.requests();
+    let first = request_text(&requests, 0);
+    assert!(
+        first.contains("report.pdf") && first.contains("3.0 MB") && first.contains(text_path),
+        "{first}"
+    );
+    assert!(
+        request_text(&requests, 1).contains("Revenue grew twelve percent"),
+        "the PDF's text was read"
+    );
+    let ws = app.dir.path().join("workspaces/slack/D0TESTDM");
+    let saved = std::fs::read(ws.join(text_path.trim_end_matches(".txt"))).unwrap();
+    assert_eq!(saved, pdf, "the PDF was saved byte for byte");
     app.gateway.shutdown().await;
 }
 

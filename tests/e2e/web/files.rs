@@ -12,7 +12,7 @@ use switchboard_standins::Reply;
 use switchboard_standins::files::csv;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::{Ws, WebApp, connect, json_where, new_session, start, web_config};
+use super::{WebApp, Ws, connect, json_where, new_session, start, web_config};
 use crate::attach::{binary_bytes, inbox_files, request_text};
 use crate::helpers::{Killable, wait_inbox_idle};
 
@@ -111,14 +111,25 @@ async fn an_uploaded_csv_lands_in_the_workspace_and_the_model_reads_it() {
 
 #[tokio::test]
 async fn an_upload_over_its_own_limit_gets_413_and_one_line_while_the_shared_limit_stays_elsewhere()
- {
+{
     let app = WebApp::spawn("max_attachment_bytes = 3145728").await;
     let session = new_session();
     let over = vec![b'x'; 3 * 1024 * 1024 + 1];
-    let response = upload(app.addr(), Some(&session), "big.bin", "application/octet-stream", over, &[]).await;
+    let response = upload(
+        app.addr(),
+        Some(&session),
+        "big.bin",
+        "application/octet-stream",
+        over,
+        &[],
+    )
+    .await;
     assert_eq!(response.status().as_u16(), 413);
     let line = response.text().await.unwrap();
-    assert_eq!(line, "File too large: the limit for files here is 3.0 MB.\n");
+    assert_eq!(
+        line,
+        "File too large: the limit for files here is 3.0 MB.\n"
+    );
 
     // Without a Content-Length the body is counted as it arrives.
     let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
@@ -157,12 +168,19 @@ async fn an_upload_over_its_own_limit_gets_413_and_one_line_while_the_shared_lim
 }
 
 #[tokio::test]
-async fn a_cross_site_or_sessionless_upload_is_refused_and_another_sessions_file_cannot_be_named()
- {
+async fn a_cross_site_or_sessionless_upload_is_refused_and_another_sessions_file_cannot_be_named() {
     let app = WebApp::spawn("").await;
     let session = new_session();
     let foreign = [("origin", "https://evil.example")];
-    let response = upload(app.addr(), Some(&session), "a.csv", "text/csv", csv(), &foreign).await;
+    let response = upload(
+        app.addr(),
+        Some(&session),
+        "a.csv",
+        "text/csv",
+        csv(),
+        &foreign,
+    )
+    .await;
     assert_eq!(response.status().as_u16(), 403);
     let response = upload(app.addr(), None, "a.csv", "text/csv", csv(), &[]).await;
     assert_eq!(response.status().as_u16(), 400);
@@ -201,7 +219,10 @@ async fn send_file_posts_a_download_link_that_serves_the_bytes_intact_to_that_se
     super::say(&mut ws, "m1", "send the patch").await;
     let posted = json_where(&mut ws, |f| is_bot_text(f, "href=\"files/")).await;
     let html = posted["message"]["html"].as_str().unwrap().to_owned();
-    assert!(html.contains("The patch") && html.contains("patch.bin"), "{html}");
+    assert!(
+        html.contains("The patch") && html.contains("patch.bin"),
+        "{html}"
+    );
     let start = html.find("href=\"files/").unwrap() + "href=\"files/".len();
     let id = &html[start..start + 32];
     json_where(&mut ws, |f| is_bot_text(f, "Sent it.")).await;
@@ -215,14 +236,31 @@ async fn send_file_posts_a_download_link_that_serves_the_bytes_intact_to_that_se
         "attachment; filename=\"patch.bin\"; filename*=UTF-8''patch.bin"
     );
     assert_eq!(h["x-content-type-options"], "nosniff");
-    assert!(h["content-security-policy"].to_str().unwrap().starts_with("sandbox"));
-    assert_eq!(response.bytes().await.unwrap().to_vec(), bytes, "every byte arrived");
+    assert!(
+        h["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .starts_with("sandbox")
+    );
+    assert_eq!(
+        response.bytes().await.unwrap().to_vec(),
+        bytes,
+        "every byte arrived"
+    );
 
     let other = get(addr, format!("/files/{id}"), Some(new_session())).await;
-    assert_eq!(other.status().as_u16(), 404, "another session's file is not found");
+    assert_eq!(
+        other.status().as_u16(),
+        404,
+        "another session's file is not found"
+    );
     let none = get(addr, format!("/files/{id}"), None).await;
     assert_eq!(none.status().as_u16(), 400, "no session, no file");
-    for bad in ["0123", "0123456789ABCDEF0123456789ABCDEF", "..%2F..%2Fweb.db"] {
+    for bad in [
+        "0123",
+        "0123456789ABCDEF0123456789ABCDEF",
+        "..%2F..%2Fweb.db",
+    ] {
         let response = get(addr, format!("/files/{bad}"), Some(session.clone())).await;
         assert_eq!(response.status().as_u16(), 404, "{bad}");
     }
@@ -247,11 +285,17 @@ async fn a_restart_between_storing_a_message_with_an_upload_and_saving_its_file_
     json_where(&mut ws, |f| f["type"] == "ack" && f["id"] == "m2").await;
     let deadline = std::time::Instant::now() + crate::helpers::WAIT;
     while llm.requests().is_empty() {
-        assert!(std::time::Instant::now() < deadline, "the first turn never started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first turn never started"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let workspace = dir.path().join("data/workspaces/web").join(&session);
-    assert!(inbox_files(&workspace).is_empty(), "not saved before the restart");
+    assert!(
+        inbox_files(&workspace).is_empty(),
+        "not saved before the restart"
+    );
     first.kill();
 
     llm.push(Reply::text("Hello.")).push(Reply::text("Kept."));
