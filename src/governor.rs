@@ -4,9 +4,11 @@
 //! answer, which waits for a token instead of being dropped. A platform `retry_after`
 //! pauses the whole chat.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use dashmap::DashMap;
+use dashmap::mapref::entry::Entry;
 use switchboard_channel::{ConversationKey, Limits};
 use tokio::time::Instant;
 
@@ -16,12 +18,32 @@ struct Bucket {
     tokens: f64,
     at: Instant,
     paused_until: Option<Instant>,
+    /// Tokens per second, kept so a prune can tell when the bucket is full again.
+    rate: f64,
+    /// The bucket's size.
+    capacity: f64,
 }
+
+impl Bucket {
+    /// Full and not paused at `now`: the same as no bucket at all, so it can be dropped.
+    fn is_spent_out(&self, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.paused_until.is_none_or(|p| p <= now)
+            && self.tokens + elapsed * self.rate >= self.capacity
+    }
+}
+
+/// Chats added between two prunes, at least (the threshold doubles with the map's size, so
+/// pruning stays amortised O(1) per new chat).
+const PRUNE_EVERY: usize = 1024;
 
 /// Per-chat send/edit budgets.
 #[derive(Debug, Default)]
 pub struct Governor {
     buckets: DashMap<(String, String), Bucket>,
+    /// Chats added since the last prune: a bucket of a chat gone quiet is full again and is
+    /// dropped, so the map holds only chats that spent recently (not every chat ever seen).
+    added: AtomicUsize,
 }
 
 fn capacity(limits: &Limits) -> f64 {
@@ -40,15 +62,45 @@ impl Governor {
 
     fn refilled(&self, key: &ConversationKey, limits: &Limits, now: Instant) -> Bucket {
         let id = (key.channel.clone(), key.chat.clone());
-        let mut entry = self.buckets.entry(id).or_insert(Bucket {
+        let fresh = Bucket {
             tokens: capacity(limits),
             at: now,
             paused_until: None,
-        });
-        let elapsed = now.saturating_duration_since(entry.at).as_secs_f64();
-        entry.tokens = (entry.tokens + elapsed * per_second(limits)).min(capacity(limits));
-        entry.at = now;
-        *entry
+            rate: per_second(limits),
+            capacity: capacity(limits),
+        };
+        let bucket = match self.buckets.entry(id) {
+            Entry::Vacant(v) => {
+                v.insert(fresh);
+                self.added.fetch_add(1, Ordering::Relaxed);
+                fresh
+            }
+            Entry::Occupied(mut o) => {
+                let b = o.get_mut();
+                let elapsed = now.saturating_duration_since(b.at).as_secs_f64();
+                b.tokens = (b.tokens + elapsed * fresh.rate).min(fresh.capacity);
+                (b.at, b.rate, b.capacity) = (now, fresh.rate, fresh.capacity);
+                *b
+            }
+        };
+        // The entry's shard lock is released here; pruning takes every shard's lock.
+        if self.added.load(Ordering::Relaxed) >= PRUNE_EVERY.max(self.buckets.len() / 2) {
+            self.prune(now);
+        }
+        bucket
+    }
+
+    /// Drop the buckets that are full and not paused (chats that went quiet). A chat between
+    /// its refill and its spend may lose that one spend to a prune: it was full anyway.
+    fn prune(&self, now: Instant) {
+        self.added.store(0, Ordering::Relaxed);
+        self.buckets.retain(|_, b| !b.is_spent_out(now));
+    }
+
+    /// Chats holding a bucket now.
+    #[cfg(test)]
+    fn tracked(&self) -> usize {
+        self.buckets.len()
     }
 
     fn spend(&self, key: &ConversationKey) {
@@ -147,6 +199,32 @@ mod tests {
             Instant::now(),
             started,
             "the final answer found a token at once"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn buckets_of_chats_gone_quiet_are_dropped_and_a_paused_chat_keeps_its_pause() {
+        let g = Governor::new();
+        let paused = ConversationKey::new("tg", "paused");
+        g.pause(&paused, &group(), Duration::from_secs(3600));
+        for chat in 0..3000 {
+            g.take(&ConversationKey::new("tg", &chat.to_string()), &group())
+                .await;
+        }
+        assert!(g.tracked() > 1000, "recent chats keep their spent buckets");
+        // A minute refills every bucket (20 a minute); the next new chats trigger a prune.
+        tokio::time::advance(Duration::from_secs(61)).await;
+        for chat in 3000..3000 + PRUNE_EVERY * 2 {
+            g.try_intermediate(&ConversationKey::new("tg", &chat.to_string()), &group());
+        }
+        assert!(
+            g.tracked() <= PRUNE_EVERY * 2 + 1,
+            "{} buckets kept",
+            g.tracked()
+        );
+        assert!(
+            !g.try_intermediate(&paused, &group()),
+            "the paused chat is still paused after the prunes"
         );
     }
 
