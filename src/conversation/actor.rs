@@ -28,18 +28,17 @@ pub(super) async fn run(
     current: Arc<Mutex<Option<CancellationToken>>>,
 ) {
     let deps = Arc::clone(&registry.deps);
-    let active = deps
-        .agents
-        .profiles()
-        .activate(deps.store.as_ref(), &key)
-        .await;
+    let active = Box::pin(deps.agents.profiles().activate(deps.store.as_ref(), &key)).await;
     loop {
         tokio::select! {
             biased;
             () = deps.lifecycle.draining().cancelled() => break,
             woken = tokio::time::timeout(deps.lifecycle.idle(), wake.recv()) => match woken {
-                Ok(Some(())) if defer(&registry, &key).await => {}
-                Ok(Some(())) => drain(&registry, &key, &active, &current).await,
+                // Both boxed: an idle actor (most of them) then keeps only this loop's few
+                // words alive, not the space of a whole turn's state machine (tens of kB
+                // per conversation when inlined, issue #19).
+                Ok(Some(())) if Box::pin(defer(&registry, &key)).await => {}
+                Ok(Some(())) => Box::pin(drain(&registry, &key, &active, &current)).await,
                 Ok(None) => break,
                 Err(_) if registry.retire(&key, id, &wake) => break,
                 Err(_) => {}
