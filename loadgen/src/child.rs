@@ -70,9 +70,22 @@ impl GatewayProcess {
     /// Write a config into `dir` (database and data_dir live there too) and start the binary.
     pub fn spawn(stands: &Stands, dir: &Path, options: &Options) -> anyhow::Result<Self> {
         let port = free_port()?;
-        let config = dir.join("switchboard.toml");
-        std::fs::write(&config, config_text(stands, dir, port, options))?;
-        let log = dir.join("gateway.log");
+        let text = config_text(stands, dir, port, options);
+        Self::spawn_config(dir, "gateway", port, &text, options)
+    }
+
+    /// Start the binary on a config of the caller's (`<name>.toml` and `<name>.log` in
+    /// `dir`) that listens on `port`; several can share `dir` under distinct names.
+    pub fn spawn_config(
+        dir: &Path,
+        name: &str,
+        port: u16,
+        text: &str,
+        options: &Options,
+    ) -> anyhow::Result<Self> {
+        let config = dir.join(format!("{name}.toml"));
+        std::fs::write(&config, text)?;
+        let log = dir.join(format!("{name}.log"));
         let out = File::create(&log)?;
         let spawned = Instant::now();
         let child = Command::new(&options.bin)
@@ -200,7 +213,7 @@ pub fn proc_status_kb(pid: u32, field: &str) -> anyhow::Result<u64> {
 }
 
 /// A loopback port nothing listens on right now.
-fn free_port() -> anyhow::Result<u16> {
+pub fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())

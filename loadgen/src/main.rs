@@ -91,6 +91,25 @@ struct Args {
     /// Short answer: private chats, one short answer each.
     #[arg(long, default_value_t = 50)]
     short_answer_chats: usize,
+    /// Replicas: the PostgreSQL server (trust auth), without a database name; each run
+    /// creates a fresh database there and drops it after.
+    #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432")]
+    postgres: String,
+    /// Replicas: wake-up samples of each kind per listener setting.
+    #[arg(long, default_value_t = 100)]
+    wakeups: u64,
+    /// Replicas: messages per second in the wake-up runs.
+    #[arg(long, default_value_t = 20.0)]
+    wakeup_rate: f64,
+    /// Replicas: replica counts of the throughput runs.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
+    replica_counts: Vec<usize>,
+    /// Replicas: messages in each throughput run.
+    #[arg(long, default_value_t = 600)]
+    replica_turns: u64,
+    /// Replicas: their rate, messages per second.
+    #[arg(long, default_value_t = 300.0)]
+    replica_rate: f64,
 }
 
 impl Args {
@@ -112,6 +131,12 @@ impl Args {
             ingest_conversations: self.ingest_conversations,
             stream_chars: self.stream_chars,
             short_answer_chats: self.short_answer_chats,
+            postgres: self.postgres.clone(),
+            wakeups: self.wakeups,
+            wakeup_rate: self.wakeup_rate,
+            replica_counts: self.replica_counts.clone(),
+            replica_turns: self.replica_turns,
+            replica_rate: self.replica_rate,
         }
     }
 }

@@ -78,6 +78,20 @@ pub async fn send_at_rate(
     rate: f64,
     make: impl Fn(u64) -> Dm,
 ) -> Vec<Sent> {
+    send_spread(client, &[url.to_owned()], count, rate, make).await
+}
+
+/// [`send_at_rate`] with message `i` sent to `urls[i % urls.len()]` (several replicas).
+pub async fn send_spread(
+    client: &reqwest::Client,
+    urls: &[String],
+    count: u64,
+    rate: f64,
+    make: impl Fn(u64) -> Dm,
+) -> Vec<Sent> {
+    if urls.is_empty() {
+        return Vec::new();
+    }
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let start = tokio::time::Instant::now();
     let mut tasks = Vec::with_capacity(count as usize);
@@ -90,6 +104,7 @@ pub async fn send_at_rate(
             break;
         };
         let dm = make(i);
+        let url = &urls[(i % urls.len() as u64) as usize];
         let request = dm.signed().build(client, url, FAKE_SIGNING_SECRET);
         tasks.push(tokio::spawn(async move {
             let at = Instant::now();

@@ -6,6 +6,7 @@ mod conversations;
 mod idle;
 mod ingest;
 mod overhead;
+mod replicas;
 mod short_answer;
 mod streaming;
 
@@ -38,6 +39,9 @@ pub enum Scenario {
     Streaming,
     /// Short answers streamed within 300 ms through Telegram: complete in the chat when?
     ShortAnswer,
+    /// Several gateways on one PostgreSQL: wake-up across replicas, turns/s per replica
+    /// count (needs PostgreSQL and `psql`; not part of `all`).
+    Replicas,
 }
 
 impl Scenario {
@@ -72,6 +76,7 @@ impl Scenario {
             Self::ColdStart => cold_start::run(env).await,
             Self::Streaming => streaming::run(env).await,
             Self::ShortAnswer => short_answer::run(env).await,
+            Self::Replicas => replicas::run(env).await,
         }
     }
 }
@@ -112,6 +117,18 @@ pub struct Settings {
     pub stream_chars: usize,
     /// Short answer: how many private chats, one short answer each.
     pub short_answer_chats: usize,
+    /// Replicas: the PostgreSQL server, a URL without the database name.
+    pub postgres: String,
+    /// Replicas: wake-up samples of each kind (cross-replica, local) per listener setting.
+    pub wakeups: u64,
+    /// Replicas: messages per second in the wake-up runs.
+    pub wakeup_rate: f64,
+    /// Replicas: how many replicas in each throughput run.
+    pub replica_counts: Vec<usize>,
+    /// Replicas: messages sent in each throughput run.
+    pub replica_turns: u64,
+    /// Replicas: their rate, messages per second (above what is answered).
+    pub replica_rate: f64,
 }
 
 /// What every run gets.
