@@ -208,14 +208,14 @@ mod tests {
         let paused = ConversationKey::new("tg", "paused");
         g.pause(&paused, &group(), Duration::from_secs(3600));
         for chat in 0..3000 {
-            g.take(&ConversationKey::new("tg", &chat.to_string()), &group())
+            g.take(&ConversationKey::new("tg", chat.to_string()), &group())
                 .await;
         }
         assert!(g.tracked() > 1000, "recent chats keep their spent buckets");
         // A minute refills every bucket (20 a minute); the next new chats trigger a prune.
         tokio::time::advance(Duration::from_secs(61)).await;
         for chat in 3000..3000 + PRUNE_EVERY * 2 {
-            g.try_intermediate(&ConversationKey::new("tg", &chat.to_string()), &group());
+            g.try_intermediate(&ConversationKey::new("tg", chat.to_string()), &group());
         }
         assert!(
             g.tracked() <= PRUNE_EVERY * 2 + 1,

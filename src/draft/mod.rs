@@ -186,15 +186,7 @@ impl Draft {
 
     fn apply(&mut self, event: AgentEvent) {
         match event {
-            AgentEvent::TextChunk(text) => {
-                if text.contains(CLEAR_SENTINEL) {
-                    self.progress.clear();
-                }
-                self.answer.push_str(&text.replace(CLEAR_SENTINEL, ""));
-                if self.first_text_at.is_none() && !self.answer.trim().is_empty() {
-                    self.first_text_at = Some(Instant::now());
-                }
-            }
+            AgentEvent::TextChunk(text) => self.push_text(&text),
             AgentEvent::ToolStarted { id, name, args, .. } if name == TODO_TOOL => {
                 if let Ok(plan) = Plan::from_args(&args) {
                     self.proposed.push((id, plan));
@@ -247,6 +239,17 @@ impl Draft {
             | AgentEvent::Usage(_)
             | AgentEvent::ApprovalRequested { .. }
             | AgentEvent::ApprovalResolved { .. } => {}
+        }
+    }
+
+    /// Answer text streamed in; the first visible text starts the first send's hold.
+    fn push_text(&mut self, text: &str) {
+        if text.contains(CLEAR_SENTINEL) {
+            self.progress.clear();
+        }
+        self.answer.push_str(&text.replace(CLEAR_SENTINEL, ""));
+        if self.first_text_at.is_none() && !self.answer.trim().is_empty() {
+            self.first_text_at = Some(Instant::now());
         }
     }
 

@@ -214,22 +214,25 @@ pub(crate) fn admit(
     hub: &Hub,
     headers: &HeaderMap,
     token: Option<&str>,
-) -> Result<String, Response> {
+) -> Result<String, Box<Response>> {
     if let Some(refused) = foreign_host(hub, headers) {
-        return Err(refused);
+        return Err(Box::new(refused));
     }
     if !auth::has_token(&hub.gate.expected(), token, headers, &hub.name) {
-        return Err((StatusCode::UNAUTHORIZED, "missing or wrong access token").into_response());
+        let refused = (StatusCode::UNAUTHORIZED, "missing or wrong access token");
+        return Err(Box::new(refused.into_response()));
     }
     if !auth::origin_allowed(headers, &hub.config.allowed_origins) {
-        return Err((StatusCode::FORBIDDEN, "origin not allowed").into_response());
+        return Err(Box::new(
+            (StatusCode::FORBIDDEN, "origin not allowed").into_response(),
+        ));
     }
     auth::session_from(headers, &hub.name).ok_or_else(|| {
-        (
+        let refused = (
             StatusCode::BAD_REQUEST,
             "no session cookie: load the chat page first",
-        )
-            .into_response()
+        );
+        Box::new(refused.into_response())
     })
 }
 
@@ -242,7 +245,7 @@ async fn upgrade(
     let hub = &state.hub;
     let session = match admit(hub, &headers, query_token(query).as_deref()) {
         Ok(session) => session,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let ws = match ws {
         Ok(ws) => ws,

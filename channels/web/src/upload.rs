@@ -68,7 +68,7 @@ async fn upload(
 ) -> Response {
     let session = match routes::admit(&hub, &headers, query_token(query).as_deref()) {
         Ok(session) => session,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let Some(files) = &hub.files else {
         return refuse(
@@ -142,7 +142,7 @@ async fn download(
 ) -> Response {
     let session = match routes::admit(&hub, &headers, query_token(query).as_deref()) {
         Ok(session) => session,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let not_found = || refuse(StatusCode::NOT_FOUND, "No such file.");
     let Some(files) = hub.files.as_ref().filter(|_| valid_file_id(&id)) else {
