@@ -83,15 +83,13 @@ async fn a_csv_attached_in_a_discord_dm_is_fetched_from_its_url_and_read_by_the_
         .push(Reply::text("Q2."));
     wait_texts(&app, |t| t == ["Q2."]).await;
     let requests = app.llm.requests();
+    let (first, second) = (request_text(&requests, 0), request_text(&requests, 1));
+    assert!(first.contains(&path), "described with its path: {first}");
     assert!(
-        request_text(&requests, 0).contains(&path),
-        "described with its path"
+        second.contains("Q2,112"),
+        "the model read the CSV: {second}"
     );
-    assert!(
-        request_text(&requests, 1).contains("Q2,112"),
-        "the model read the CSV"
-    );
-    assert_eq!(app.discord.cdn_downloads(), 1);
+    assert_eq!(app.discord.cdn_downloads(), 1, "downloads from the CDN");
     app.gateway.shutdown().await;
 }
 
