@@ -21,6 +21,7 @@ mod inbox;
 mod lifecycle;
 mod outbound;
 mod registry;
+mod trim;
 mod turn;
 
 use std::sync::Arc;

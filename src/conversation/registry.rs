@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::trim::Trimmer;
 use super::{Deps, actor};
 use crate::store::StoreError;
 
@@ -29,6 +30,8 @@ pub struct Registry {
     pub(super) deps: Arc<Deps>,
     tasks: TaskTracker,
     next_id: AtomicU64,
+    /// Gives the heap of retired actors back to the operating system.
+    trimmer: Trimmer,
 }
 
 impl Registry {
@@ -39,6 +42,7 @@ impl Registry {
             deps,
             tasks,
             next_id: AtomicU64::new(1),
+            trimmer: Trimmer::default(),
         })
     }
 
@@ -85,9 +89,14 @@ impl Registry {
     /// lock, so a concurrent `wake` either lands before (and the actor stays) or creates a
     /// successor after.
     pub(super) fn retire(&self, key: &ConversationKey, id: u64, rx: &mpsc::Receiver<()>) -> bool {
-        self.actors
+        let retired = self
+            .actors
             .remove_if(key, |_, h| h.id == id && rx.is_empty())
-            .is_some()
+            .is_some();
+        if retired {
+            self.trimmer.retired();
+        }
+        retired
     }
 
     /// Wake every conversation with claimable events (start-up recovery, leases that ran out
@@ -104,6 +113,8 @@ impl Registry {
             Ok(unseen) => unseen.iter().for_each(|key| self.wake(key)),
             Err(err) => tracing::warn!(error = %err, "could not re-arm pending approvals"),
         }
+        // The heap of conversations retired since the last burst's trim.
+        self.trimmer.settle();
         Ok(keys.len())
     }
 
