@@ -76,6 +76,24 @@ impl Inbox {
     }
 }
 
+impl Inbox {
+    /// On a shared database, tell the other replicas about an event for a conversation this
+    /// one does not reach (a web chat whose tab is open on another replica): the store
+    /// announces an event only while someone holds its conversation, and this replica's own
+    /// actor leaves the event to the replica that reaches the chat.
+    async fn announce_elsewhere(&self, key: &ConversationKey) {
+        let deps = &self.registry.deps;
+        let reached = (deps.outbound.route(&key.channel)).is_none_or(|r| r.reaches(key));
+        if deps.lifecycle.leases().is_none() || reached {
+            return;
+        }
+        if let Err(err) = deps.store.notify_conversation(key).await {
+            // The other replicas' poll finds it, and this one takes it after a lease TTL.
+            tracing::warn!(%key, error = %err, "could not announce an event to other replicas");
+        }
+    }
+}
+
 #[async_trait]
 impl EventSink for Inbox {
     async fn deliver(&self, mut event: ChannelEvent) -> Result<Delivery, SinkError> {
@@ -114,6 +132,7 @@ impl EventSink for Inbox {
                     self.registry.cancel_turn(event.key());
                 }
                 self.registry.wake(event.key());
+                self.announce_elsewhere(event.key()).await;
                 Ok(Delivery::Stored)
             }
         }

@@ -1,7 +1,7 @@
 //! Two gateways in one test process on one PostgreSQL database, each with its own fake
 //! channel object (both named `fake`, as two replicas behind one platform): an event is
-//! answered exactly once wherever it arrives, a `NOTIFY` wakes a replica that did not store
-//! the event, and a replica shutting down hands its conversation over at once. The fallback
+//! answered exactly once wherever it arrives, a `NOTIFY` wakes the replica holding a
+//! conversation another one stored an event for, and a replica shutting down hands its conversation over at once. The fallback
 //! poll is set far beyond every wait here, so only a `NOTIFY` can explain a prompt answer.
 
 use std::path::Path;
@@ -110,7 +110,7 @@ async fn events_spread_over_two_replicas_are_answered_exactly_once_in_order() {
 }
 
 #[tokio::test]
-async fn an_event_stored_elsewhere_wakes_a_replica_through_notify() {
+async fn an_event_stored_elsewhere_wakes_the_replica_holding_the_conversation_through_notify() {
     let Some(db) = postgres_url().await else {
         return;
     };
@@ -118,9 +118,15 @@ async fn an_event_stored_elsewhere_wakes_a_replica_through_notify() {
     let (ca, cb) = (FakeChannel::new("fake"), FakeChannel::new("fake"));
     let a = replica(&db, &llm, dir.path(), "a", &ca).await;
     let b = replica(&db, &llm, dir.path(), "b", &cb).await;
-    // Stored by a third writer (as a webhook on another replica would): no local wake-up.
+    // Stored by a third writer (as a webhook on another replica would) while b holds the
+    // conversation: no local wake-up anywhere, only the NOTIFY reaches b.
     let writer = store::connect(&db).await.unwrap();
     let chat = key("notify");
+    let lease = writer
+        .acquire_conversation(&chat, "b", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(lease.is_some(), "the lease taken for b");
     let event = ChannelEvent::Message(Inbound {
         key: chat.clone(),
         event_id: "elsewhere-1".into(),
@@ -136,9 +142,49 @@ async fn an_event_stored_elsewhere_wakes_a_replica_through_notify() {
         .insert_event(&event, InboxKind::Message, wall_ms())
         .await
         .unwrap();
-    wait_answers(&[&ca, &cb], &chat, &["You said: wake up".to_owned()]).await;
+    wait_answers(&[&cb], &chat, &["You said: wake up".to_owned()]).await;
     a.shutdown().await;
     b.shutdown().await;
+    drop_postgres(&db).await;
+}
+
+#[tokio::test]
+async fn only_an_event_for_a_conversation_someone_holds_is_announced() {
+    let Some(db) = postgres_url().await else {
+        return;
+    };
+    let writer = store::connect(&db).await.unwrap();
+    let mut listener = sqlx::postgres::PgListener::connect(&db).await.unwrap();
+    listener.listen(store::INBOX_CHANNEL).await.unwrap();
+    let (free, held) = (key("free"), key("held"));
+    writer
+        .acquire_conversation(&held, "b", Duration::from_secs(60))
+        .await
+        .unwrap();
+    for (chat, id) in [(&free, "f-1"), (&held, "h-1")] {
+        let event = ChannelEvent::Message(Inbound {
+            key: chat.clone(),
+            event_id: id.into(),
+            user: UserRef {
+                id: "u1".into(),
+                name: None,
+            },
+            text: "hi".into(),
+            place: switchboard_channel::Place::Direct,
+            attachments: Vec::new(),
+        });
+        writer
+            .insert_event(&event, InboxKind::Message, wall_ms())
+            .await
+            .unwrap();
+    }
+    // Notifications arrive in commit order: the free conversation's would come first.
+    let note = tokio::time::timeout(WAIT, listener.recv())
+        .await
+        .expect("a notification")
+        .unwrap();
+    assert_eq!(note.payload(), held.to_string());
+    drop(listener);
     drop_postgres(&db).await;
 }
 
