@@ -239,7 +239,7 @@ group_policy = "open"
 /// Message `i` of a wake-up run: even ones are cross-replica conversations (tag `x`), odd
 /// ones local-baseline conversations (tag `l`).
 fn pick(i: u64) -> (char, u64) {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         ('x', i / 2)
     } else {
         ('l', i / 2)
@@ -263,10 +263,16 @@ async fn wake_up(env: &Env, listen: bool) -> anyhow::Result<Vec<Measurement>> {
     let n = env.settings.wakeups.max(1);
     let rate = env.settings.wakeup_rate;
     // Every conversation's first message goes to B: B answers it and owns the conversation.
-    let firsts = send_spread(&env.client, &[b_url.clone()], 2 * n, rate, |i| {
-        let (tag, k) = pick(i);
-        Dm::first(tag, k)
-    })
+    let firsts = send_spread(
+        &env.client,
+        std::slice::from_ref(&b_url),
+        2 * n,
+        rate,
+        |i| {
+            let (tag, k) = pick(i);
+            Dm::first(tag, k)
+        },
+    )
     .await;
     let accepted = firsts.iter().filter(|s| s.status == Some(200)).count() as f64;
     cluster.wait_total(accepted).await?;
