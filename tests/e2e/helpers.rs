@@ -8,7 +8,7 @@ use switchboard::clock::Clock;
 use switchboard::config::{self, Config};
 use switchboard::store::{self, Store};
 use switchboard::{Gateway, RunningGateway};
-use switchboard_channel::ConversationKey;
+use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, Place, UserRef};
 use switchboard_standins::{FakeChannel, FakeLlm};
 use tokio::net::TcpListener;
 
@@ -206,6 +206,21 @@ impl Killable {
     pub fn kill(self) {
         self.runtime.shutdown_background();
     }
+}
+
+/// A direct message from user `u1` in `key`, as a channel hands it to the inbox.
+pub fn direct_message(key: &ConversationKey, id: &str, text: &str) -> ChannelEvent {
+    ChannelEvent::Message(Inbound {
+        key: key.clone(),
+        event_id: id.into(),
+        user: UserRef {
+            id: "u1".into(),
+            name: None,
+        },
+        text: text.into(),
+        place: Place::Direct,
+        attachments: Vec::new(),
+    })
 }
 
 /// A conversation key on the fake channel.

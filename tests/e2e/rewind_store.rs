@@ -8,23 +8,13 @@ use serde_json::json;
 use switchboard::ids::InboxKind;
 use switchboard::provider::{ChatMessage, Role, ToolCall};
 use switchboard::store::{NewCheckpoint, Store};
-use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, Place, UserRef};
+use switchboard_channel::ConversationKey;
 
-use crate::helpers::{drop_postgres, postgres_url, sqlite_store};
+use crate::helpers::{direct_message, drop_postgres, postgres_url, sqlite_store};
 
 /// Finish one turn of `chat` that stored `messages`.
 async fn turn(store: &Arc<dyn Store>, chat: &ConversationKey, id: &str, messages: &[ChatMessage]) {
-    let event = ChannelEvent::Message(Inbound {
-        key: chat.clone(),
-        event_id: id.into(),
-        user: UserRef {
-            id: "u1".into(),
-            name: None,
-        },
-        text: "hi".into(),
-        place: Place::Direct,
-        attachments: Vec::new(),
-    });
+    let event = direct_message(&chat, id, "hi");
     store
         .insert_event(&event, InboxKind::Message, 0)
         .await

@@ -7,25 +7,11 @@ use std::time::Duration;
 use switchboard::ids::InboxKind;
 use switchboard::provider::{ChatMessage, Role, ToolCall};
 use switchboard::store::{self, Insert, Store};
-use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, MessageRef, UserRef};
+use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
-use crate::helpers::{drop_postgres, postgres_url, sqlite_store};
+use crate::helpers::{direct_message as event, drop_postgres, postgres_url, sqlite_store};
 
 const LEASE: Duration = Duration::from_secs(60);
-
-fn event(key: &ConversationKey, id: &str, text: &str) -> ChannelEvent {
-    ChannelEvent::Message(Inbound {
-        key: key.clone(),
-        event_id: id.into(),
-        user: UserRef {
-            id: "u1".into(),
-            name: None,
-        },
-        text: text.into(),
-        place: switchboard_channel::Place::Direct,
-        attachments: Vec::new(),
-    })
-}
 
 fn text_of(event: &ChannelEvent) -> &str {
     match event {

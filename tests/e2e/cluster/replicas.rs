@@ -13,11 +13,12 @@ use switchboard::config::EnvString;
 use switchboard::ids::InboxKind;
 use switchboard::provider::Role;
 use switchboard::store;
-use switchboard_channel::{ChannelEvent, ConversationKey, Delivery, Inbound, UserRef};
+use switchboard_channel::{ConversationKey, Delivery};
 use switchboard_standins::{FakeChannel, FakeLlm, Op, Reply};
 
 use crate::helpers::{
-    WAIT, drop_postgres, key, postgres_url, start, test_config, wait_inbox_idle, wall_ms,
+    WAIT, direct_message, drop_postgres, key, postgres_url, start, test_config, wait_inbox_idle,
+    wall_ms,
 };
 
 /// Short leases, a fallback poll no test waits for.
@@ -127,17 +128,7 @@ async fn an_event_stored_elsewhere_wakes_the_replica_holding_the_conversation_th
         .await
         .unwrap();
     assert!(lease.is_some(), "the lease taken for b");
-    let event = ChannelEvent::Message(Inbound {
-        key: chat.clone(),
-        event_id: "elsewhere-1".into(),
-        user: UserRef {
-            id: "u1".into(),
-            name: None,
-        },
-        text: "wake up".into(),
-        place: switchboard_channel::Place::Direct,
-        attachments: Vec::new(),
-    });
+    let event = direct_message(&chat, "elsewhere-1", "wake up");
     writer
         .insert_event(&event, InboxKind::Message, wall_ms())
         .await
@@ -162,17 +153,7 @@ async fn only_an_event_for_a_conversation_someone_holds_is_announced() {
         .await
         .unwrap();
     for (chat, id) in [(&free, "f-1"), (&held, "h-1")] {
-        let event = ChannelEvent::Message(Inbound {
-            key: chat.clone(),
-            event_id: id.into(),
-            user: UserRef {
-                id: "u1".into(),
-                name: None,
-            },
-            text: "hi".into(),
-            place: switchboard_channel::Place::Direct,
-            attachments: Vec::new(),
-        });
+        let event = direct_message(&chat, id, "hi");
         writer
             .insert_event(&event, InboxKind::Message, wall_ms())
             .await

@@ -8,26 +8,13 @@ use std::time::Duration;
 use switchboard::ids::InboxKind;
 use switchboard::provider::{ChatMessage, Role};
 use switchboard::store::{Insert, Store, StoreError};
-use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, MessageRef, UserRef};
+use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
+use crate::helpers::direct_message as event;
 use crate::store_contract::on_both_databases;
 
 const TTL: Duration = Duration::from_secs(60);
 const ROW_LEASE: Duration = Duration::from_secs(600);
-
-fn event(key: &ConversationKey, id: &str, text: &str) -> ChannelEvent {
-    ChannelEvent::Message(Inbound {
-        key: key.clone(),
-        event_id: id.into(),
-        user: UserRef {
-            id: "u1".into(),
-            name: None,
-        },
-        text: text.into(),
-        place: switchboard_channel::Place::Direct,
-        attachments: Vec::new(),
-    })
-}
 
 fn text_of(event: &ChannelEvent) -> &str {
     match event {
