@@ -14,7 +14,7 @@ use crate::helpers::{direct_message, drop_postgres, postgres_url, sqlite_store};
 
 /// Finish one turn of `chat` that stored `messages`.
 async fn turn(store: &Arc<dyn Store>, chat: &ConversationKey, id: &str, messages: &[ChatMessage]) {
-    let event = direct_message(&chat, id, "hi");
+    let event = direct_message(chat, id, "hi");
     store
         .insert_event(&event, InboxKind::Message, 0)
         .await

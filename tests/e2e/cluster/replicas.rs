@@ -153,7 +153,7 @@ async fn only_an_event_for_a_conversation_someone_holds_is_announced() {
         .await
         .unwrap();
     for (chat, id) in [(&free, "f-1"), (&held, "h-1")] {
-        let event = direct_message(&chat, id, "hi");
+        let event = direct_message(chat, id, "hi");
         writer
             .insert_event(&event, InboxKind::Message, wall_ms())
             .await
