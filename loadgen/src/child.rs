@@ -250,7 +250,23 @@ log_format = "pretty"
 conversation_idle_secs = {idle_secs}
 shutdown_grace_secs = 1
 
-[provider]
+{provider_and_slack}
+{streaming}
+{telegram}
+[channels.web]
+kind = "web"
+path = "/"
+"#,
+        provider_and_slack = provider_and_slack(stands),
+    )
+}
+
+/// The `[provider]` (the echo LLM stand-in, no retries), `[tools]` (none, so nothing waits
+/// for an approval) and `[channels.slack]` (the Slack stand-in, access open) tables every
+/// generated config shares.
+pub fn provider_and_slack(stands: &Stands) -> String {
+    format!(
+        r#"[provider]
 kind = "openai"
 base_url = "{llm}"
 model = "fake-model"
@@ -261,8 +277,6 @@ max_retries = 0
 [tools]
 enabled = []
 
-{streaming}
-{telegram}
 [channels.slack]
 kind = "slack"
 bot_token = "{slack_token}"
@@ -271,10 +285,6 @@ api_url = "{slack}"
 allowed_users = ["*"]
 dm_policy = "open"
 group_policy = "open"
-
-[channels.web]
-kind = "web"
-path = "/"
 "#,
         llm = stands.llm.openai_url(),
         slack_token = slack::FAKE_BOT_TOKEN,

@@ -26,10 +26,9 @@ use std::time::{Duration, Instant};
 mod contended;
 
 use anyhow::{Context, bail};
-use switchboard_standins::slack;
 
 use super::{Env, READY_TIMEOUT, note, turns_done};
-use crate::child::{GatewayProcess, Options, Stands, free_port};
+use crate::child::{GatewayProcess, Options, Stands, free_port, provider_and_slack};
 use crate::report::Measurement;
 use crate::slack_load::{Dm, Sent, events_url, first_calls, send_spread};
 use crate::stats::{ms, percentile};
@@ -209,33 +208,11 @@ log_format = "pretty"
 conversation_idle_secs = 300
 shutdown_grace_secs = 1
 
-[provider]
-kind = "openai"
-base_url = "{llm}"
-model = "fake-model"
-api_key = "loadgen-not-a-real-key"
-timeout_secs = 120
-max_retries = 0
-
-[tools]
-enabled = []
-
 [cluster]
 listen = {listen}
 
-[channels.slack]
-kind = "slack"
-bot_token = "{slack_token}"
-signing_secret = "{slack_secret}"
-api_url = "{slack}"
-allowed_users = ["*"]
-dm_policy = "open"
-group_policy = "open"
-"#,
-        llm = stands.llm.openai_url(),
-        slack_token = slack::FAKE_BOT_TOKEN,
-        slack_secret = slack::FAKE_SIGNING_SECRET,
-        slack = stands.slack.api_url(),
+{provider_and_slack}"#,
+        provider_and_slack = provider_and_slack(stands),
     )
 }
 
