@@ -9,7 +9,7 @@ use switchboard::config::Config;
 use switchboard::{Gateway, RunningGateway};
 use switchboard_standins::files::{csv, pdf_with_text, tiny_png};
 use switchboard_standins::telegram::{
-    DownloadMode, FAKE_BOT_TOKEN, FakeTelegram, FakeUser, UserMessage,
+    DownloadMode, FAKE_BOT_TOKEN, FakeTelegram, FakeUser, SentFile, UserMessage,
 };
 use switchboard_standins::transcribe::{FAKE_TRANSCRIPTION_KEY, FakeTranscriber};
 use switchboard_standins::{FakeLlm, Reply};
@@ -257,8 +257,13 @@ async fn a_restart_between_storing_the_event_and_downloading_the_file_processes_
     second.shutdown().await;
 }
 
-#[tokio::test]
-async fn send_file_posts_a_generated_file_as_a_document_with_the_bytes_intact() {
+/// The model calls `send_file` for `name` (written to the workspace with `bytes`) with
+/// `caption`, in a chat with Alice; what the Telegram stand-in received as files.
+pub(super) async fn send_file_through_telegram(
+    name: &str,
+    bytes: &[u8],
+    caption: &str,
+) -> Vec<SentFile> {
     let (tg, llm, dir) = (
         FakeTelegram::start().await,
         FakeLlm::start().await,
@@ -271,17 +276,23 @@ async fn send_file_posts_a_generated_file_as_a_document_with_the_bytes_intact() 
         &format!("{extra}{}", channel_section(&tg, "")),
     );
     let gateway = start(&config).await;
-    let bytes = binary_bytes();
     std::fs::create_dir_all(workspace(&dir)).unwrap();
-    std::fs::write(workspace(&dir).join("patch.bin"), &bytes).unwrap();
+    std::fs::write(workspace(&dir).join(name), bytes).unwrap();
     llm.push(Reply::tool_call(
         "send_file",
-        json!({ "path": "patch.bin", "caption": "The patch" }),
+        json!({ "path": name, "caption": caption }),
     ))
     .push(Reply::text("Sent it."));
-    tg.inject(&UserMessage::private(alice(), "send the patch"));
+    tg.inject(&UserMessage::private(alice(), "send the file"));
     wait_messages(&tg, |t| t.iter().any(|m| m == "Sent it.")).await;
-    let sent = tg.sent_files();
+    gateway.shutdown().await;
+    tg.sent_files()
+}
+
+#[tokio::test]
+async fn send_file_posts_a_generated_file_as_a_document_with_the_bytes_intact() {
+    let bytes = binary_bytes();
+    let sent = send_file_through_telegram("patch.bin", &bytes, "The patch").await;
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0].method, "sendDocument");
     assert_eq!(sent[0].bytes, bytes, "every byte arrived");
@@ -289,7 +300,6 @@ async fn send_file_posts_a_generated_file_as_a_document_with_the_bytes_intact() 
         (sent[0].name.as_str(), sent[0].caption.as_deref()),
         ("patch.bin", Some("The patch"))
     );
-    gateway.shutdown().await;
 }
 
 #[tokio::test]
