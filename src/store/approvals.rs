@@ -206,19 +206,7 @@ where
     ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         // The fence first: this claim, under the conversation lease it was made with.
-        let fence = format!(
-            "UPDATE inbox SET status = 'done', owner = NULL, lease_until = NULL, updated_at = $1 \
-             WHERE id = $2 AND {}",
-            held(2)
-        );
-        let done = sqlx::query(&fence)
-            .bind(now_ms)
-            .bind(claim.id)
-            .bind(claim.attempt)
-            .bind(claim.epoch)
-            .execute(&mut *tx)
-            .await?;
-        if DB::rows_affected(&done) == 0 {
+        if !Self::mark_done_fenced(&mut tx, claim, now_ms).await? {
             tx.rollback().await?;
             return Err(self.refusal(claim).await);
         }

@@ -122,6 +122,29 @@ where
     for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
     usize: ColumnIndex<DB::Row>,
 {
+    /// Mark `claim`'s inbox row done on `conn` (inside a turn's closing transaction), fenced
+    /// on the claim and the conversation lease it was made under. False when the fence
+    /// refused it: the caller rolls back and reports [`Self::refusal`].
+    pub(super) async fn mark_done_fenced(
+        conn: &mut DB::Connection,
+        claim: Claim,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let fence = format!(
+            "UPDATE inbox SET status = 'done', owner = NULL, lease_until = NULL, updated_at = $1 \
+             WHERE id = $2 AND {}",
+            held(2)
+        );
+        let done = sqlx::query(&fence)
+            .bind(now_ms)
+            .bind(claim.id)
+            .bind(claim.attempt)
+            .bind(claim.epoch)
+            .execute(&mut *conn)
+            .await?;
+        Ok(DB::rows_affected(&done) != 0)
+    }
+
     /// Why a fenced write changed nothing: `Fenced` when the conversation lease the claim
     /// was made under is no longer the current one, `Superseded` otherwise.
     pub(super) async fn refusal(&self, claim: Claim) -> StoreError {

@@ -5,7 +5,6 @@ use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Transaction, Ty
 use switchboard_channel::ConversationKey;
 
 use super::backend::{Backend, SqlStore};
-use super::cluster::held;
 use super::rows::{MessageRecord, convert};
 use super::text;
 use super::{Claim, StoreError};
@@ -74,19 +73,7 @@ where
         let key_text = key.to_string();
         let mut tx = self.pool.begin().await?;
         // The fence: this claim, under the conversation lease it was made with.
-        let fence = format!(
-            "UPDATE inbox SET status = 'done', owner = NULL, lease_until = NULL, updated_at = $1 \
-             WHERE id = $2 AND {}",
-            held(2)
-        );
-        let done = sqlx::query(&fence)
-            .bind(now_ms)
-            .bind(claim.id)
-            .bind(claim.attempt)
-            .bind(claim.epoch)
-            .execute(&mut *tx)
-            .await?;
-        if DB::rows_affected(&done) == 0 {
+        if !Self::mark_done_fenced(&mut tx, claim, now_ms).await? {
             tx.rollback().await?;
             return Err(self.refusal(claim).await);
         }
