@@ -9,15 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard::RunningGateway;
-use switchboard::config::EnvString;
 use switchboard_channel::ConversationKey;
 use switchboard_standins::{FakeChannel, FakeLlm};
 
-use crate::helpers::{WAIT, drop_postgres, key, postgres_url, start, test_config};
+use super::replicas::replica_with;
+use crate::helpers::{WAIT, drop_postgres, key, postgres_url};
 
-/// Short leases, a fallback poll no test waits for, and two models to choose from.
-const CONFIG: &str = "[cluster]\nlease_ttl_ms = 3000\nrenew_ms = 500\nheartbeat_ms = 500\npoll_ms = 600000\n\
-[agents.default]\nmodels = [\"fake-model\", \"fake-large\"]\n";
+/// Two models to choose from (on the replicas' short leases).
+const MODELS: &str = "[agents.default]\nmodels = [\"fake-model\", \"fake-large\"]\n";
 
 async fn replica(
     db: &str,
@@ -26,10 +25,7 @@ async fn replica(
     name: &str,
     channel: &Arc<FakeChannel>,
 ) -> RunningGateway {
-    let mut config = test_config(&llm.openai_url(), dir, CONFIG);
-    config.gateway.database_url = EnvString(db.to_owned());
-    config.gateway.instance_id = Some(name.into());
-    start(&config, channel).await
+    replica_with(db, llm, dir, name, channel, MODELS).await
 }
 
 /// Wait until one of `channels` shows a message in `chat` containing `text`.

@@ -32,7 +32,19 @@ async fn replica(
     name: &str,
     channel: &Arc<FakeChannel>,
 ) -> RunningGateway {
-    let mut config = test_config(&llm.openai_url(), dir, CLUSTER);
+    replica_with(db, llm, dir, name, channel, "").await
+}
+
+/// An in-process replica `name` on database `db`, with [`CLUSTER`] and `extra` config.
+pub(super) async fn replica_with(
+    db: &str,
+    llm: &FakeLlm,
+    dir: &Path,
+    name: &str,
+    channel: &Arc<FakeChannel>,
+    extra: &str,
+) -> RunningGateway {
+    let mut config = test_config(&llm.openai_url(), dir, &format!("{CLUSTER}{extra}"));
     config.gateway.database_url = EnvString(db.to_owned());
     config.gateway.instance_id = Some(name.into());
     start(&config, channel).await
