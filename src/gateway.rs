@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use axum::serve::ListenerExt;
 use switchboard_channel::{Channel, EventSink};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -308,6 +309,13 @@ fn serve(
     background.spawn(async move {
         // The peer address, so /metrics can tell loopback scrapes from others.
         let app = app.into_make_service_with_connect_info::<SocketAddr>();
+        // Nagle off: a streamed draft's WebSocket frames and an SSE or chunked answer are
+        // small writes, each of which would otherwise wait for the peer's delayed ACK.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(err) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %err, "could not set TCP_NODELAY");
+            }
+        });
         let served = axum::serve(listener, app)
             .with_graceful_shutdown(stop.cancelled_owned())
             .await;

@@ -148,6 +148,8 @@ impl BareServer {
                     return;
                 };
                 // Not graceful: the client's idle keep-alive connections would hold it open.
+                // Nagle off, as the gateway's own server has it.
+                let listener = switchboard_standins::no_delay(listener);
                 tokio::select! {
                     _ = axum::serve(listener, app) => {}
                     _ = stopped => {}

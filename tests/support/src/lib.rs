@@ -20,6 +20,19 @@ pub use llm::{FakeLlm, Protocol, Reply};
 pub use proxy::TcpProxy;
 pub use sink::RecordingSink;
 
+/// `listener` with Nagle's algorithm off on every accepted connection, as real API servers
+/// run: otherwise each small write after the first waits for the client's delayed ACK
+/// (about 40 ms), e.g. every SSE chunk after the response headers, and a stand-in adds that
+/// to whatever is measured through it.
+pub fn no_delay(
+    listener: tokio::net::TcpListener,
+) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
+    use axum::serve::ListenerExt;
+    listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    })
+}
+
 /// Serve `app` on 127.0.0.1:0 in the background and return its address.
 pub async fn serve(app: axum::Router) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -27,7 +40,7 @@ pub async fn serve(app: axum::Router) -> std::net::SocketAddr {
         .expect("bind a loopback port");
     let addr = listener.local_addr().expect("local addr");
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = axum::serve(no_delay(listener), app).await;
     });
     addr
 }
@@ -41,7 +54,7 @@ pub fn serve_until_dropped(
     let stop = tokio_util::sync::CancellationToken::new();
     let stopped = stop.clone().cancelled_owned();
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app)
+        let _ = axum::serve(no_delay(listener), app)
             .with_graceful_shutdown(stopped)
             .await;
     });
