@@ -113,8 +113,9 @@ impl Registry {
             Ok(unseen) => unseen.iter().for_each(|key| self.wake(key)),
             Err(err) => tracing::warn!(error = %err, "could not re-arm pending approvals"),
         }
-        // The heap of conversations retired since the last burst's trim.
-        self.trimmer.settle();
+        // The heap of conversations retired since the last burst's trim, and of database
+        // connections the pool closed since.
+        self.trimmer.settle(deps.store.open_connections());
         Ok(keys.len())
     }
 

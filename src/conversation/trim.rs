@@ -7,7 +7,7 @@
 //! a burst's tail. Other allocators (musl's, jemalloc) return memory on their own; there
 //! the trim does nothing.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Retirements between two trims while many conversations retire.
 const TRIM_EVERY: u64 = 256;
@@ -19,6 +19,8 @@ pub(super) struct Trimmer {
     pending: AtomicU64,
     /// Trims started (for tests and the curious).
     trims: AtomicU64,
+    /// Database connections open at the last [`Trimmer::settle`].
+    connections: AtomicU32,
 }
 
 impl Trimmer {
@@ -31,9 +33,12 @@ impl Trimmer {
         }
     }
 
-    /// Trim if anything retired since the last trim (the tail of a burst).
-    pub(super) fn settle(&self) {
-        if self.pending.swap(0, Ordering::Relaxed) > 0 {
+    /// Trim if anything retired since the last trim (the tail of a burst), or if fewer
+    /// database connections are open than at the last call (the pool closed idle ones after
+    /// the burst, freeing their page caches).
+    pub(super) fn settle(&self, connections: u32) {
+        let closed = self.connections.swap(connections, Ordering::Relaxed) > connections;
+        if self.pending.swap(0, Ordering::Relaxed) > 0 || closed {
             self.start();
         }
     }
@@ -67,16 +72,29 @@ mod tests {
     #[tokio::test]
     async fn a_burst_trims_every_256_retirements_and_the_sweep_trims_its_tail() {
         let trimmer = Trimmer::default();
-        trimmer.settle();
+        trimmer.settle(1);
         assert_eq!(trimmer.trims(), 0, "nothing retired, nothing to trim");
         for _ in 0..(2 * TRIM_EVERY + 10) {
             trimmer.retired();
         }
         assert_eq!(trimmer.trims(), 2);
-        trimmer.settle();
+        trimmer.settle(1);
         assert_eq!(trimmer.trims(), 3, "the tail of ten");
-        trimmer.settle();
+        trimmer.settle(1);
         assert_eq!(trimmer.trims(), 3);
+    }
+
+    #[tokio::test]
+    async fn the_sweep_trims_after_the_pool_closed_connections() {
+        let trimmer = Trimmer::default();
+        trimmer.settle(1);
+        trimmer.settle(8);
+        assert_eq!(trimmer.trims(), 0, "connections opened: nothing freed");
+        trimmer.settle(2);
+        assert_eq!(trimmer.trims(), 1, "six closed");
+        trimmer.settle(2);
+        trimmer.settle(3);
+        assert_eq!(trimmer.trims(), 1);
     }
 
     /// Resident pages of this process, from /proc/self/statm.
