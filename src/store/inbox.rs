@@ -72,7 +72,8 @@ where
 
     /// Store an event with the next sequence number of its conversation and announce it to
     /// other replicas, in one transaction: the sequence row stays locked until commit, so
-    /// numbers follow commit order. A redelivery rolls back (no number is used up).
+    /// numbers follow commit order. A redelivery rolls back (no number is used up). Where one
+    /// process owns the database, [`Self::insert_in_one_statement`] instead.
     async fn insert_sequenced(
         &self,
         event: &ChannelEvent,
@@ -81,6 +82,11 @@ where
         now_ms: i64,
     ) -> Result<Option<i64>, StoreError> {
         let key = event.key().to_string();
+        if !DB::DIALECT.shared {
+            return self
+                .insert_in_one_statement(event, kind, payload, now_ms, &key)
+                .await;
+        }
         let mut tx = self.pool.begin().await?;
         let seq: i64 = sqlx::query_scalar(
             "INSERT INTO conversation_seq (key, last_seq) VALUES ($1, 1) \
@@ -106,24 +112,52 @@ where
             tx.rollback().await?;
             return Ok(None);
         }
-        if DB::DIALECT.shared {
-            // Delivered at commit, so a woken replica finds the row. Only while a replica
-            // holds the conversation: the holder may have looked at the inbox for the last
-            // time already. A free conversation is claimed by the replica that stored the
-            // event, whose actor is woken in-process; announcing every event would wake an
-            // actor for it on every replica, all racing for the same lease (in BENCHMARKS,
-            // two replicas answered a third as many turns per second as one).
-            let sql = format!(
-                "SELECT pg_notify('{INBOX_CHANNEL}', $1) WHERE EXISTS (SELECT 1 FROM \
-                 conversation_leases WHERE key = $1 AND lease_until >= {})",
-                DB::DIALECT.now_ms
-            );
-            sqlx::query(&sql)
-                .bind(key.as_str())
-                .execute(&mut *tx)
-                .await?;
-        }
+        // Delivered at commit, so a woken replica finds the row. Only while a replica
+        // holds the conversation: the holder may have looked at the inbox for the last
+        // time already. A free conversation is claimed by the replica that stored the
+        // event, whose actor is woken in-process; announcing every event would wake an
+        // actor for it on every replica, all racing for the same lease (in BENCHMARKS,
+        // two replicas answered a third as many turns per second as one).
+        let sql = format!(
+            "SELECT pg_notify('{INBOX_CHANNEL}', $1) WHERE EXISTS (SELECT 1 FROM \
+             conversation_leases WHERE key = $1 AND lease_until >= {})",
+            DB::DIALECT.now_ms
+        );
+        sqlx::query(&sql)
+            .bind(key.as_str())
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
+        Ok(id)
+    }
+
+    /// [`Self::insert_sequenced`] where one process owns the database (SQLite): one
+    /// statement, its number taken from `conversation_seq`, which a trigger (migration 0015)
+    /// moves on. A transaction of three statements held SQLite's write lock across three
+    /// hand-offs to the connection's thread while other writers slept in its busy handler
+    /// (BENCHMARKS.md, "The inbox insert in one statement").
+    async fn insert_in_one_statement(
+        &self,
+        event: &ChannelEvent,
+        kind: InboxKind,
+        payload: String,
+        now_ms: i64,
+        key: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        let id: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at, kind, seq) \
+             VALUES ($1, $2, $3, $4, $5, $5, $6, \
+               COALESCE((SELECT last_seq FROM conversation_seq WHERE key = $3), 0) + 1) \
+             ON CONFLICT (channel, event_id) DO NOTHING RETURNING id",
+        )
+        .bind(event.key().channel.as_str())
+        .bind(event.event_id())
+        .bind(key)
+        .bind(payload)
+        .bind(now_ms)
+        .bind(kind.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
         Ok(id)
     }
 }

@@ -82,7 +82,15 @@ async fn claims_in_order(store: Arc<dyn Store>) {
             .await
             .unwrap();
     }
-    for expected in ["first", "second", "third"] {
+    // A redelivery between two events takes no place in the order.
+    let again = event(&k, "e0", "first");
+    let again = store.insert_event(&again, InboxKind::Message, 11).await;
+    assert_eq!(again.unwrap(), Insert::Duplicate);
+    store
+        .insert_event(&event(&k, "e3", "fourth"), InboxKind::Message, 12)
+        .await
+        .unwrap();
+    for expected in ["first", "second", "third", "fourth"] {
         let row = store
             .claim_next(&k, "me", 20, LEASE, false)
             .await
@@ -99,7 +107,7 @@ async fn claims_in_order(store: Arc<dyn Store>) {
             .unwrap()
             .is_none()
     );
-    assert_eq!(store.inbox_counts().await.unwrap().done, 3);
+    assert_eq!(store.inbox_counts().await.unwrap().done, 4);
 }
 
 #[tokio::test]
