@@ -101,7 +101,8 @@ pub struct Meter {
 }
 
 impl Meter {
-    /// The meter of a turn in `key` for `user`, loaded with today's usage.
+    /// The meter of a turn in `key` for `user`, loaded with today's usage when a limit is
+    /// set (without one nothing is enforced, so the turn reads nothing and only adds).
     pub async fn load(
         store: &dyn Store,
         limits: BudgetsConfig,
@@ -109,20 +110,40 @@ impl Meter {
         user: &str,
         clock: &Clock,
     ) -> Result<Self, StoreError> {
+        if limits.any() {
+            Self::read(store, limits, key, user, clock).await
+        } else {
+            Ok(Self::new(limits, key, user, clock))
+        }
+    }
+
+    /// The meter with today's usage read from the store.
+    async fn read(
+        store: &dyn Store,
+        limits: BudgetsConfig,
+        key: &ConversationKey,
+        user: &str,
+        clock: &Clock,
+    ) -> Result<Self, StoreError> {
+        let mut meter = Self::new(limits, key, user, clock);
+        for (scope, before) in meter.scopes.iter().zip(&mut meter.before) {
+            *before = store.usage(scope, meter.day).await?;
+        }
+        Ok(meter)
+    }
+
+    /// The meter with nothing used before this turn.
+    fn new(limits: BudgetsConfig, key: &ConversationKey, user: &str, clock: &Clock) -> Self {
         let day = clock.now_ms().div_euclid(DAY_MS);
         let scopes = [conversation_scope(key), user_scope(key, user)];
-        let before = [
-            store.usage(&scopes[0], day).await?,
-            store.usage(&scopes[1], day).await?,
-        ];
-        Ok(Self {
+        Self {
             limits,
             scopes,
-            before,
+            before: [Used::default(); 2],
             turn: Used::default(),
             day,
             clock: clock.clone(),
-        })
+        }
     }
 
     /// Count one LLM round-trip's tokens.
@@ -190,7 +211,7 @@ pub async fn report(
     user: &str,
     clock: &Clock,
 ) -> Result<String, StoreError> {
-    let meter = Meter::load(store, limits, key, user, clock).await?;
+    let meter = Meter::read(store, limits, key, user, clock).await?;
     let of = |used: i64, limit: u64| {
         if limit == 0 {
             format!("{used}")

@@ -17,7 +17,7 @@ use crate::memory::{Recall, memory_tools, scope_for};
 use crate::profile::{Active, Profiles};
 use crate::provider::{ChatMessage, Role};
 use crate::scrub::Scrubber;
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, window};
 use crate::tools::Toolbox;
 
 /// The per-turn settings: how a turn's context is assembled and how long it may run.
@@ -171,21 +171,29 @@ impl Agents {
         &self.profiles
     }
 
-    /// A fresh turn's context: the profile's system prompt, then the stored history, then
-    /// `user`.
+    /// A fresh turn's context: the profile's system prompt, then the stored history (its
+    /// last `history_limit` messages; `read` is the whole history when the turn already
+    /// read it), then `user`.
     pub async fn context_for(
         &self,
         active: &Active,
         store: &dyn Store,
         key: &ConversationKey,
+        read: Option<Vec<ChatMessage>>,
         user: &ChatMessage,
     ) -> Result<Vec<ChatMessage>, StoreError> {
         let settings = active.settings();
-        let mut messages = vec![ChatMessage::new(
+        let limit = settings.history_limit;
+        let history = match read {
+            Some(all) => window(all, limit),
+            None => store.history(key, limit).await?,
+        };
+        let mut messages = Vec::with_capacity(history.len() + 2);
+        messages.push(ChatMessage::new(
             Role::System,
             settings.system_prompt.clone(),
-        )];
-        messages.extend(store.history(key, settings.history_limit).await?);
+        ));
+        messages.extend(history);
         messages.push(user.clone());
         Ok(messages)
     }

@@ -40,20 +40,22 @@ Be concise; plain sentences or bullets; no preamble.";
 /// Messages of history stored with at most this many characters each in the source.
 const PER_MESSAGE_CHARS: usize = 600;
 
-/// Compact `key`'s history if it is over the limit.
+/// Compact `key`'s history if it is over the limit. Returns what it did and the history as
+/// it now stands (oldest first), which the turn's context is cut from without reading it
+/// again.
 pub async fn compact_if_needed(
     store: &dyn Store,
     provider: &dyn Provider,
     key: &ConversationKey,
     config: &MemoryConfig,
     clock: &Clock,
-) -> anyhow::Result<Compaction> {
+) -> anyhow::Result<(Compaction, Vec<ChatMessage>)> {
     let history = store.history(key, usize::MAX >> 1).await?;
     let total = history.iter().filter(|m| m.role != Role::System).count();
     let chars: usize = history.iter().map(size).sum();
     let oversized = chars > config.max_history_chars;
     if total <= config.max_history_messages && !oversized {
-        return Ok(Compaction::NotNeeded);
+        return Ok((Compaction::NotNeeded, history));
     }
     let mut split = history.len().saturating_sub(config.compaction_keep_recent);
     // Never open the kept part on tool results: their call must stay with them.
@@ -65,7 +67,7 @@ pub async fn compact_if_needed(
     }
     let (older, recent) = history.split_at(split);
     if older.is_empty() {
-        return Ok(Compaction::NotNeeded);
+        return Ok((Compaction::NotNeeded, history));
     }
     let source = source_text(older, config.compaction_source_chars);
     let (summary, summarised) = match summarise(provider, &source).await {
@@ -87,11 +89,12 @@ pub async fn compact_if_needed(
         .await?;
     let (replaced, kept) = (older.len(), recent.len());
     tracing::info!(%key, replaced, kept, summarised, "history compacted");
-    Ok(if summarised {
+    let done = if summarised {
         Compaction::Summarised { replaced, kept }
     } else {
         Compaction::Digested { replaced, kept }
-    })
+    };
+    Ok((done, replacement))
 }
 
 /// Characters a message adds to a request (its text and its calls' arguments).

@@ -12,6 +12,7 @@
 //! Rust does not yet imply bounds written on a trait's `where`, so they cannot live on
 //! `Backend` alone. Both drivers satisfy them; the list only names what the queries use.
 
+use sqlx::database::HasStatementCache;
 use sqlx::{Database, Pool};
 
 use super::Timeouts;
@@ -49,7 +50,7 @@ mod sealed {
 }
 
 /// A database `SqlStore` runs on: SQLite or PostgreSQL (sealed).
-pub trait Backend: Database + sealed::Sealed {
+pub trait Backend: Database + HasStatementCache + sealed::Sealed {
     /// This database's SQL differences.
     const DIALECT: Dialect;
 

@@ -10,6 +10,18 @@ use super::text;
 use super::{Claim, StoreError};
 use crate::provider::{ChatMessage, Role};
 
+/// Messages written by one `INSERT` (four parameters each, well under SQLite's limit).
+const ROWS_PER_INSERT: usize = 64;
+
+/// The last `limit` of `messages` (oldest first): the window a turn sees of its history. It
+/// never opens on tool results whose calls fell outside it.
+pub fn window(mut messages: Vec<ChatMessage>, limit: usize) -> Vec<ChatMessage> {
+    messages.drain(..messages.len().saturating_sub(limit));
+    let orphans = messages.iter().take_while(|m| m.role == Role::Tool).count();
+    messages.drain(..orphans);
+    messages
+}
+
 impl<DB> SqlStore<DB>
 where
     DB: Backend,
@@ -37,11 +49,7 @@ where
         .fetch_all(&self.pool)
         .await?;
         rows.reverse();
-        let mut messages: Vec<ChatMessage> = convert(rows)?;
-        // A window must not open on tool results whose calls fell outside it.
-        let orphans = messages.iter().take_while(|m| m.role == Role::Tool).count();
-        messages.drain(..orphans);
-        Ok(messages)
+        Ok(window(convert(rows)?, limit))
     }
 
     /// Whether `key` has a finished turn (its `conversations` row stays through `/new`) or
@@ -109,7 +117,9 @@ where
         Ok(())
     }
 
-    /// Append `messages` to a conversation inside `tx`.
+    /// Append `messages` to a conversation inside `tx`: one statement per [`ROWS_PER_INSERT`]
+    /// messages. The rows of one `VALUES` list take their ids in list order, which is the
+    /// order history is read back in.
     async fn insert_messages(
         tx: &mut Transaction<'_, DB>,
         key_text: &str,
@@ -117,23 +127,63 @@ where
         inbox_id: Option<i64>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        for m in messages {
-            let calls = (!m.tool_calls.is_empty())
-                .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default());
-            sqlx::query(
+        for chunk in messages.chunks(ROWS_PER_INSERT) {
+            // $1–$3 are shared (key, inbox id, time); each row adds four.
+            let rows: Vec<String> = (0..chunk.len())
+                .map(|i| {
+                    let n = 4 + 4 * i;
+                    format!("($1, ${n}, ${}, ${}, ${}, $2, $3)", n + 1, n + 2, n + 3)
+                })
+                .collect();
+            let sql = format!(
                 "INSERT INTO messages (conversation_key, role, content, tool_calls, tool_call_id, inbox_id, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .bind(key_text)
-            .bind(m.role.as_str())
-            .bind(text::put::<DB>(&m.content))
-            .bind(calls)
-            .bind(text::put_opt::<DB>(m.tool_call_id.as_deref()))
-            .bind(inbox_id)
-            .bind(now_ms)
-            .execute(&mut **tx)
-            .await?;
+                 VALUES {}",
+                rows.join(", ")
+            );
+            // Common shapes (a few messages) stay prepared; a long tool turn's is not cached,
+            // so it never pushes the hot statements out of the connection's cache.
+            let mut query = sqlx::query(&sql)
+                .persistent(chunk.len() <= 8)
+                .bind(key_text)
+                .bind(inbox_id)
+                .bind(now_ms);
+            for m in chunk {
+                let calls = (!m.tool_calls.is_empty())
+                    .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default());
+                query = query
+                    .bind(m.role.as_str())
+                    .bind(text::put::<DB>(&m.content))
+                    .bind(calls)
+                    .bind(text::put_opt::<DB>(m.tool_call_id.as_deref()));
+            }
+            query.execute(&mut **tx).await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(role: Role, text: &str) -> ChatMessage {
+        ChatMessage::new(role, text.to_owned())
+    }
+
+    #[test]
+    fn a_window_keeps_the_newest_and_never_opens_on_tool_results() {
+        let all = vec![
+            message(Role::User, "one"),
+            message(Role::Assistant, "calls a tool"),
+            message(Role::Tool, "result a"),
+            message(Role::Tool, "result b"),
+            message(Role::Assistant, "two"),
+        ];
+        let texts = |w: Vec<ChatMessage>| w.into_iter().map(|m| m.content).collect::<Vec<_>>();
+        assert_eq!(texts(window(all.clone(), 10)).len(), 5);
+        assert_eq!(texts(window(all.clone(), 4)), ["calls a tool", "result a", "result b", "two"]);
+        // The two newest open on a result whose call fell outside: it goes too.
+        assert_eq!(texts(window(all.clone(), 3)), ["two"]);
+        assert!(window(all, 0).is_empty());
     }
 }

@@ -54,6 +54,7 @@ pub use backend::{Backend, Dialect, SqlStore};
 pub use checkpoints::{Checkpoint, CheckpointStore, NewCheckpoint};
 pub use cluster::{ClusterStore, INBOX_CHANNEL, LeaseRow};
 pub use durable::Durable;
+pub use history::window;
 pub use memory::{Memory, MemoryStore, search_words};
 pub use postgres::PostgresStore;
 pub use profiles::{ModelChoice, ProfileStore};

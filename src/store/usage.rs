@@ -41,21 +41,28 @@ where
     usize: ColumnIndex<DB::Row>,
 {
     async fn add_usage(&self, scopes: &[String], day: i64, used: Used) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        for scope in scopes {
-            sqlx::query(
-                "INSERT INTO budget_usage (scope, day, tokens, tool_runs) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (scope, day) DO UPDATE SET tokens = budget_usage.tokens + excluded.tokens, \
-                 tool_runs = budget_usage.tool_runs + excluded.tool_runs",
-            )
-            .bind(scope.as_str())
+        if scopes.is_empty() {
+            return Ok(());
+        }
+        // One statement, so atomic without a transaction: a row per scope, with the day and
+        // the amounts shared ($1–$3). The scopes are distinct, as PostgreSQL's upsert needs.
+        let rows: Vec<String> = (0..scopes.len())
+            .map(|i| format!("(${}, $1, $2, $3)", i + 4))
+            .collect();
+        let sql = format!(
+            "INSERT INTO budget_usage (scope, day, tokens, tool_runs) VALUES {} \
+             ON CONFLICT (scope, day) DO UPDATE SET tokens = budget_usage.tokens + excluded.tokens, \
+             tool_runs = budget_usage.tool_runs + excluded.tool_runs",
+            rows.join(", ")
+        );
+        let mut query = sqlx::query(&sql)
             .bind(day)
             .bind(used.tokens)
-            .bind(used.tool_runs)
-            .execute(&mut *tx)
-            .await?;
+            .bind(used.tool_runs);
+        for scope in scopes {
+            query = query.bind(scope.as_str());
         }
-        tx.commit().await?;
+        query.execute(&self.pool).await?;
         Ok(())
     }
 

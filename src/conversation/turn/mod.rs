@@ -309,13 +309,16 @@ impl Turn<'_> {
         }
         let (deps, key) = (self.deps, self.key());
         let memory = &self.active.settings().memory;
+        let mut history = None;
         if memory.enabled {
             // Between turns only: a running tool never sees its history rewritten.
             let (store, provider) = (deps.store.as_ref(), self.active.provider());
             let clock = deps.lifecycle.clock();
-            let compacted = compact_if_needed(store, &*provider, key, memory, clock).await;
-            if let Err(err) = compacted {
-                tracing::warn!(error = %err, "history compaction failed; the turn goes on");
+            match compact_if_needed(store, &*provider, key, memory, clock).await {
+                Ok((_, stands)) => history = Some(stands),
+                Err(err) => {
+                    tracing::warn!(error = %err, "history compaction failed; the turn goes on");
+                }
             }
         }
         let (user, heading) = if inbound.attachments.is_empty() {
@@ -325,7 +328,7 @@ impl Turn<'_> {
         };
         let messages = deps
             .agents
-            .context_for(self.active, deps.store.as_ref(), key, &user)
+            .context_for(self.active, deps.store.as_ref(), key, history, &user)
             .await?;
         let start = Start::Fresh(messages);
         self.run(user, &inbound.user.id, start, heading, cancel)
