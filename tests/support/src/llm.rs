@@ -293,12 +293,15 @@ async fn write_reply(protocol: Protocol, reply: Reply, tx: &Tx) {
             delay,
             max_tokens,
         } => {
-            tokio::time::sleep(first_delay).await;
+            // A zero pause is no pause: tokio's timer rounds every deadline up to its next
+            // millisecond tick, so even `sleep(ZERO)` cost up to 1 ms a chunk, which the
+            // load harness measured as the gateway's latency.
+            pause(first_delay).await;
             start(protocol, tx).await;
             let chars: Vec<char> = text.chars().collect();
             for (i, chunk) in chars.chunks(chunk_chars).enumerate() {
                 if i > 0 {
-                    tokio::time::sleep(delay).await;
+                    pause(delay).await;
                 }
                 text_chunk(protocol, tx, &chunk.iter().collect::<String>()).await;
             }
@@ -307,6 +310,13 @@ async fn write_reply(protocol: Protocol, reply: Reply, tx: &Tx) {
             }
             finish(protocol, tx, !tool_calls.is_empty(), max_tokens).await;
         }
+    }
+}
+
+/// Wait `d`, or not at all when it is zero.
+async fn pause(d: Duration) {
+    if !d.is_zero() {
+        tokio::time::sleep(d).await;
     }
 }
 
