@@ -181,7 +181,10 @@ mod tests {
         ];
         let texts = |w: Vec<ChatMessage>| w.into_iter().map(|m| m.content).collect::<Vec<_>>();
         assert_eq!(texts(window(all.clone(), 10)).len(), 5);
-        assert_eq!(texts(window(all.clone(), 4)), ["calls a tool", "result a", "result b", "two"]);
+        assert_eq!(
+            texts(window(all.clone(), 4)),
+            ["calls a tool", "result a", "result b", "two"]
+        );
         // The two newest open on a result whose call fell outside: it goes too.
         assert_eq!(texts(window(all.clone(), 3)), ["two"]);
         assert!(window(all, 0).is_empty());

@@ -2,8 +2,10 @@
 //! everything SQLite-specific: connection options and its [`Dialect`] (FTS5 + BM25 recall,
 //! no row locks).
 
+use std::cell::Cell;
+use std::ffi::{c_int, c_void};
 use std::str::FromStr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sqlx::Sqlite;
 use sqlx::sqlite::{
@@ -76,13 +78,71 @@ impl SqlStore<Sqlite> {
         // idle for `IDLE_CLOSE` is closed, returning its cache (BENCHMARKS.md, "SQLite
         // connections after a burst").
         let options = options.pragma("cache_size", "-1024");
+        let busy_for = timeouts.statement;
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .idle_timeout(IDLE_CLOSE)
             .acquire_timeout(timeouts.acquire)
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    let mut handle = conn.lock_handle().await?;
+                    wait_briefly_when_busy(handle.as_raw_handle().as_ptr(), busy_for);
+                    Ok(())
+                })
+            })
             .connect_with(options)
             .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await?;
         Ok(Self::new(pool, timeouts))
     }
+}
+
+/// Replace SQLite's busy handler on `db`: a connection that finds another one writing
+/// retries within microseconds instead of after SQLite's own sleeps of 1, 2, 5, 10 … ms,
+/// still giving up (`SQLITE_BUSY`) after `timeout` as the busy timeout did.
+///
+/// Writers on one file take turns holding its lock for tens of microseconds (a turn's
+/// statements are short), so under load nearly every turn met a busy lock and slept at
+/// least a millisecond for one held a fraction of that (BENCHMARKS.md, issue #19).
+fn wait_briefly_when_busy(db: *mut libsqlite3_sys::sqlite3, timeout: Duration) {
+    // The timeout rides in the callback's pointer argument (milliseconds as an address),
+    // so nothing has to outlive the connection.
+    let millis = usize::try_from(timeout.as_millis()).unwrap_or(usize::MAX);
+    // SAFETY: `db` is this connection's open handle, locked away from its worker for the
+    // call; the callback keeps no reference to it.
+    unsafe {
+        libsqlite3_sys::sqlite3_busy_handler(db, Some(on_busy), millis as *mut c_void);
+    }
+}
+
+thread_local! {
+    /// When the current statement of this thread's connection began to wait (sqlx runs each
+    /// SQLite connection on a thread of its own, one statement at a time).
+    static BUSY_SINCE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// SQLite's busy callback: `tries` counts the calls for this wait. Yields for the first
+/// few, then sleeps 20 µs doubling up to 1 ms; 0 (give up) once the timeout has passed.
+extern "C" fn on_busy(timeout_ms: *mut c_void, tries: c_int) -> c_int {
+    let now = Instant::now();
+    let since = BUSY_SINCE.with(|cell| {
+        let since = match cell.get() {
+            Some(since) if tries > 0 => since,
+            _ => now,
+        };
+        cell.set(Some(since));
+        since
+    });
+    let timeout = Duration::from_millis(timeout_ms as usize as u64);
+    if now.duration_since(since) >= timeout {
+        return 0;
+    }
+    match tries {
+        0..4 => std::thread::yield_now(),
+        _ => {
+            let shift = u32::try_from(tries - 4).unwrap_or(u32::MAX).min(6);
+            std::thread::sleep(Duration::from_micros(20 << shift).min(Duration::from_millis(1)));
+        }
+    }
+    1
 }

@@ -79,6 +79,37 @@ async fn a_completion_write_that_meets_a_lost_database_lands_once_it_answers_aga
     }
 }
 
+#[tokio::test]
+async fn a_sqlite_write_that_meets_a_brief_lock_waits_for_it_instead_of_failing() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/brief.db", dir.path().display());
+    // The store's own busy handler (src/store/sqlite.rs) waits up to the statement timeout.
+    let store = SqliteStore::connect_with(&url, QUICK).await.unwrap();
+    let mut lock = WriteLock { url, holder: None };
+    for round in 0..3 {
+        lock.begin().await;
+        let release = async {
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            lock.end().await;
+        };
+        let event = ChannelEvent::Message(Inbound {
+            key: ConversationKey::new("slack", "D2"),
+            event_id: format!("Ev{round}"),
+            user: UserRef {
+                id: "U1".into(),
+                name: None,
+            },
+            text: "hi".into(),
+            place: Place::Direct,
+            attachments: Vec::new(),
+        });
+        let (inserted, ()) =
+            tokio::join!(store.insert_event(&event, InboxKind::Message, 1), release);
+        inserted.expect("a lock held for less than the timeout is waited out");
+    }
+    assert_eq!(store.inbox_counts().await.unwrap().pending, 3);
+}
+
 async fn completion_lands_after_the_outage(store: Arc<dyn Store>, mut outage: impl Outage) {
     let key = ConversationKey::new("slack", "D1");
     let event = ChannelEvent::Message(Inbound {
