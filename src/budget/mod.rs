@@ -110,26 +110,20 @@ impl Meter {
         user: &str,
         clock: &Clock,
     ) -> Result<Self, StoreError> {
+        let meter = Self::new(limits, key, user, clock);
         if limits.any() {
-            Self::read(store, limits, key, user, clock).await
+            meter.read(store).await
         } else {
-            Ok(Self::new(limits, key, user, clock))
+            Ok(meter)
         }
     }
 
-    /// The meter with today's usage read from the store.
-    async fn read(
-        store: &dyn Store,
-        limits: BudgetsConfig,
-        key: &ConversationKey,
-        user: &str,
-        clock: &Clock,
-    ) -> Result<Self, StoreError> {
-        let mut meter = Self::new(limits, key, user, clock);
-        for (scope, before) in meter.scopes.iter().zip(&mut meter.before) {
-            *before = store.usage(scope, meter.day).await?;
+    /// This meter with today's usage of its scopes read from the store.
+    async fn read(mut self, store: &dyn Store) -> Result<Self, StoreError> {
+        for (scope, before) in self.scopes.iter().zip(&mut self.before) {
+            *before = store.usage(scope, self.day).await?;
         }
-        Ok(meter)
+        Ok(self)
     }
 
     /// The meter with nothing used before this turn.
@@ -211,7 +205,7 @@ pub async fn report(
     user: &str,
     clock: &Clock,
 ) -> Result<String, StoreError> {
-    let meter = Meter::read(store, limits, key, user, clock).await?;
+    let meter = Meter::new(limits, key, user, clock).read(store).await?;
     let of = |used: i64, limit: u64| {
         if limit == 0 {
             format!("{used}")

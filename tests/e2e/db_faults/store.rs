@@ -92,17 +92,7 @@ async fn a_sqlite_write_that_meets_a_brief_lock_waits_for_it_instead_of_failing(
             tokio::time::sleep(Duration::from_millis(40)).await;
             lock.end().await;
         };
-        let event = ChannelEvent::Message(Inbound {
-            key: ConversationKey::new("slack", "D2"),
-            event_id: format!("Ev{round}"),
-            user: UserRef {
-                id: "U1".into(),
-                name: None,
-            },
-            text: "hi".into(),
-            place: Place::Direct,
-            attachments: Vec::new(),
-        });
+        let event = hi(&ConversationKey::new("slack", "D2"), &format!("Ev{round}"));
         let (inserted, ()) =
             tokio::join!(store.insert_event(&event, InboxKind::Message, 1), release);
         inserted.expect("a lock held for less than the timeout is waited out");
@@ -110,11 +100,11 @@ async fn a_sqlite_write_that_meets_a_brief_lock_waits_for_it_instead_of_failing(
     assert_eq!(store.inbox_counts().await.unwrap().pending, 3);
 }
 
-async fn completion_lands_after_the_outage(store: Arc<dyn Store>, mut outage: impl Outage) {
-    let key = ConversationKey::new("slack", "D1");
-    let event = ChannelEvent::Message(Inbound {
+/// "hi" from U1 in `key`, as event `event_id`.
+fn hi(key: &ConversationKey, event_id: &str) -> ChannelEvent {
+    ChannelEvent::Message(Inbound {
         key: key.clone(),
-        event_id: "Ev1".into(),
+        event_id: event_id.into(),
         user: UserRef {
             id: "U1".into(),
             name: None,
@@ -122,7 +112,12 @@ async fn completion_lands_after_the_outage(store: Arc<dyn Store>, mut outage: im
         text: "hi".into(),
         place: Place::Direct,
         attachments: Vec::new(),
-    });
+    })
+}
+
+async fn completion_lands_after_the_outage(store: Arc<dyn Store>, mut outage: impl Outage) {
+    let key = ConversationKey::new("slack", "D1");
+    let event = hi(&key, "Ev1");
     store
         .insert_event(&event, InboxKind::Message, 1)
         .await
