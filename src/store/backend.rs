@@ -16,6 +16,7 @@ use sqlx::database::HasStatementCache;
 use sqlx::{Database, Pool};
 
 use super::Timeouts;
+use super::grouped::InsertGroup;
 
 /// SQL text that differs between the databases. Everything else is shared, written with
 /// `$n` placeholders, which both SQLite and PostgreSQL accept.
@@ -82,11 +83,17 @@ pub struct SqlStore<DB: Database> {
     pub(super) pool: Pool<DB>,
     /// The bounds of request-path calls (the pool applies the others itself).
     pub(super) timeouts: Timeouts,
+    /// Inbox inserts waiting to be written as one group (SQLite only, `grouped.rs`).
+    pub(super) inserts: InsertGroup,
 }
 
 impl<DB: Database> SqlStore<DB> {
     /// A store over an open, migrated pool configured with `timeouts`.
     pub(super) fn new(pool: Pool<DB>, timeouts: Timeouts) -> Self {
-        Self { pool, timeouts }
+        Self {
+            pool,
+            timeouts,
+            inserts: InsertGroup::default(),
+        }
     }
 }

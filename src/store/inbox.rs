@@ -1,6 +1,7 @@
 //! `Store` for [`SqlStore`] on either database: the durable inbox (insert, claim under a
 //! lease, complete, fail, release, counts). History reads and writes live in `history.rs`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -9,6 +10,7 @@ use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
 use super::backend::{Backend, SqlStore};
 use super::cluster::{INBOX_CHANNEL, held};
+use super::grouped::{PendingInsert, Queued, Turn};
 use super::rows::{InboxRecord, conversation_key};
 use super::text;
 use super::{Claim, InboxCounts, InboxRow, Insert, Store, StoreError};
@@ -73,7 +75,7 @@ where
     /// Store an event with the next sequence number of its conversation and announce it to
     /// other replicas, in one transaction: the sequence row stays locked until commit, so
     /// numbers follow commit order. A redelivery rolls back (no number is used up). Where one
-    /// process owns the database, [`Self::insert_in_one_statement`] instead.
+    /// process owns the database, [`Self::insert_grouped`] instead.
     async fn insert_sequenced(
         &self,
         event: &ChannelEvent,
@@ -83,9 +85,15 @@ where
     ) -> Result<Option<i64>, StoreError> {
         let key = event.key().to_string();
         if !DB::DIALECT.shared {
-            return self
-                .insert_in_one_statement(event, kind, payload, now_ms, &key)
-                .await;
+            let row = PendingInsert {
+                channel: event.key().channel.as_str().to_owned(),
+                event_id: event.event_id().to_owned(),
+                key,
+                payload,
+                now_ms,
+                kind: kind.as_str(),
+            };
+            return self.insert_grouped(row).await;
         }
         let mut tx = self.pool.begin().await?;
         let seq: i64 = sqlx::query_scalar(
@@ -131,32 +139,88 @@ where
         Ok(id)
     }
 
-    /// [`Self::insert_sequenced`] where one process owns the database (SQLite): one
-    /// statement, its number taken from `conversation_seq`, which a trigger (migration 0015)
-    /// moves on. A transaction of three statements held SQLite's write lock across three
-    /// hand-offs to the connection's thread while other writers slept in its busy handler
-    /// (BENCHMARKS.md, "The inbox insert in one statement").
-    async fn insert_in_one_statement(
+    /// [`Self::insert_sequenced`] where one process owns the database (SQLite), grouped with
+    /// the inserts that arrive while another group is being written (`grouped.rs`).
+    async fn insert_grouped(&self, row: PendingInsert) -> Result<Option<i64>, StoreError> {
+        let row = Arc::new(row);
+        loop {
+            let outcome = match self.inserts.enqueue(Arc::clone(&row)).await {
+                Turn::Written(outcome) => outcome,
+                Turn::Write { guard, outcome } => {
+                    self.write_group(self.inserts.take()).await;
+                    drop(guard);
+                    outcome.await
+                }
+            };
+            // A dropped sender: the caller writing this row's group was cancelled before
+            // it answered. Queue the row again; if that group did commit, it is a duplicate.
+            if let Ok(outcome) = outcome {
+                return outcome;
+            }
+        }
+    }
+
+    /// Store `group` in one transaction and tell each caller its outcome; if the
+    /// transaction fails, store the rows one by one so each caller gets its own answer.
+    async fn write_group(&self, group: Vec<Queued>) {
+        if group.len() > 1 {
+            match self.insert_in_one_transaction(&group).await {
+                Ok(ids) => {
+                    for ((_, answer), id) in group.into_iter().zip(ids) {
+                        // A caller that stopped waiting needs no answer.
+                        let _ = answer.send(Ok(id));
+                    }
+                    return;
+                }
+                Err(err) => tracing::debug!(
+                    rows = group.len(),
+                    error = %err,
+                    "grouped inbox insert failed; storing its rows one by one"
+                ),
+            }
+        }
+        for (row, answer) in group {
+            let _ = answer.send(Self::insert_in_one_statement(&self.pool, &row).await);
+        }
+    }
+
+    async fn insert_in_one_transaction(
         &self,
-        event: &ChannelEvent,
-        kind: InboxKind,
-        payload: String,
-        now_ms: i64,
-        key: &str,
-    ) -> Result<Option<i64>, StoreError> {
+        group: &[Queued],
+    ) -> Result<Vec<Option<i64>>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut ids = Vec::with_capacity(group.len());
+        for (row, _) in group {
+            ids.push(Self::insert_in_one_statement(&mut *tx, row).await?);
+        }
+        tx.commit().await?;
+        Ok(ids)
+    }
+
+    /// One row in one statement: its number taken from `conversation_seq`, which a trigger
+    /// (migration 0015) moves on. A transaction of three statements held SQLite's write lock
+    /// across three hand-offs to the connection's thread while other writers slept in its
+    /// busy handler (BENCHMARKS.md, "The inbox insert in one statement").
+    async fn insert_in_one_statement<'e, E>(
+        executor: E,
+        row: &PendingInsert,
+    ) -> Result<Option<i64>, StoreError>
+    where
+        E: Executor<'e, Database = DB>,
+    {
         let id: Option<i64> = sqlx::query_scalar(
             "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at, kind, seq) \
              VALUES ($1, $2, $3, $4, $5, $5, $6, \
                COALESCE((SELECT last_seq FROM conversation_seq WHERE key = $3), 0) + 1) \
              ON CONFLICT (channel, event_id) DO NOTHING RETURNING id",
         )
-        .bind(event.key().channel.as_str())
-        .bind(event.event_id())
-        .bind(key)
-        .bind(payload)
-        .bind(now_ms)
-        .bind(kind.as_str())
-        .fetch_optional(&self.pool)
+        .bind(row.channel.as_str())
+        .bind(row.event_id.as_str())
+        .bind(row.key.as_str())
+        .bind(row.payload.as_str())
+        .bind(row.now_ms)
+        .bind(row.kind)
+        .fetch_optional(executor)
         .await?;
         Ok(id)
     }

@@ -29,6 +29,7 @@ mod backend;
 mod checkpoints;
 mod cluster;
 mod durable;
+mod grouped;
 mod history;
 mod inbox;
 mod memory;

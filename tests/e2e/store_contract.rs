@@ -1,6 +1,7 @@
 //! One contract for every `Store`: each test is a plain async body run by
 //! [`on_both_databases`] against SQLite and PostgreSQL.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,6 +68,63 @@ async fn redelivery_is_a_duplicate(store: Arc<dyn Store>) {
         Insert::Stored(_)
     ));
     assert_eq!(store.inbox_counts().await.unwrap().pending, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_deliveries_each_store_their_event_once_under_its_own_row() {
+    on_both_databases(concurrent_deliveries).await;
+}
+
+/// Many webhooks at once, every event delivered twice (on SQLite the inserts that meet a
+/// group being written are written as the next group): each event is stored exactly once,
+/// the id each caller is told is the row holding its event, and every row is claimed once.
+async fn concurrent_deliveries(store: Arc<dyn Store>) {
+    const CONVERSATIONS: usize = 4;
+    const EVENTS: usize = 40;
+    let key = |c: usize| ConversationKey::new("tg", &c.to_string());
+    let mut deliveries = tokio::task::JoinSet::new();
+    for _copy in 0..2 {
+        for c in 0..CONVERSATIONS {
+            for i in 0..EVENTS {
+                let store = Arc::clone(&store);
+                deliveries.spawn(async move {
+                    let id = format!("c{c}e{i}");
+                    let inbound = event(&key(c), &id, &id);
+                    let outcome = store.insert_event(&inbound, InboxKind::Message, 1).await;
+                    (id, outcome.unwrap())
+                });
+            }
+        }
+    }
+    let mut stored = HashMap::new();
+    let mut duplicates = 0;
+    while let Some(delivered) = deliveries.join_next().await {
+        match delivered.unwrap() {
+            (id, Insert::Stored(row)) => assert!(stored.insert(id, row).is_none()),
+            (_, Insert::Duplicate) => duplicates += 1,
+        }
+    }
+    assert_eq!(
+        (stored.len(), duplicates),
+        (CONVERSATIONS * EVENTS, CONVERSATIONS * EVENTS)
+    );
+    for c in 0..CONVERSATIONS {
+        let mut claimed = HashSet::new();
+        while let Some(row) = store
+            .claim_next(&key(c), "me", 2, LEASE, false)
+            .await
+            .unwrap()
+        {
+            let text = text_of(&row.event).to_owned();
+            assert_eq!(
+                stored[&text], row.id,
+                "{text} is in the row its insert named"
+            );
+            assert!(claimed.insert(text));
+            store.complete(row.claim(), &key(c), &[], 3).await.unwrap();
+        }
+        assert_eq!(claimed.len(), EVENTS);
+    }
 }
 
 #[tokio::test]

@@ -100,6 +100,51 @@ async fn a_sqlite_write_that_meets_a_brief_lock_waits_for_it_instead_of_failing(
     assert_eq!(store.inbox_counts().await.unwrap().pending, 3);
 }
 
+/// On SQLite, inbox inserts that arrive while a group is being written go in the next group,
+/// one transaction. A row the database refuses (a trigger stands in for any failure of one
+/// row) must refuse only its own event: the group is written again row by row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refused_row_in_a_group_of_inbox_inserts_refuses_only_its_own_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/group.db", dir.path().display());
+    let store = Arc::new(
+        SqliteStore::connect_with(&url, Timeouts::default())
+            .await
+            .unwrap(),
+    );
+    let mut side = SqliteConnection::connect(&url).await.unwrap();
+    side.execute(
+        "CREATE TRIGGER refuse_one BEFORE INSERT ON inbox WHEN NEW.event_id = 'EvBad' \
+         BEGIN SELECT RAISE(ABORT, 'refused'); END",
+    )
+    .await
+    .unwrap();
+    let mut lock = WriteLock { url, holder: None };
+    lock.begin().await;
+    // The first insert takes the writer's turn and waits for the lock; the others queue
+    // behind it and are written as one group once it is released.
+    let key = ConversationKey::new("slack", "D3");
+    let insert = |id: String| {
+        let (store, event) = (Arc::clone(&store), hi(&key, &id));
+        tokio::spawn(async move { (id, store.insert_event(&event, InboxKind::Message, 1).await) })
+    };
+    let mut inserts = vec![insert("Ev0".into())];
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    inserts.extend((1..8).map(|i| insert(format!("Ev{i}"))));
+    inserts.push(insert("EvBad".into()));
+    inserts.extend((8..12).map(|i| insert(format!("Ev{i}"))));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    lock.end().await;
+    for done in inserts {
+        let (id, inserted) = done.await.unwrap();
+        match inserted {
+            Err(err) => assert_eq!(id, "EvBad", "{id} refused: {err}"),
+            Ok(_) => assert_ne!(id, "EvBad", "the refused row was stored"),
+        }
+    }
+    assert_eq!(store.inbox_counts().await.unwrap().pending, 12);
+}
+
 /// "hi" from U1 in `key`, as event `event_id`.
 fn hi(key: &ConversationKey, event_id: &str) -> ChannelEvent {
     ChannelEvent::Message(Inbound {
