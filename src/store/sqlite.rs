@@ -74,10 +74,12 @@ impl SqlStore<Sqlite> {
         // tried in issue #19, answered 280 turns/s where eight answer 380). Each keeps its own
         // page cache, which SQLite throws away whenever another connection has written, so
         // under load a large cache buys nothing; after the load it stays allocated as long as
-        // the connection lives. So: 1 MiB each (SQLite's default is 2 MB), and a connection
-        // idle for `IDLE_CLOSE` is closed, returning its cache (BENCHMARKS.md, "SQLite
-        // connections after a burst").
-        let options = options.pragma("cache_size", "-1024");
+        // the connection lives, and a light steady load keeps every connection alive. So:
+        // 256 KiB each (SQLite's default is 2 MB; 1 MiB kept 5 MB more after a burst of
+        // 10,000 conversations, at the same turns per second), and a connection idle for
+        // `IDLE_CLOSE` is closed, returning its cache (BENCHMARKS.md, "SQLite connections
+        // after a burst" and "Round two, fifth pass").
+        let options = options.pragma("cache_size", "-256");
         let busy_for = timeouts.statement;
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
