@@ -3,17 +3,18 @@
 //! Every webhook stores its event before it is acknowledged. Stored one statement each, a
 //! burst of events runs as many write transactions on up to eight connections, which take
 //! SQLite's one write lock in turn, each dropping the others' page caches and waking threads
-//! to wait for it (issue #19, BENCHMARKS.md "Inbox inserts grouped"). Grouped, the inserts
-//! that arrive while one group is being written go in the next group, one transaction on one
-//! connection.
+//! to wait for it (issue #19, BENCHMARKS.md "Round two, fifth pass"). Grouped, the inserts
+//! that arrive while one group is being written form the next group, written by one caller
+//! on one connection: rows of distinct conversations in one statement each (`inbox.rs`).
 //!
 //! No timer: a request that finds no group being written is written at once, alone, as
 //! before; grouping only happens to requests that would otherwise have waited for the lock.
 //! Each caller still returns only once its own row is committed (or refused), so "stored
-//! before acknowledged" holds per event. A group that fails is written again row by row, so
-//! one bad row refuses only its own event. A caller whose group was abandoned (the writing
-//! caller was cancelled: its client went away, or its bounded wait ran out) queues its row
-//! again; a row that did commit is then found a duplicate, which the inbox treats as stored.
+//! before acknowledged" holds per event. A statement that fails is written again row by
+//! row, so one bad row refuses only its own event. A caller whose group was abandoned (the
+//! writing caller was cancelled: its client went away, or its bounded wait ran out) queues
+//! its row again; a row that did commit is then found a duplicate, which the inbox treats as
+//! stored.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -21,9 +22,16 @@ use tokio::sync::{Mutex as AsyncMutex, oneshot};
 
 use super::StoreError;
 
-/// Rows written in one transaction at most: a group holds SQLite's write lock for one
-/// hand-off to the connection's thread per row, which a turn's own writes wait behind.
+/// Rows in one group at most: the callers queued behind a group wait for all of it, and a
+/// turn's own writes wait behind each of its statements.
 pub(super) const MAX_GROUP: usize = 64;
+
+/// How long a row waits for a group to take it before its caller writes it alone, as every
+/// row was written before grouping. When the runtime is overloaded, each group waits for its
+/// writer's task to be polled again after every statement, and a chain of such groups fell
+/// behind the arrivals: at twice the turns the gateway can answer, 11 % of webhooks timed out
+/// where none had (BENCHMARKS.md, "Round two, fifth pass").
+pub(super) const MAX_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// An inbox row waiting to be stored.
 pub(super) struct PendingInsert {
@@ -57,6 +65,9 @@ pub(super) enum Turn<'a> {
         guard: tokio::sync::MutexGuard<'a, ()>,
         outcome: oneshot::Receiver<Outcome>,
     },
+    /// No group took the row within [`MAX_WAIT`]; it is out of the queue, and this caller
+    /// writes it alone.
+    Alone,
 }
 
 impl InsertGroup {
@@ -67,12 +78,29 @@ impl InsertGroup {
     /// Queue `row` and wait until either its outcome arrives or this caller may write.
     pub(super) async fn enqueue(&self, row: Arc<PendingInsert>) -> Turn<'_> {
         let (tx, mut rx) = oneshot::channel();
-        self.queue().push((row, tx));
+        self.queue().push((Arc::clone(&row), tx));
         tokio::select! {
             biased;
             outcome = &mut rx => Turn::Written(outcome),
             guard = self.writer.lock() => Turn::Write { guard, outcome: rx },
+            () = tokio::time::sleep(MAX_WAIT) => {
+                if self.withdraw(&row) {
+                    Turn::Alone
+                } else {
+                    // A writer has taken it already: its answer is coming.
+                    Turn::Written(rx.await)
+                }
+            }
         }
+    }
+
+    /// Take `row` out of the queue; `false` when a writer has taken it already.
+    fn withdraw(&self, row: &Arc<PendingInsert>) -> bool {
+        let mut queue = self.queue();
+        let at = queue
+            .iter()
+            .position(|(queued, _)| Arc::ptr_eq(queued, row));
+        at.map(|at| queue.remove(at)).is_some()
     }
 
     /// The oldest queued rows, at most [`MAX_GROUP`]; the rest wait for the next writer.
