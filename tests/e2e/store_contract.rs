@@ -81,7 +81,7 @@ async fn concurrent_deliveries_each_store_their_event_once_under_its_own_row() {
 async fn concurrent_deliveries(store: Arc<dyn Store>) {
     const CONVERSATIONS: usize = 4;
     const EVENTS: usize = 40;
-    let key = |c: usize| ConversationKey::new("tg", &c.to_string());
+    let key = |c: usize| ConversationKey::new("tg", c.to_string());
     let mut deliveries = tokio::task::JoinSet::new();
     for _copy in 0..2 {
         for c in 0..CONVERSATIONS {

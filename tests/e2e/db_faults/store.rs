@@ -127,7 +127,7 @@ async fn a_refused_row_in_a_group_of_inbox_inserts_refuses_only_its_own_event() 
     // behind it, then are written alone or as a group once it is released.
     // Each event in a conversation of its own, so the group is one statement.
     let insert = |id: String| {
-        let key = ConversationKey::new("slack", &format!("D-{id}"));
+        let key = ConversationKey::new("slack", format!("D-{id}"));
         let (store, event) = (Arc::clone(&store), hi(&key, &id));
         tokio::spawn(async move { (id, store.insert_event(&event, InboxKind::Message, 1).await) })
     };
