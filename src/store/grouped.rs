@@ -5,7 +5,9 @@
 //! SQLite's one write lock in turn, each dropping the others' page caches and waking threads
 //! to wait for it (issue #19, BENCHMARKS.md "Round two, fifth pass"). Grouped, the inserts
 //! that arrive while one group is being written form the next group, written by one caller
-//! on one connection: rows of distinct conversations in one statement each (`inbox.rs`).
+//! on one connection: rows of distinct conversations in one statement each ("waves"), and
+//! a row no group takes within [`MAX_WAIT`] is written alone. `inbox.rs` hands its SQLite
+//! inserts to [`SqlStore::insert_grouped`].
 //!
 //! No timer: a request that finds no group being written is written at once, alone, as
 //! before; grouping only happens to requests that would otherwise have waited for the lock.
@@ -16,11 +18,14 @@
 //! its row again; a row that did commit is then found a duplicate, which the inbox treats as
 //! stored.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
 use tokio::sync::{Mutex as AsyncMutex, oneshot};
 
 use super::StoreError;
+use super::backend::{Backend, SqlStore};
 
 /// Rows in one group at most: the callers queued behind a group wait for all of it, and a
 /// turn's own writes wait behind each of its statements.
@@ -108,5 +113,273 @@ impl InsertGroup {
         let mut queue = self.queue();
         let n = queue.len().min(MAX_GROUP);
         queue.drain(..n).collect()
+    }
+}
+
+/// The rows (by index) split into waves of at most one row per conversation, in queue
+/// order: a conversation's second row goes in the next wave.
+fn waves(rows: &[Arc<PendingInsert>]) -> Vec<Vec<usize>> {
+    let mut waves: Vec<Vec<usize>> = Vec::new();
+    let mut next: HashMap<&str, usize> = HashMap::new();
+    for (i, row) in rows.iter().enumerate() {
+        let wave = next.entry(row.key.as_str()).or_insert(0);
+        if *wave == waves.len() {
+            waves.push(Vec::new());
+        }
+        waves[*wave].push(i);
+        *wave += 1;
+    }
+    waves
+}
+
+impl<DB> SqlStore<DB>
+where
+    DB: Backend,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+{
+    /// [`Self::insert_sequenced`] where one process owns the database (SQLite), grouped with
+    /// the inserts that arrive while another group is being written (above).
+    pub(super) async fn insert_grouped(
+        &self,
+        row: PendingInsert,
+    ) -> Result<Option<i64>, StoreError> {
+        let row = Arc::new(row);
+        loop {
+            let outcome = match self.inserts.enqueue(Arc::clone(&row)).await {
+                Turn::Written(outcome) => outcome,
+                Turn::Write { guard, outcome } => {
+                    self.write_group(self.inserts.take()).await;
+                    drop(guard);
+                    outcome.await
+                }
+                Turn::Alone => return Self::insert_in_one_statement(&self.pool, &row).await,
+            };
+            // A dropped sender: the caller writing this row's group was cancelled before
+            // it answered. Queue the row again; if that group did commit, it is a duplicate.
+            if let Ok(outcome) = outcome {
+                return outcome;
+            }
+        }
+    }
+
+    /// Store `group` and tell each caller its outcome. Rows of distinct conversations go in
+    /// one statement (a "wave"); a conversation's next row goes in the next wave, so it is
+    /// numbered after the one before. Each wave commits on its own: no transaction spans
+    /// two hand-offs to the connection's thread, so the write lock is never held while this
+    /// task waits for the runtime. A wave that fails is stored row by row, so each caller
+    /// gets its own answer and one bad row refuses only its own event.
+    async fn write_group(&self, group: Vec<Queued>) {
+        let (rows, answers): (Vec<_>, Vec<_>) = group.into_iter().unzip();
+        let mut answers: Vec<_> = answers.into_iter().map(Some).collect();
+        let mut answer = |i: usize, outcome: Outcome| {
+            if let Some(answer) = answers[i].take() {
+                // A caller that stopped waiting needs no answer.
+                let _ = answer.send(outcome);
+            }
+        };
+        for wave in waves(&rows) {
+            if wave.len() > 1 {
+                match Self::insert_wave(&self.pool, &rows, &wave).await {
+                    Ok(ids) => {
+                        wave.iter().zip(ids).for_each(|(&i, id)| answer(i, Ok(id)));
+                        continue;
+                    }
+                    Err(err) => tracing::debug!(
+                        rows = wave.len(),
+                        error = %err,
+                        "grouped inbox insert failed; storing its rows one by one"
+                    ),
+                }
+            }
+            for i in wave {
+                answer(i, Self::insert_in_one_statement(&self.pool, &rows[i]).await);
+            }
+        }
+    }
+
+    /// The rows `wave` of `rows`, all of distinct conversations, in one `INSERT`: each row's
+    /// number comes from its own conversation's `conversation_seq` row, which no other row
+    /// of the statement touches, so the order SQLite evaluates them in does not matter.
+    /// Returns each row's id in `wave` order (`None` for a redelivery).
+    async fn insert_wave(
+        pool: &Pool<DB>,
+        rows: &[Arc<PendingInsert>],
+        wave: &[usize],
+    ) -> Result<Vec<Option<i64>>, StoreError> {
+        let values: Vec<String> = (0..wave.len())
+            .map(|i| {
+                let n = 6 * i;
+                let (channel, event, key) = (n + 1, n + 2, n + 3);
+                let (payload, at, kind) = (n + 4, n + 5, n + 6);
+                format!(
+                    "(${channel}, ${event}, ${key}, ${payload}, ${at}, ${at}, ${kind}, \
+                     COALESCE((SELECT last_seq FROM conversation_seq WHERE key = ${key}), 0) + 1)"
+                )
+            })
+            .collect();
+        let sql = format!(
+            "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at, kind, seq) \
+             VALUES {} ON CONFLICT (channel, event_id) DO NOTHING RETURNING id, channel, event_id",
+            values.join(", ")
+        );
+        // As for history's multi-row inserts: only the small shapes stay prepared.
+        let mut query = sqlx::query(&sql).persistent(wave.len() <= 8);
+        for &i in wave {
+            let row = &rows[i];
+            query = query
+                .bind(row.channel.as_str())
+                .bind(row.event_id.as_str())
+                .bind(row.key.as_str())
+                .bind(row.payload.as_str())
+                .bind(row.now_ms)
+                .bind(row.kind);
+        }
+        let stored = query.fetch_all(pool).await?;
+        let mut ids = vec![None; wave.len()];
+        for r in &stored {
+            let (id, channel, event_id): (i64, String, String) =
+                (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
+            let at = wave
+                .iter()
+                .position(|&i| rows[i].channel == channel && rows[i].event_id == event_id);
+            if let Some(at) = at {
+                ids[at] = Some(id);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// One row in one statement: its number taken from `conversation_seq`, which a trigger
+    /// (migration 0015) moves on. A transaction of three statements held SQLite's write lock
+    /// across three hand-offs to the connection's thread while other writers slept in its
+    /// busy handler (BENCHMARKS.md, "The inbox insert in one statement").
+    async fn insert_in_one_statement<'e, E>(
+        executor: E,
+        row: &PendingInsert,
+    ) -> Result<Option<i64>, StoreError>
+    where
+        E: Executor<'e, Database = DB>,
+    {
+        let id: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at, kind, seq) \
+             VALUES ($1, $2, $3, $4, $5, $5, $6, \
+               COALESCE((SELECT last_seq FROM conversation_seq WHERE key = $3), 0) + 1) \
+             ON CONFLICT (channel, event_id) DO NOTHING RETURNING id",
+        )
+        .bind(row.channel.as_str())
+        .bind(row.event_id.as_str())
+        .bind(row.key.as_str())
+        .bind(row.payload.as_str())
+        .bind(row.now_ms)
+        .bind(row.kind)
+        .fetch_optional(executor)
+        .await?;
+        Ok(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::sync::oneshot;
+
+    use super::*;
+    use crate::store::SqliteStore;
+
+    fn row(key: &str, event_id: &str) -> Arc<PendingInsert> {
+        Arc::new(PendingInsert {
+            channel: "slack".into(),
+            event_id: event_id.into(),
+            key: format!("slack:{key}"),
+            payload: "{}".into(),
+            now_ms: 1,
+            kind: "message",
+        })
+    }
+
+    /// Write `rows` as one group; each caller's outcome, in order.
+    async fn write(store: &SqliteStore, rows: &[Arc<PendingInsert>]) -> Vec<Outcome> {
+        let (group, answers): (Vec<Queued>, Vec<_>) = rows
+            .iter()
+            .map(|r| {
+                let (tx, rx) = oneshot::channel();
+                ((Arc::clone(r), tx), rx)
+            })
+            .unzip();
+        store.write_group(group).await;
+        let mut outcomes = Vec::new();
+        for answer in answers {
+            outcomes.push(answer.await.expect("every caller is answered"));
+        }
+        outcomes
+    }
+
+    async fn event_of(store: &SqliteStore, id: i64) -> String {
+        sqlx::query_scalar("SELECT event_id FROM inbox WHERE id = $1")
+            .bind(id)
+            .fetch_one(&store.pool)
+            .await
+            .unwrap()
+    }
+
+    #[test]
+    fn waves_hold_one_row_per_conversation_in_queue_order() {
+        let rows = [row("A", "1"), row("B", "2"), row("A", "3"), row("A", "4")];
+        assert_eq!(waves(&rows), vec![vec![0, 1], vec![2], vec![3]]);
+    }
+
+    #[tokio::test]
+    async fn a_group_tells_each_caller_its_own_row_and_a_refused_row_fails_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/group.db", dir.path().display());
+        let store = SqliteStore::connect(&url).await.unwrap();
+
+        // Distinct conversations: one statement; a redelivery inside it stores nothing.
+        let first = [row("X", "x1"), row("Y", "y1"), row("Z", "z1")];
+        let outcomes = write(&store, &first).await;
+        for (row, outcome) in first.iter().zip(outcomes) {
+            let id = outcome.unwrap().expect("stored");
+            assert_eq!(event_of(&store, id).await, row.event_id);
+        }
+        let again = write(&store, &[row("W", "w1"), row("Y", "y1")]).await;
+        assert!(matches!(again[0], Ok(Some(_))));
+        assert!(matches!(again[1], Ok(None)), "a redelivery is no new row");
+
+        // A refused row makes its statement fail; its wave is stored row by row.
+        sqlx::query(
+            "CREATE TRIGGER refuse_one BEFORE INSERT ON inbox WHEN NEW.event_id = 'bad' \
+             BEGIN SELECT RAISE(ABORT, 'refused'); END",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        let second = [
+            row("A", "a1"),
+            row("B", "bad"),
+            row("A", "a2"),
+            row("C", "c1"),
+        ];
+        let outcomes = write(&store, &second).await;
+        assert!(outcomes[1].is_err(), "the refused row fails");
+        for i in [0, 2, 3] {
+            let id = outcomes[i].as_ref().unwrap().expect("stored");
+            assert_eq!(event_of(&store, id).await, second[i].event_id);
+        }
+        // A's second row is numbered after its first.
+        let seq_of = |event_id: &'static str| {
+            sqlx::query_scalar::<_, i64>("SELECT seq FROM inbox WHERE event_id = $1")
+                .bind(event_id)
+                .fetch_one(&store.pool)
+        };
+        assert_eq!(
+            (seq_of("a1").await.unwrap(), seq_of("a2").await.unwrap()),
+            (1, 2)
+        );
     }
 }
