@@ -19,9 +19,9 @@
 //! for this target from 1.90 on; a build that picks another linker links as before.
 //!
 //! **Stripping.** The release profile keeps symbols and this script asks the linker to drop
-//! them, which is what `strip = true` would do; `SWITCHBOARD_KEEP_SYMBOLS=1` keeps them for a
-//! profile or `cargo bloat` without changing the crates' symbol names (a profile setting
-//! would: it is part of every crate's hash, and so of the names the order file holds).
+//! them on Linux, which is what `strip = true` would do; `SWITCHBOARD_KEEP_SYMBOLS=1` keeps
+//! them for a profile or `cargo bloat` without changing the crates' symbol names (a profile
+//! setting would: it is part of every crate's hash, and so of the names the order file holds).
 
 use std::path::Path;
 
@@ -30,6 +30,15 @@ fn main() {
     println!("cargo::rerun-if-changed=link/switchboard.order");
     println!("cargo::rerun-if-env-changed=SWITCHBOARD_KEEP_SYMBOLS");
     let env = |name: &str| std::env::var(name).unwrap_or_default();
+    let release = env("PROFILE") == "release";
+    // Every Linux linker (GNU ld, gold, LLD) takes `--strip-all`; elsewhere the release
+    // binary keeps its symbols.
+    if release
+        && env("CARGO_CFG_TARGET_OS") == "linux"
+        && env("SWITCHBOARD_KEEP_SYMBOLS").is_empty()
+    {
+        println!("cargo::rustc-link-arg-bins=-Wl,--strip-all");
+    }
     let linux_gnu_x86_64 = env("TARGET") == env("HOST")
         && env("CARGO_CFG_TARGET_ARCH") == "x86_64"
         && env("CARGO_CFG_TARGET_OS") == "linux"
@@ -40,13 +49,12 @@ fn main() {
     if host_glibc().is_some_and(|version| version >= (2, 36)) {
         println!("cargo::rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
-    let release = env("PROFILE") == "release";
-    if release && env("SWITCHBOARD_KEEP_SYMBOLS").is_empty() {
-        println!("cargo::rustc-link-arg-bins=-Wl,--strip-all");
-    }
     let order = Path::new(&env("CARGO_MANIFEST_DIR")).join("link/switchboard.order");
     if release && order.exists() && links_with_lld(&env) {
-        println!("cargo::rustc-link-arg-bins=-Wl,--symbol-ordering-file={}", order.display());
+        println!(
+            "cargo::rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
+            order.display()
+        );
         println!("cargo::rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
     }
 }
@@ -65,7 +73,10 @@ fn links_with_lld(env: &dyn Fn(&str) -> String) -> bool {
 
 /// The minor version of the compiler building this (`rustc 1.95.0 (…)` gives 95).
 fn rustc_minor(rustc: &str) -> Option<u32> {
-    let output = std::process::Command::new(rustc).arg("--version").output().ok()?;
+    let output = std::process::Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()?;
     let version = String::from_utf8(output.stdout).ok()?;
     let release = version.split_whitespace().nth(1)?;
     let mut parts = release.split('.');
