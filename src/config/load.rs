@@ -132,11 +132,12 @@ pub fn parse(
 }
 
 fn typed_parse(text: &str, overridden: &[(String, String)]) -> Result<Config, Problem> {
-    let de = toml::Deserializer::new(text);
-    serde_path_to_error::deserialize::<_, Config>(de).map_err(|err| {
-        let key = err.path().to_string();
-        let inner = err.into_inner();
-        let mut message = inner.message().trim().to_owned();
+    toml::from_str::<Config>(text).map_err(|err| {
+        let key = err
+            .span()
+            .map(|span| super::locate::key_at(text, span.start))
+            .unwrap_or_default();
+        let mut message = err.message().trim().to_owned();
         if let Some((_, var)) = overridden
             .iter()
             .find(|(path, _)| key.starts_with(path.as_str()))
@@ -144,8 +145,8 @@ fn typed_parse(text: &str, overridden: &[(String, String)]) -> Result<Config, Pr
             message.push_str(&format!(" (value from environment variable {var})"));
         }
         Problem {
-            key: if key == "." { String::new() } else { key },
-            position: inner.span().map(|s| line_col(text, s.start)),
+            key,
+            position: err.span().map(|s| line_col(text, s.start)),
             message,
         }
     })

@@ -1,8 +1,13 @@
 //! Where a dotted key sits in the config text, so a problem found after parsing (a channel's
 //! `validate()`, two channels on one path) is reported with a line like a parse error is.
 //! A key that is absent (a missing `secret_token`) points at the nearest table that is there.
+//! And the other way round: which key a parse error's position falls in, so a type error
+//! names its key without deserializing the whole config a second time through a path tracker
+//! (that instantiated every config type's deserializer twice: 0.6 MiB of the binary).
 
-use toml_edit::{ImDocument, Item, TableLike};
+use std::ops::Range;
+
+use toml_edit::{ImDocument, Item, TableLike, Value};
 
 /// 1-based line and column of `key` (e.g. `channels.tg.secret_token`) in `text`, or of its
 /// deepest ancestor that has a position; `None` when nothing along the path does.
@@ -31,6 +36,80 @@ pub(super) fn position(text: &str, key: &str) -> Option<(usize, usize)> {
     found.map(|offset| super::load::line_col(text, offset))
 }
 
+/// The dotted key (`channels.tg.mode`, `mcp.servers[1].command`) whose name or value holds
+/// byte `offset` of `text`, or whose table header does; empty when none does (the top level).
+pub(super) fn key_at(text: &str, offset: usize) -> String {
+    let Ok(doc) = ImDocument::parse(text) else {
+        return String::new();
+    };
+    let mut path = Vec::new();
+    in_table(doc.as_table(), offset, &mut path);
+    let mut key = String::new();
+    for part in path {
+        if !key.is_empty() && !part.starts_with('[') {
+            key.push('.');
+        }
+        key.push_str(&part);
+    }
+    key
+}
+
+fn holds(span: Option<Range<usize>>, offset: usize) -> bool {
+    span.is_some_and(|span| span.contains(&offset))
+}
+
+/// Pushes onto `path` the keys down to the innermost entry of `table` that holds `offset`.
+fn in_table(table: &dyn TableLike, offset: usize, path: &mut Vec<String>) -> bool {
+    for (name, _) in table.iter() {
+        let Some((key, item)) = table.get_key_value(name) else {
+            continue;
+        };
+        path.push(name.to_owned());
+        let found = holds(key.span(), offset)
+            || match item {
+                Item::Value(value) => in_value(value, offset, path),
+                // A header's table holds its entries below the header, not inside its span.
+                Item::Table(inner) => in_table(inner, offset, path) || holds(inner.span(), offset),
+                Item::ArrayOfTables(tables) => tables.iter().enumerate().any(|(i, inner)| {
+                    path.push(format!("[{i}]"));
+                    let found = in_table(inner, offset, path) || holds(inner.span(), offset);
+                    if !found {
+                        path.pop();
+                    }
+                    found
+                }),
+                Item::None => false,
+            };
+        if found {
+            return true;
+        }
+        path.pop();
+    }
+    false
+}
+
+fn in_value(value: &Value, offset: usize, path: &mut Vec<String>) -> bool {
+    if !holds(value.span(), offset) {
+        return false;
+    }
+    match value {
+        Value::InlineTable(inline) => {
+            in_table(inline, offset, path);
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                path.push(format!("[{i}]"));
+                if in_value(item, offset, path) {
+                    break;
+                }
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,6 +122,24 @@ mod tests {
         assert_eq!(position(TEXT, "gateway.listen"), Some((2, 1)));
         assert_eq!(position(TEXT, "channels.tg.mode"), Some((6, 1)));
         assert_eq!(position(TEXT, "channels.web.path"), Some((10, 1)));
+    }
+
+    #[test]
+    fn an_offset_names_the_key_whose_name_value_or_header_holds_it() {
+        let at = |needle: &str| key_at(TEXT, TEXT.find(needle).expect("in TEXT"));
+        assert_eq!(at("listen"), "gateway.listen");
+        assert_eq!(at("\"x\""), "gateway.listen");
+        assert_eq!(at("[channels.tg]"), "channels.tg");
+        assert_eq!(at("\"webhook\""), "channels.tg.mode");
+        assert_eq!(at("path"), "channels.web.path");
+        let text = "top = 1\n[[mcp.servers]]\nname = \"a\"\n[[mcp.servers]]\nname = \"b\"\n\
+                    args = [\"x\", { k = 2 }]\n";
+        let at = |needle: &str| key_at(text, text.find(needle).expect("in text"));
+        assert_eq!(at("top"), "top");
+        assert_eq!(at("\"b\""), "mcp.servers[1].name");
+        assert_eq!(at("\"x\""), "mcp.servers[1].args[0]");
+        assert_eq!(at("k = "), "mcp.servers[1].args[1].k");
+        assert_eq!(key_at(text, text.len()), "");
     }
 
     #[test]

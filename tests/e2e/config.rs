@@ -43,6 +43,33 @@ fn a_bad_type_is_reported_with_its_position() {
 }
 
 #[test]
+fn a_bad_value_in_a_list_or_a_list_of_tables_is_named_with_its_index() {
+    let msg = problems(
+        "[mcp.servers.files]\ncommand = \"mcp-files\"\nargs = [\"--root\", 7]\n",
+        &[],
+    );
+    assert!(
+        msg.starts_with("my.toml:3:19: key `mcp.servers.files.args[1]`"),
+        "{msg}"
+    );
+    let msg = problems(
+        "[[schedules]]\nname = \"a\"\ncron = \"0 8 * * *\"\nchannel = \"s\"\nchat = \"C1\"\n\
+         prompt = \"p\"\n[[schedules]]\nname = \"b\"\ncron = 8\n",
+        &[],
+    );
+    assert!(
+        msg.starts_with("my.toml:9:8: key `schedules[1].cron`"),
+        "{msg}"
+    );
+    // A missing key names its table, at the table's header.
+    let msg = problems("[[schedules]]\nname = \"a\"\n", &[]);
+    assert!(
+        msg.starts_with("my.toml:1:1: key `schedules[0]`: missing field"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn a_missing_environment_variable_names_the_key_and_the_variable() {
     let msg = problems(
         "[provider]\napi_key = \"${SWITCHBOARD_TEST_SURELY_UNSET}\"\n",
