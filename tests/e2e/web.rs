@@ -67,7 +67,11 @@ kind = "web"
 {keys}
 "#
     );
-    config::parse(&text, "web-test.toml", &[]).expect("web test config is valid")
+    let mut config = config::parse(&text, "web-test.toml", &[]).expect("web test config is valid");
+    // As in helpers.rs: the supervisor is the real binary, not this test binary (which,
+    // re-executed with `supervise`, would run the test harness and report no posture).
+    (config.sandbox.supervisor).get_or_insert_with(|| env!("CARGO_BIN_EXE_switchboard").into());
+    config
 }
 
 impl WebApp {
