@@ -17,6 +17,7 @@ use sqlx::{Database, Pool};
 
 use super::Timeouts;
 use super::grouped::InsertGroup;
+use super::wal::Checkpointer;
 
 /// SQL text that differs between the databases. Everything else is shared, written with
 /// `$n` placeholders, which both SQLite and PostgreSQL accept.
@@ -85,6 +86,8 @@ pub struct SqlStore<DB: Database> {
     pub(super) timeouts: Timeouts,
     /// Inbox inserts waiting to be written as one group (SQLite only, `grouped.rs`).
     pub(super) inserts: InsertGroup,
+    /// The WAL's background checkpoints (SQLite only, `wal.rs`).
+    pub(super) checkpointer: Option<Checkpointer>,
 }
 
 impl<DB: Database> SqlStore<DB> {
@@ -94,6 +97,7 @@ impl<DB: Database> SqlStore<DB> {
             pool,
             timeouts,
             inserts: InsertGroup::default(),
+            checkpointer: None,
         }
     }
 }

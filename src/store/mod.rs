@@ -21,6 +21,8 @@
 //! - `durable.rs`: [`Durable`], the retry policy for writes that follow a visible action,
 //!   and which database errors are transient.
 //! - `timeouts.rs`: [`Timeouts`], the bounded waits on every pool (acquire, statement).
+//! - `wal.rs`: SQLite's WAL checkpoints, run by a task of the store instead of inside the
+//!   commit that crosses the threshold.
 
 mod access;
 mod approvals;
@@ -41,6 +43,7 @@ mod sqlite;
 pub mod text;
 mod timeouts;
 mod usage;
+mod wal;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -15,10 +15,15 @@ use sqlx::sqlite::{
 
 use super::backend::{Backend, Dialect, SqlStore};
 use super::memory::fts5_query;
+use super::wal::{Checkpointer, WalBounds};
 use super::{StoreError, Timeouts};
 
 /// How long a pooled SQLite connection may sit unused before it is closed.
 const IDLE_CLOSE: Duration = Duration::from_secs(30);
+
+/// The WAL file's size once it starts over after a transaction larger than usual (bytes):
+/// about the 1,000 pages at which a commit checkpoints by itself.
+const JOURNAL_SIZE_LIMIT: &str = "4194304";
 
 /// `Store` over a SQLite database file.
 pub type SqliteStore = SqlStore<Sqlite>;
@@ -54,6 +59,15 @@ impl SqlStore<Sqlite> {
 
     /// Open and migrate; waits are bounded by `timeouts`.
     pub async fn connect_with(url: &str, timeouts: Timeouts) -> Result<Self, StoreError> {
+        Self::open(url, timeouts, WalBounds::DEFAULT).await
+    }
+
+    /// [`Self::connect_with`], checkpointing the WAL at `wal`'s sizes (tests use small ones).
+    pub(super) async fn open(
+        url: &str,
+        timeouts: Timeouts,
+        wal: WalBounds,
+    ) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -80,22 +94,32 @@ impl SqlStore<Sqlite> {
         // `IDLE_CLOSE` is closed, returning its cache (BENCHMARKS.md, "SQLite connections
         // after a burst" and "Round two, fifth pass").
         let options = options.pragma("cache_size", "-256");
+        // Once a burst has grown the WAL past its usual size, it is cut back to that size when
+        // it next starts over (SQLite otherwise keeps the file at its largest).
+        let options = options.pragma("journal_size_limit", JOURNAL_SIZE_LIMIT);
         let busy_for = timeouts.statement;
+        let watch = Checkpointer::watch(wal);
+        let hook = watch.clone();
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .idle_timeout(IDLE_CLOSE)
             .acquire_timeout(timeouts.acquire)
             .after_connect(move |conn, _| {
+                let hook = hook.clone();
                 Box::pin(async move {
                     let mut handle = conn.lock_handle().await?;
-                    wait_briefly_when_busy(handle.as_raw_handle().as_ptr(), busy_for);
+                    let db = handle.as_raw_handle().as_ptr();
+                    wait_briefly_when_busy(db, busy_for);
+                    hook.install(db);
                     Ok(())
                 })
             })
             .connect_with(options)
             .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await?;
-        Ok(Self::new(pool, timeouts))
+        let mut store = Self::new(pool.clone(), timeouts);
+        store.checkpointer = Some(Checkpointer::start(pool, watch));
+        Ok(store)
     }
 }
 
