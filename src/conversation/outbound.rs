@@ -159,6 +159,12 @@ impl Outbound {
         let _ = route.0.typing(key).await;
     }
 
+    /// A conversation in `key` retired: what the outbound path kept for its chat goes if it
+    /// no longer matters (see [`Governor::forget_if_quiet`]).
+    pub fn retired(&self, key: &ConversationKey) {
+        self.governor.forget_if_quiet(key);
+    }
+
     /// The scrubber outbound text and stored history pass through.
     pub fn scrubber(&self) -> &Arc<Scrubber> {
         &self.scrubber

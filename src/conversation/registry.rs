@@ -94,6 +94,7 @@ impl Registry {
             .remove_if(key, |_, h| h.id == id && rx.is_empty())
             .is_some();
         if retired {
+            self.deps.outbound.retired(key);
             self.trimmer.retired();
         }
         retired
