@@ -332,10 +332,24 @@ where
             .execute(&self.pool)
             .await?;
         let flush = DB::DIALECT.flush_journal;
-        if !flush.is_empty() {
-            sqlx::query(flush).execute(&self.pool).await?;
+        if flush.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        // The flush reports busy, and leaves the journal as it was, while another connection
+        // checkpoints (the store's WAL task, `wal.rs`) or reads an older snapshot: again
+        // until it is done, within the statement bound (then `Timeout`: the caller's durable
+        // write tries the whole removal again).
+        let started = std::time::Instant::now();
+        loop {
+            let (busy, _, _): (i64, i64, i64) = sqlx::query_as(flush).fetch_one(&self.pool).await?;
+            if busy == 0 {
+                return Ok(());
+            }
+            if started.elapsed() >= self.timeouts.statement {
+                return Err(StoreError::Timeout);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
     }
 
     async fn add_allow_rule(

@@ -32,7 +32,8 @@ pub struct Dialect {
     /// Renders free text as this dialect's search query (`None` when no words are left).
     pub search_query: fn(&str) -> Option<String>,
     /// Run after a raw value is overwritten so no older copy stays in a journal file
-    /// (SQLite's WAL); empty when the database keeps none a file grep could find.
+    /// (SQLite's WAL); empty when the database keeps none a file grep could find. Selects
+    /// one row whose first column is non-zero while the journal could not be emptied.
     pub flush_journal: &'static str,
     /// Whether free text containing NUL must be escaped (PostgreSQL `text` cannot hold
     /// U+0000); see `text.rs` for the encoding.
