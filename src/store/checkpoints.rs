@@ -113,16 +113,17 @@ where
     ) -> Result<i64, StoreError> {
         let key_text = key.to_string();
         let mut tx = self.pool.begin().await?;
+        // A write first: on SQLite the transaction then holds the write lock from its first
+        // statement (waiting for it like any writer), where a read first would fail with
+        // `SQLITE_BUSY_SNAPSHOT` had another connection committed before this one's write.
         let reopened: Option<i64> = sqlx::query_scalar(
-            "SELECT MAX(number) FROM checkpoints WHERE conversation_key = $1 AND call_id = ''",
+            "DELETE FROM checkpoints WHERE conversation_key = $1 AND call_id = '' RETURNING number",
         )
         .bind(key_text.as_str())
-        .fetch_one(&mut *tx)
-        .await?;
-        sqlx::query("DELETE FROM checkpoints WHERE conversation_key = $1 AND call_id = ''")
-            .bind(key_text.as_str())
-            .execute(&mut *tx)
-            .await?;
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .max();
         let newest: Option<i64> =
             sqlx::query_scalar("SELECT MAX(number) FROM checkpoints WHERE conversation_key = $1")
                 .bind(key_text.as_str())
