@@ -291,7 +291,7 @@ where
         code: &str,
         now_ms: i64,
     ) -> Result<Option<PairingRequest>, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let sql = format!(
             "DELETE FROM pairing_requests WHERE channel = $1 AND code = $2 AND expires_at > $3 \
              RETURNING {PAIRING_COLUMNS}"

@@ -155,7 +155,31 @@ where
     for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
     for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
     for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
 {
+    /// Empty the database's journal (`Dialect::flush_journal`) after a raw value was
+    /// overwritten. The flush reports busy, and leaves the journal as it was, while another
+    /// connection checkpoints (the store's WAL task, `wal.rs`) or reads an older snapshot: it
+    /// runs again until it is done, within the statement bound (then `Timeout`: the caller's
+    /// durable write tries the whole removal again).
+    pub(super) async fn flush_journal(&self) -> Result<(), StoreError> {
+        let flush = DB::DIALECT.flush_journal;
+        if flush.is_empty() {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        loop {
+            let (busy, _, _): (i64, i64, i64) = sqlx::query_as(flush).fetch_one(&self.pool).await?;
+            if busy == 0 {
+                return Ok(());
+            }
+            if started.elapsed() >= self.timeouts.statement {
+                return Err(StoreError::Timeout);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+
     /// Insert approval `a` on `conn` (a pooled connection or an open transaction).
     async fn insert_approval(conn: &mut DB::Connection, a: &Approval) -> Result<(), StoreError> {
         sqlx::query(&format!(
@@ -204,7 +228,7 @@ where
         approval: &Approval,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         // The fence first: this claim, under the conversation lease it was made with.
         if !Self::mark_done_fenced(&mut tx, claim, now_ms).await? {
             tx.rollback().await?;
@@ -331,25 +355,7 @@ where
             .bind(id.as_str())
             .execute(&self.pool)
             .await?;
-        let flush = DB::DIALECT.flush_journal;
-        if flush.is_empty() {
-            return Ok(());
-        }
-        // The flush reports busy, and leaves the journal as it was, while another connection
-        // checkpoints (the store's WAL task, `wal.rs`) or reads an older snapshot: again
-        // until it is done, within the statement bound (then `Timeout`: the caller's durable
-        // write tries the whole removal again).
-        let started = std::time::Instant::now();
-        loop {
-            let (busy, _, _): (i64, i64, i64) = sqlx::query_as(flush).fetch_one(&self.pool).await?;
-            if busy == 0 {
-                return Ok(());
-            }
-            if started.elapsed() >= self.timeouts.statement {
-                return Err(StoreError::Timeout);
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-        }
+        self.flush_journal().await
     }
 
     async fn add_allow_rule(

@@ -13,7 +13,7 @@
 //! `Backend` alone. Both drivers satisfy them; the list only names what the queries use.
 
 use sqlx::database::HasStatementCache;
-use sqlx::{Database, Pool};
+use sqlx::{Database, Pool, Transaction};
 
 use super::Timeouts;
 use super::grouped::InsertGroup;
@@ -44,6 +44,11 @@ pub struct Dialect {
     /// Whether several processes may share this database (PostgreSQL): conversation
     /// leases, `NOTIFY` wake-ups and heartbeats are used only then.
     pub shared: bool,
+    /// Opens a transaction that will write. On SQLite `BEGIN IMMEDIATE`: it takes the write
+    /// lock at once, waiting for it like any writer, where a deferred transaction that read
+    /// first fails without waiting (`SQLITE_BUSY_SNAPSHOT`) if another connection committed
+    /// before its first write, which the WAL's background checkpoints make common.
+    pub begin_write: &'static str,
 }
 
 mod sealed {
@@ -100,5 +105,14 @@ impl<DB: Database> SqlStore<DB> {
             inserts: InsertGroup::default(),
             checkpointer: None,
         }
+    }
+}
+
+impl<DB: Backend> SqlStore<DB> {
+    /// A transaction for statements that write (see [`Dialect::begin_write`]). Every
+    /// transaction of the store that writes opens with this, whatever its first statement,
+    /// so a read added in front later cannot bring the race back.
+    pub(super) async fn begin_write(&self) -> Result<Transaction<'static, DB>, sqlx::Error> {
+        self.pool.begin_with(DB::DIALECT.begin_write).await
     }
 }

@@ -112,10 +112,8 @@ where
         new: &NewCheckpoint,
     ) -> Result<i64, StoreError> {
         let key_text = key.to_string();
-        let mut tx = self.pool.begin().await?;
-        // A write first: on SQLite the transaction then holds the write lock from its first
-        // statement (waiting for it like any writer), where a read first would fail with
-        // `SQLITE_BUSY_SNAPSHOT` had another connection committed before this one's write.
+        let mut tx = self.begin_write().await?;
+        // A checkpoint left open by a call that never ran is reopened under its number.
         let reopened: Option<i64> = sqlx::query_scalar(
             "DELETE FROM checkpoints WHERE conversation_key = $1 AND call_id = '' RETURNING number",
         )
@@ -176,7 +174,7 @@ where
         key: &ConversationKey,
         numbers: &[i64],
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for number in numbers {
             sqlx::query("DELETE FROM checkpoints WHERE conversation_key = $1 AND number = $2")
                 .bind(key.to_string())
@@ -194,7 +192,7 @@ where
         checkpoint: &Checkpoint,
     ) -> Result<Option<u64>, StoreError> {
         let key_text = key.to_string();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let candidates: Vec<(i64, Option<String>)> = sqlx::query_as(
             "SELECT id, tool_calls FROM messages WHERE conversation_key = $1 AND id > $2 \
              AND role = 'assistant' AND tool_calls IS NOT NULL ORDER BY id",

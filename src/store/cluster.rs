@@ -280,7 +280,7 @@ where
              WHERE key = $1 AND owner = $2 AND epoch = $3",
             DB::DIALECT.now_ms
         );
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let done = sqlx::query(&sql)
             .bind(key.to_string())
             .bind(owner)
@@ -300,7 +300,7 @@ where
 
     async fn release_all_conversations(&self, owner: &str) -> Result<u64, StoreError> {
         let now = DB::DIALECT.now_ms;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         if DB::DIALECT.shared {
             let keys = format!(
                 "SELECT key FROM conversation_leases WHERE owner = $1 AND lease_until >= {now}"

@@ -79,7 +79,7 @@ where
         now_ms: i64,
     ) -> Result<(), StoreError> {
         let key_text = key.to_string();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         // The fence: this claim, under the conversation lease it was made with.
         if !Self::mark_done_fenced(&mut tx, claim, now_ms).await? {
             tx.rollback().await?;
@@ -107,7 +107,7 @@ where
         now_ms: i64,
     ) -> Result<(), StoreError> {
         let key_text = key.to_string();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("DELETE FROM messages WHERE conversation_key = $1")
             .bind(key_text.as_str())
             .execute(&mut *tx)

@@ -95,7 +95,7 @@ where
             };
             return self.insert_grouped(row).await;
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let seq: i64 = sqlx::query_scalar(
             "INSERT INTO conversation_seq (key, last_seq) VALUES ($1, 1) \
              ON CONFLICT (key) DO UPDATE SET last_seq = conversation_seq.last_seq + 1 RETURNING last_seq",

@@ -26,6 +26,8 @@ impl Backend for Postgres {
         escape_nul: true,
         now_ms: "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT",
         shared: true,
+        // Row locks are taken by each statement; a read first is no hazard.
+        begin_write: "BEGIN",
     };
 
     fn rows_affected(result: &PgQueryResult) -> u64 {

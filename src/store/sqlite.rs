@@ -41,6 +41,7 @@ impl Backend for Sqlite {
         now_ms: "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
         // One process owns the file; it reclaims everything at start, as before.
         shared: false,
+        begin_write: "BEGIN IMMEDIATE",
         // SQLite stores NUL inside text as it is.
         escape_nul: false,
     };
@@ -171,4 +172,150 @@ extern "C" fn on_busy(timeout_ms: *mut c_void, tries: c_int) -> c_int {
         }
     }
     1
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::Connection;
+
+    use super::*;
+
+    /// A transaction opened with `begin_write` holds the write lock from its start, so a
+    /// read first cannot be overtaken: another connection's commit between the read and the
+    /// write would otherwise make the write fail at once with `SQLITE_BUSY_SNAPSHOT` (as
+    /// checkpoints and rewinds did under load). Here the other writer does not wait: with
+    /// a deferred transaction it commits and the transaction's write is refused; with
+    /// `BEGIN IMMEDIATE` it is the one refused, and nothing is lost.
+    #[tokio::test]
+    async fn a_write_transaction_that_reads_first_is_not_overtaken_by_another_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/tx.db", dir.path().display());
+        let store = SqliteStore::connect(&url).await.unwrap();
+        sqlx::query("CREATE TABLE t (x INTEGER)")
+            .execute(&store.pool)
+            .await
+            .unwrap();
+
+        let mut tx = store.begin_write().await.unwrap();
+        let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t")
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+        assert_eq!(seen, 0);
+
+        let mut other = store.pool.acquire().await.unwrap().detach();
+        sqlx::query("PRAGMA busy_timeout = 0")
+            .execute(&mut other)
+            .await
+            .unwrap();
+        let overtaking = sqlx::query("INSERT INTO t VALUES (1)")
+            .execute(&mut other)
+            .await;
+        assert!(
+            overtaking.is_err(),
+            "another connection committed inside the write transaction"
+        );
+
+        sqlx::query("INSERT INTO t VALUES (2)")
+            .execute(&mut *tx)
+            .await
+            .expect("the transaction's own write");
+        tx.commit().await.unwrap();
+        let rows: Vec<i64> = sqlx::query_scalar("SELECT x FROM t")
+            .fetch_all(&mut other)
+            .await
+            .unwrap();
+        assert_eq!(rows, [2]);
+        other.close().await.unwrap();
+    }
+
+    /// A connection's checkpoint (`wal_checkpoint(TRUNCATE)`), begun and held open: it has
+    /// copied the WAL and waits, holding SQLite's checkpoint lock, for `reader` to leave.
+    /// Returns once the lock is seen held (another checkpoint then reports busy at once).
+    async fn hold_the_checkpoint_lock(
+        store: &SqliteStore,
+    ) -> tokio::task::JoinHandle<(i64, i64, i64)> {
+        let mut probe = store.pool.acquire().await.unwrap().detach();
+        loop {
+            let mut holder = store.pool.acquire().await.unwrap().detach();
+            let held = tokio::spawn(async move {
+                let done = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+                    .fetch_one(&mut holder)
+                    .await
+                    .unwrap();
+                holder.close().await.unwrap();
+                done
+            });
+            // The probe is refused while the holder has the lock; it may also take the lock
+            // first, and the holder then returns at once: begin again.
+            while !held.is_finished() {
+                let (busy, _, _): (i64, i64, i64) =
+                    sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
+                        .fetch_one(&mut probe)
+                        .await
+                        .unwrap();
+                if busy == 1 {
+                    probe.close().await.unwrap();
+                    return held;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+        }
+    }
+
+    /// The journal flush that follows a decided approval's overwritten raw call runs again
+    /// while another connection holds the checkpoint (the store's WAL task, in production):
+    /// a flush that ran once would report busy and leave the WAL, and the raw call in it,
+    /// as it was (`stored_secrets` caught that race once).
+    #[tokio::test]
+    async fn the_journal_flush_waits_out_another_connections_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/flush.db", dir.path().display());
+        // No checkpoint but this test's: the store's task would take the lock at moments of
+        // its own, and would let the reader below read from the file instead of the WAL.
+        let never = WalBounds {
+            background_at: c_int::MAX,
+            inline_at: c_int::MAX,
+        };
+        let store = SqliteStore::open(&url, Timeouts::default(), never)
+            .await
+            .unwrap();
+        sqlx::query("CREATE TABLE t (x TEXT)")
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        sqlx::query("INSERT INTO t VALUES ('a raw call')")
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        let wal = dir.path().join("flush.db-wal");
+
+        let mut reader = store.pool.acquire().await.unwrap().detach();
+        let mut reading = reader.begin().await.unwrap();
+        let _: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t")
+            .fetch_one(&mut *reading)
+            .await
+            .unwrap();
+        let held = hold_the_checkpoint_lock(&store).await;
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!held.is_finished(), "the checkpoint waits for the reader");
+
+        let flush = tokio::spawn(async move {
+            let result = store.flush_journal().await;
+            (store, result)
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(
+            !flush.is_finished(),
+            "the flush returned while another connection held the checkpoint"
+        );
+        assert!(std::fs::metadata(&wal).unwrap().len() > 0);
+
+        reading.commit().await.unwrap();
+        assert_eq!(held.await.unwrap().0, 0, "the holder's checkpoint");
+        let (_store, result) = flush.await.unwrap();
+        result.expect("the flush, once the checkpoint was done");
+        assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0, "the WAL emptied");
+        reader.close().await.unwrap();
+    }
 }
