@@ -15,6 +15,8 @@ without stopping it, so run it while the gateway is quiet (after a burst has ret
 - asks /proc/PID/pagemap which of its pages are resident;
 - per arena prints chunks, bytes in use, resident bytes, resident pages with less than
   1 KiB live ("sparse") and resident pages with nothing live;
+- counts the chunks a thread's tcache holds (free, but in use to the arena) on those
+  pages, and the pages nothing else keeps;
 - then groups the small live chunks on sparse pages by their first bytes (digits folded),
   most frequent first, with one example each: a string that repeats hundreds of times names
   its owner.
@@ -66,7 +68,7 @@ def main(pid):
         if parts[1].startswith("rw") and (name == "[heap]" or (not name and lo % HEAP_ALIGN == 0)):
             regions.append((lo, hi, name))
 
-    sizes, samples = collections.Counter(), []
+    sizes, samples, sparse_pages = collections.Counter(), [], []
     for lo, hi, name in regions:
         if name == "[heap]":
             candidates = [lo + off for off in range(0, 64, 16)]
@@ -96,6 +98,7 @@ def main(pid):
             f"({sum(s for _, s in used) / 1e6:.2f} MB), resident {len(pages) * PAGE / 1e6:.2f} MB, "
             f"sparse pages {len(sparse)}, resident pages with nothing live {len(empty)}"
         )
+        sparse_pages += [on_page[page] for page in sparse]
         for page in sparse:
             for at, size in on_page[page]:
                 if size <= 1024:
@@ -103,6 +106,18 @@ def main(pid):
                     samples.append((at, size))
 
     print("chunk sizes on sparse pages:", sizes.most_common(12))
+
+    # A chunk cached in a thread's tcache is free but marked in use; its second word holds
+    # the process's tcache key, the same value in every cached chunk. The most frequent
+    # second word among the small chunks on sparse pages is that key when tcache holds many.
+    keys = collections.Counter(word(at + 24) for at, _ in samples)
+    key, cached = keys.most_common(1)[0] if keys else (0, 0)
+    if cached > 1 and key != 0:
+        only = sum(1 for chunks in sparse_pages if all(word(at + 24) == key for at, _ in chunks))
+        print(
+            f"tcache (free, kept per thread; key {key:#x}): {cached} chunks on sparse pages, "
+            f"{only} pages kept by them alone"
+        )
     kinds, example = collections.Counter(), {}
     for at, size in samples:
         text = re.sub(rb"[^\x20-\x7e]", b".", read(at + 16, min(size - 16, 48))).decode()
