@@ -7,6 +7,10 @@ use switchboard::cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The long-running gateway only, while the process has one thread; may execute again.
+    if let Command::Run(_) = &cli.command {
+        switchboard::allocator::tune();
+    }
     // The sandbox supervisor must stay single-threaded: dispatch it before the runtime starts.
     if let Command::Supervise(args) = &cli.command {
         return switchboard::sandbox::supervise(args);
