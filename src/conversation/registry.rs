@@ -95,7 +95,7 @@ impl Registry {
             .is_some();
         if retired {
             self.deps.outbound.retired(key);
-            self.trimmer.retired();
+            self.trimmer.retired(self.actors.is_empty());
         }
         retired
     }

@@ -3,8 +3,8 @@
 //! glibc's allocator keeps what freed allocations leave in its arenas: after 10,000
 //! conversations retired, the gateway's RSS stayed at its 300 MB peak (BENCHMARKS.md, issue
 //! #19). `malloc_trim(0)` returns the whole free pages of every arena. It runs on a blocking
-//! thread after every [`TRIM_EVERY`] retirements during a burst, and from the sweep loop for
-//! a burst's tail. Other allocators (musl's, jemalloc) return memory on their own; there
+//! thread after every [`TRIM_EVERY`] retirements during a burst, when the last live
+//! conversation retires, and from the sweep loop for a burst's tail. Other allocators (musl's, jemalloc) return memory on their own; there
 //! the trim does nothing.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -24,11 +24,14 @@ pub(super) struct Trimmer {
 }
 
 impl Trimmer {
-    /// A conversation retired: trim once [`TRIM_EVERY`] have since the last trim.
-    pub(super) fn retired(&self) {
+    /// A conversation retired: trim once [`TRIM_EVERY`] have since the last trim, or when
+    /// it was the last one live (`none_live`): the gateway is idle from then on, and the
+    /// sweep's trim of the tail would come only up to 30 s later.
+    pub(super) fn retired(&self, none_live: bool) {
         let pending = self.pending.fetch_add(1, Ordering::Relaxed) + 1;
+        let due = if none_live { 1 } else { TRIM_EVERY };
         // `swap` decides which of two racing callers trims.
-        if pending >= TRIM_EVERY && self.pending.swap(0, Ordering::Relaxed) >= TRIM_EVERY {
+        if pending >= due && self.pending.swap(0, Ordering::Relaxed) >= due {
             self.start();
         }
     }
@@ -75,13 +78,27 @@ mod tests {
         trimmer.settle(1);
         assert_eq!(trimmer.trims(), 0, "nothing retired, nothing to trim");
         for _ in 0..(2 * TRIM_EVERY + 10) {
-            trimmer.retired();
+            trimmer.retired(false);
         }
         assert_eq!(trimmer.trims(), 2);
         trimmer.settle(1);
         assert_eq!(trimmer.trims(), 3, "the tail of ten");
         trimmer.settle(1);
         assert_eq!(trimmer.trims(), 3);
+    }
+
+    #[tokio::test]
+    async fn the_last_live_conversation_retiring_trims_at_once() {
+        let trimmer = Trimmer::default();
+        trimmer.retired(false);
+        trimmer.retired(false);
+        assert_eq!(trimmer.trims(), 0);
+        trimmer.retired(true);
+        assert_eq!(trimmer.trims(), 1, "the last of three");
+        trimmer.settle(1);
+        assert_eq!(trimmer.trims(), 1, "nothing left for the sweep");
+        trimmer.retired(true);
+        assert_eq!(trimmer.trims(), 2, "a lone conversation");
     }
 
     #[tokio::test]
