@@ -5,6 +5,8 @@ use std::process::Command;
 
 use switchboard::config::{self, ConfigError};
 
+use crate::helpers::free_port;
+
 const EXAMPLE: &str = include_str!("../../config/switchboard.example.toml");
 
 fn problems(text: &str, overrides: &[(&str, &str)]) -> String {
@@ -179,11 +181,7 @@ fn the_check_command_exits_zero_for_the_example_and_one_for_a_bad_file() {
 fn run_serves_health_and_stops_cleanly_on_sigterm() {
     let bin = env!("CARGO_BIN_EXE_switchboard");
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut child = Command::new(bin)
         .args(["run", "--config", "config/switchboard.example.toml"])
         .env("SWITCHBOARD__GATEWAY__LISTEN", format!("127.0.0.1:{port}"))

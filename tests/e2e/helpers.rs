@@ -128,6 +128,15 @@ pub async fn start_with_clock(
         .expect("gateway starts")
 }
 
+/// A loopback port free at the moment of asking, for a gateway started as its own process.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// The system clock in Unix ms (the starting point of a test's manual clock).
 pub fn wall_ms() -> i64 {
     Clock::wall().now_ms()

@@ -13,7 +13,7 @@ use switchboard_standins::slack::{
 };
 use switchboard_standins::{FakeLlm, Reply};
 
-use crate::helpers::WAIT;
+use crate::helpers::{WAIT, free_port};
 
 /// Shapes the scrubber knows, none of them real credentials.
 const PLANTED: &[&str] = &[
@@ -29,11 +29,7 @@ async fn a_secret_read_by_a_tool_reaches_neither_chat_history_audit_nor_logs() {
     let slack = FakeSlack::start_with_token(BOT_TOKEN).await;
     let llm = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let config = leak_config(port, dir.path(), &llm.openai_url(), &slack.api_url());
     let config_path = dir.path().join("leak.toml");
     std::fs::write(&config_path, config).unwrap();

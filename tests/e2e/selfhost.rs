@@ -13,7 +13,7 @@ use switchboard::config::Secret;
 use switchboard_standins::slack::{FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, Failure, FakeSlack};
 use switchboard_standins::{FakeChannel, FakeLlm, Reply};
 
-use crate::helpers::{TestApp, WAIT, key, test_config, wait_transcript};
+use crate::helpers::{TestApp, WAIT, free_port, key, test_config, wait_transcript};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
@@ -227,11 +227,7 @@ async fn run_starts_with_glibcs_thread_caches_off_unless_the_operator_chose_a_si
         ("glibc.malloc.tcache_count=2", false),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let config = dir.path().join("tuned.toml");
         std::fs::write(
             &config,

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{connect, json_where, new_session, say};
-use crate::helpers::WAIT;
+use crate::helpers::{WAIT, free_port};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 const EXAMPLE: &str = "config/switchboard.example.toml";
@@ -61,11 +61,7 @@ fn get(port: u16, path: &str) -> Option<String> {
 #[tokio::test]
 async fn a_first_run_without_a_key_warns_once_and_the_web_chat_says_no_api_key() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let log_path = dir.path().join("stderr.log");
     let mut child = switchboard()
         .args(["run", "--config", EXAMPLE])
