@@ -1,7 +1,7 @@
 //! Group commit for inbox inserts where one process owns the database (SQLite).
 //!
 //! Every webhook stores its event before it is acknowledged. Stored one statement each, a
-//! burst of events runs as many write transactions on up to eight connections, which take
+//! burst of events runs as many write transactions on the pool's connections, which take
 //! SQLite's one write lock in turn, each dropping the others' page caches and waking threads
 //! to wait for it (issue #19, BENCHMARKS.md "Round two, fifth pass"). Grouped, the inserts
 //! that arrive while one group is being written form the next group, written by one caller

@@ -18,6 +18,13 @@ use super::memory::fts5_query;
 use super::wal::{Checkpointer, WalBounds};
 use super::{StoreError, Timeouts};
 
+/// Connections in the pool. Each runs on a thread of its own, and glibc gives each such thread
+/// an arena whose free top `malloc_trim` does not return; sqlx hands idle connections out in
+/// turn, so a light load keeps them all open. Four answer as many turns per second and
+/// store as many events as eight did on two cores; two answer 16 % fewer turns. After a burst
+/// of 10,000 conversations four keep 2.6 – 3.9 MB less (BENCHMARKS.md, "Round two, ninth pass").
+const MAX_CONNECTIONS: u32 = 4;
+
 /// How long a pooled SQLite connection may sit unused before it is closed.
 const IDLE_CLOSE: Duration = Duration::from_secs(30);
 
@@ -85,15 +92,15 @@ impl SqlStore<Sqlite> {
         {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::Db(sqlx::Error::Io(e)))?;
         }
-        // Several connections: queries of different conversations overlap (one connection,
-        // tried in issue #19, answered 280 turns/s where eight answer 380). Each keeps its own
-        // page cache, which SQLite throws away whenever another connection has written, so
-        // under load a large cache buys nothing; after the load it stays allocated as long as
-        // the connection lives, and a light steady load keeps every connection alive. So:
-        // 256 KiB each (SQLite's default is 2 MB; 1 MiB kept 5 MB more after a burst of
-        // 10,000 conversations, at the same turns per second), and a connection idle for
-        // `IDLE_CLOSE` is closed, returning its cache (BENCHMARKS.md, "SQLite connections
-        // after a burst" and "Round two, fifth pass").
+        // Several connections (`MAX_CONNECTIONS`): queries of different conversations overlap
+        // (one connection, tried in issue #19, answered 280 turns/s where eight answered 380).
+        // Each keeps its own page cache, which SQLite throws away whenever another connection
+        // has written, so under load a large cache buys nothing; after the load it stays
+        // allocated as long as the connection lives, and a light steady load keeps every
+        // connection alive. So: 256 KiB each (SQLite's default is 2 MB; 1 MiB kept 5 MB more
+        // after a burst of 10,000 conversations, at the same turns per second), and a
+        // connection idle for `IDLE_CLOSE` is closed, returning its cache (BENCHMARKS.md,
+        // "SQLite connections after a burst" and "Round two, fifth pass").
         let options = options.pragma("cache_size", "-256");
         // Once a burst has grown the WAL past its usual size, it is cut back to that size when
         // it next starts over (SQLite otherwise keeps the file at its largest).
@@ -102,7 +109,7 @@ impl SqlStore<Sqlite> {
         let watch = Checkpointer::watch(wal);
         let hook = watch.clone();
         let pool = SqlitePoolOptions::new()
-            .max_connections(8)
+            .max_connections(MAX_CONNECTIONS)
             .idle_timeout(IDLE_CLOSE)
             .acquire_timeout(timeouts.acquire)
             .after_connect(move |conn, _| {
