@@ -20,9 +20,10 @@ use super::{StoreError, Timeouts};
 
 /// Connections in the pool. Each runs on a thread of its own, and glibc gives each such thread
 /// an arena whose free top `malloc_trim` does not return; sqlx hands idle connections out in
-/// turn, so a light load keeps them all open. Four answer as many turns per second and
-/// store as many events as eight did on two cores; two answer 16 % fewer turns. After a burst
-/// of 10,000 conversations four keep 2.6 – 3.9 MB less (BENCHMARKS.md, "Round two, ninth pass").
+/// turn, so a light load keeps them all open. On two cores four answer as many turns per
+/// second at 1,000 offered and store as many events as eight did; at twice capacity (2,000
+/// offered) 2 – 8 % fewer, none refused; two answer 16 % fewer. After a burst of 10,000
+/// conversations four keep 2.6 – 3.9 MB less (BENCHMARKS.md, "Round two, ninth pass").
 const MAX_CONNECTIONS: u32 = 4;
 
 /// How long a pooled SQLite connection may sit unused before it is closed.
