@@ -111,6 +111,13 @@ impl SqlStore<Sqlite> {
         let hook = watch.clone();
         let pool = SqlitePoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
+            // sqlx pings a pooled connection when it hands it out (on by default, for
+            // connections a server may have dropped) and again when it takes it back (always).
+            // A SQLite connection is a thread in this process that no one else can close, and
+            // the ping on return already checks it after every use; the ping on acquire was a
+            // third round trip to that thread for every statement (BENCHMARKS.md, "Round two,
+            // tenth pass").
+            .test_before_acquire(false)
             .idle_timeout(IDLE_CLOSE)
             .acquire_timeout(timeouts.acquire)
             .after_connect(move |conn, _| {
