@@ -5,8 +5,9 @@
 //! so the webhooks whose rows it carried waited for it, and every read meanwhile searched a
 //! WAL of up to 1,000 pages. Here every connection gets a WAL hook instead, which runs after
 //! each commit with the WAL's size:
-//! - from [`WalBounds::background_at`] pages, it wakes a task of the store that checkpoints
-//!   on a pooled connection of its own, while the request paths go on;
+//! - once [`WalBounds::background_at`] pages wait to be copied (counted from what the last
+//!   checkpoint copied), it wakes a task of the store that checkpoints on a pooled
+//!   connection of its own, while the request paths go on;
 //! - from [`WalBounds::inline_at`] pages (SQLite's own threshold) it checkpoints in the
 //!   commit, as SQLite would have, so the WAL stays as bounded as before when that task
 //!   cannot keep up or has stopped.
@@ -22,7 +23,7 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use libsqlite3_sys as ffi;
 use sqlx::{Pool, Sqlite};
@@ -32,14 +33,14 @@ use tokio::task::AbortHandle;
 /// When a commit asks for a checkpoint, in WAL pages.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct WalBounds {
-    /// The background task is woken.
+    /// The background task is woken: frames its last checkpoint did not copy.
     pub background_at: c_int,
     /// The commit checkpoints by itself: the bound on the WAL.
     pub inline_at: c_int,
 }
 
 impl WalBounds {
-    /// 50 pages (200 KiB) wake the task; 1,000 (about 4 MiB) is SQLite's own threshold.
+    /// 50 pages (200 KiB) not yet copied wake the task; 1,000 (about 4 MiB) is SQLite's own threshold.
     pub(super) const DEFAULT: Self = Self {
         background_at: 50,
         inline_at: 1_000,
@@ -51,6 +52,9 @@ impl WalBounds {
 struct Watch {
     bounds: WalBounds,
     wanted: Notify,
+    /// The WAL frames the task's last checkpoint had copied into the database: the hook
+    /// counts the frames still to copy from there, not from the start of the WAL.
+    copied: AtomicI32,
     /// Checkpoints the task has run (read by tests).
     done: AtomicU64,
 }
@@ -75,6 +79,7 @@ impl Checkpointer {
         WalWatch(Arc::new(Watch {
             bounds,
             wanted: Notify::new(),
+            copied: AtomicI32::new(0),
             done: AtomicU64::new(0),
         }))
     }
@@ -90,11 +95,14 @@ impl Checkpointer {
                     () = shared.wanted.notified() => {}
                     () = &mut closed => return,
                 }
-                match sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-                    .execute(&pool)
+                match sqlx::query_as::<_, (i64, i64, i64)>("PRAGMA wal_checkpoint(PASSIVE)")
+                    .fetch_one(&pool)
                     .await
                 {
-                    Ok(_) => {
+                    // (busy, frames in the WAL, frames copied); -1 when there is no WAL.
+                    Ok((_, _, copied)) => {
+                        let copied = c_int::try_from(copied.max(0)).unwrap_or(c_int::MAX);
+                        shared.copied.store(copied, Ordering::Relaxed);
                         shared.done.fetch_add(1, Ordering::Relaxed);
                     }
                     // The commits go on; the next one past the bound asks again, and the
@@ -174,10 +182,23 @@ unsafe extern "C" fn on_commit(
                 ptr::null_mut(),
             );
         }
-    } else if pages >= watch.bounds.background_at {
+    } else if pages - copied_before(watch, pages) >= watch.bounds.background_at {
         watch.wanted.notify_one();
     }
     ffi::SQLITE_OK
+}
+
+/// Where the frames still to copy begin in a WAL of `pages` frames: after the frames the
+/// task's last checkpoint copied, or at 0 once the WAL has started over (SQLite writes from
+/// its start again when a checkpoint copied everything and no reader still needs it).
+///
+/// Counting from the start of the WAL instead woke the task after nearly every commit: with
+/// four connections reading, the WAL seldom starts over, so it stayed past the bound and
+/// the task ran about two checkpoints per echo turn, each copying a few frames and syncing
+/// the database file (BENCHMARKS.md, "Round two, tenth pass").
+fn copied_before(watch: &Watch, pages: c_int) -> c_int {
+    let copied = watch.copied.load(Ordering::Relaxed);
+    if pages < copied { 0 } else { copied }
 }
 
 #[cfg(test)]
@@ -204,7 +225,12 @@ mod tests {
 
     /// One transaction of `rows` rows of a page each: at least `rows` WAL pages.
     async fn commit_pages(store: &SqliteStore, rows: u32) {
-        let mut tx = store.pool.begin().await.unwrap();
+        commit_pages_on(&mut store.pool.acquire().await.unwrap(), rows).await;
+    }
+
+    /// [`commit_pages`] on a connection of the caller's.
+    async fn commit_pages_on(conn: &mut sqlx::SqliteConnection, rows: u32) {
+        let mut tx = sqlx::Connection::begin(conn).await.unwrap();
         for _ in 0..rows {
             sqlx::query("INSERT INTO filler VALUES (zeroblob(4000))")
                 .execute(&mut *tx)
@@ -222,6 +248,61 @@ mod tests {
                 .await
                 .unwrap();
         frames
+    }
+
+    /// Wait until the task has run `n` checkpoints.
+    async fn checkpoints(checkpointer: &Checkpointer, n: u64) {
+        let mut waited = Duration::ZERO;
+        while checkpointer.done() < n {
+            assert!(
+                waited < Duration::from_secs(10),
+                "the task ran {} checkpoints, not {n}",
+                checkpointer.done()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            waited += Duration::from_millis(10);
+        }
+    }
+
+    #[tokio::test]
+    async fn once_the_task_copied_the_wal_only_new_frames_past_the_threshold_wake_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let bounds = WalBounds {
+            background_at: 400,
+            inline_at: 100_000,
+        };
+        let store = store(&dir, bounds).await;
+        let checkpointer = store.checkpointer.as_ref().unwrap();
+        // Every connection taken, so the task waits for one while a reader begins.
+        let mut held = Vec::new();
+        for _ in 0..store.pool.options().get_max_connections() {
+            held.push(store.pool.acquire().await.unwrap());
+        }
+        let (mut writer, mut reader) = (held.pop().unwrap(), held.pop().unwrap());
+        commit_pages_on(&mut writer, 500).await;
+        // A reader whose snapshot holds every frame: the task's checkpoint can copy all of
+        // them, but SQLite cannot start the WAL over while this reader lasts.
+        let mut reading = sqlx::Connection::begin(&mut *reader).await.unwrap();
+        sqlx::query("SELECT count(*) FROM filler")
+            .fetch_one(&mut *reading)
+            .await
+            .unwrap();
+        held.clear();
+        checkpoints(checkpointer, 1).await;
+
+        // The WAL stays past the threshold, but what is left to copy is under it.
+        for _ in 0..20 {
+            commit_pages_on(&mut writer, 1).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            checkpointer.done(),
+            1,
+            "commits of frames already copied woke the task"
+        );
+        commit_pages_on(&mut writer, 400).await;
+        checkpoints(checkpointer, 2).await;
+        reading.rollback().await.unwrap();
     }
 
     #[tokio::test]
