@@ -40,7 +40,8 @@ pub(super) struct WalBounds {
 }
 
 impl WalBounds {
-    /// 50 pages (200 KiB) not yet copied wake the task; 1,000 (about 4 MiB) is SQLite's own threshold.
+    /// 50 pages (200 KiB) not yet copied wake the task; 1,000 (about 4 MiB) is SQLite's own
+    /// threshold.
     pub(super) const DEFAULT: Self = Self {
         background_at: 50,
         inline_at: 1_000,
@@ -211,6 +212,13 @@ mod tests {
     /// SQLite's default page, plus each WAL frame's header.
     const FRAME: u64 = 4096 + 24;
 
+    /// Bounds where the task does the checkpoints: far above what the migrations write, so
+    /// a test's own commits are the only ones to wake it.
+    const TASK_ONLY: WalBounds = WalBounds {
+        background_at: 400,
+        inline_at: 100_000,
+    };
+
     async fn store(dir: &tempfile::TempDir, bounds: WalBounds) -> SqliteStore {
         let url = format!("sqlite://{}/wal.db", dir.path().display());
         let store = SqliteStore::open(&url, Timeouts::default(), bounds)
@@ -267,11 +275,7 @@ mod tests {
     #[tokio::test]
     async fn once_the_task_copied_the_wal_only_new_frames_past_the_threshold_wake_it() {
         let dir = tempfile::tempdir().unwrap();
-        let bounds = WalBounds {
-            background_at: 400,
-            inline_at: 100_000,
-        };
-        let store = store(&dir, bounds).await;
+        let store = store(&dir, TASK_ONLY).await;
         let checkpointer = store.checkpointer.as_ref().unwrap();
         // Every connection taken, so the task waits for one while a reader begins.
         let mut held = Vec::new();
@@ -308,25 +312,12 @@ mod tests {
     #[tokio::test]
     async fn a_commit_past_the_threshold_wakes_the_task_which_empties_the_wal() {
         let dir = tempfile::tempdir().unwrap();
-        // Far above what the migrations write, so this test's commit is the only one.
-        let bounds = WalBounds {
-            background_at: 400,
-            inline_at: 100_000,
-        };
-        let store = store(&dir, bounds).await;
+        let store = store(&dir, TASK_ONLY).await;
         let checkpointer = store.checkpointer.as_ref().unwrap();
         assert_eq!(checkpointer.done(), 0, "nothing asked yet");
 
         commit_pages(&store, 500).await;
-        let mut waited = Duration::ZERO;
-        while checkpointer.done() == 0 {
-            assert!(
-                waited < Duration::from_secs(10),
-                "the task never checkpointed"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            waited += Duration::from_millis(10);
-        }
+        checkpoints(checkpointer, 1).await;
         assert_eq!(checkpointer.done(), 1);
         // The task's checkpoint ran after the commit and copied all of it, so the next
         // write starts the WAL over.
