@@ -38,6 +38,17 @@ pub(super) const MAX_GROUP: usize = 64;
 /// where none had (BENCHMARKS.md, "Round two, fifth pass").
 pub(super) const MAX_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// A wave's rows, bound as one JSON array of `[channel, event_id, key, payload, at, kind]`
+/// arrays (SQLite only: where replicas share PostgreSQL nothing is grouped). `WHERE true`
+/// keeps SQLite from reading `ON CONFLICT` as a join's `ON`.
+const INSERT_WAVE: &str = "INSERT INTO inbox \
+     (channel, event_id, conversation_key, payload, created_at, updated_at, kind, seq) \
+     SELECT r.value ->> 0, r.value ->> 1, r.value ->> 2, r.value ->> 3, r.value ->> 4, \
+       r.value ->> 4, r.value ->> 5, \
+       COALESCE((SELECT last_seq FROM conversation_seq WHERE key = r.value ->> 2), 0) + 1 \
+     FROM json_each($1) AS r WHERE true \
+     ON CONFLICT (channel, event_id) DO NOTHING RETURNING id, channel, event_id";
+
 /// An inbox row waiting to be stored.
 pub(super) struct PendingInsert {
     pub channel: String,
@@ -208,40 +219,37 @@ where
     /// number comes from its own conversation's `conversation_seq` row, which no other row
     /// of the statement touches, so the order SQLite evaluates them in does not matter.
     /// Returns each row's id in `wave` order (`None` for a redelivery).
+    ///
+    /// The rows go in as one JSON array bound to [`INSERT_WAVE`], so every wave, whatever
+    /// its size, is the same statement and stays prepared on each connection; SQLite
+    /// compiling a new statement for each wave of another size took a tenth of ingest's
+    /// throughput (BENCHMARKS.md, "Round two, eleventh pass").
     async fn insert_wave(
         pool: &Pool<DB>,
         rows: &[Arc<PendingInsert>],
         wave: &[usize],
     ) -> Result<Vec<Option<i64>>, StoreError> {
-        let values: Vec<String> = (0..wave.len())
-            .map(|i| {
-                let n = 6 * i;
-                let (channel, event, key) = (n + 1, n + 2, n + 3);
-                let (payload, at, kind) = (n + 4, n + 5, n + 6);
-                format!(
-                    "(${channel}, ${event}, ${key}, ${payload}, ${at}, ${at}, ${kind}, \
-                     COALESCE((SELECT last_seq FROM conversation_seq WHERE key = ${key}), 0) + 1)"
+        // Tuples serialize as JSON arrays.
+        let values: Vec<_> = wave
+            .iter()
+            .map(|&i| {
+                let r = &*rows[i];
+                (
+                    &r.channel,
+                    &r.event_id,
+                    &r.key,
+                    &r.payload,
+                    r.now_ms,
+                    r.kind,
                 )
             })
             .collect();
-        let sql = format!(
-            "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at, kind, seq) \
-             VALUES {} ON CONFLICT (channel, event_id) DO NOTHING RETURNING id, channel, event_id",
-            values.join(", ")
-        );
-        // As for history's multi-row inserts: only the small shapes stay prepared.
-        let mut query = sqlx::query(&sql).persistent(wave.len() <= 8);
-        for &i in wave {
-            let row = &rows[i];
-            query = query
-                .bind(row.channel.as_str())
-                .bind(row.event_id.as_str())
-                .bind(row.key.as_str())
-                .bind(row.payload.as_str())
-                .bind(row.now_ms)
-                .bind(row.kind);
-        }
-        let stored = query.fetch_all(pool).await?;
+        let values =
+            serde_json::to_string(&values).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let stored = sqlx::query(INSERT_WAVE)
+            .bind(values)
+            .fetch_all(pool)
+            .await?;
         let mut ids = vec![None; wave.len()];
         for r in &stored {
             let (id, channel, event_id): (i64, String, String) =
@@ -332,6 +340,65 @@ mod tests {
     fn waves_hold_one_row_per_conversation_in_queue_order() {
         let rows = [row("A", "1"), row("B", "2"), row("A", "3"), row("A", "4")];
         assert_eq!(waves(&rows), vec![vec![0, 1], vec![2], vec![3]]);
+    }
+
+    #[tokio::test]
+    async fn a_wave_of_any_size_stores_every_row_exactly_as_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/wave.db", dir.path().display());
+        let store = SqliteStore::connect(&url).await.unwrap();
+        // K0 has a row already: the wave numbers its next one after it.
+        assert!(matches!(
+            write(&store, &[row("K0", "before")]).await[0],
+            Ok(Some(_))
+        ));
+
+        // Text that JSON must escape and SQLite must give back unchanged.
+        let texts = [
+            r#"{"text":"a \"quote\", a \\ backslash, \u0000, a\ttab"}"#,
+            "ünïcødé ✓ 𝄞 \" \\ \n",
+            "",
+            "'; DROP TABLE inbox; --",
+        ];
+        for size in [2, 9, 64] {
+            let rows: Vec<_> = (0..size)
+                .map(|i| {
+                    Arc::new(PendingInsert {
+                        channel: "slack".into(),
+                        event_id: format!("{size}-{i}"),
+                        key: format!("slack:K{i}"),
+                        payload: format!("{}{i}", texts[i % texts.len()]),
+                        now_ms: 1_000 + i as i64,
+                        kind: if i % 2 == 0 { "message" } else { "control" },
+                    })
+                })
+                .collect();
+            let outcomes = write(&store, &rows).await;
+            for (i, (row, outcome)) in rows.iter().zip(outcomes).enumerate() {
+                let id = outcome.unwrap().expect("stored");
+                let stored: (String, String, String, i64, i64, String, i64) = sqlx::query_as(
+                    "SELECT event_id, conversation_key, payload, created_at, updated_at, kind, seq \
+                     FROM inbox WHERE id = $1",
+                )
+                .bind(id)
+                .fetch_one(&store.pool)
+                .await
+                .unwrap();
+                // Each earlier size wrote one row to K0 .. K(size-1).
+                let before = [2, 9, 64].iter().filter(|&&s| s < size && i < s).count();
+                let seq = 1 + before as i64 + i64::from(i == 0);
+                let expected = (
+                    row.event_id.clone(),
+                    row.key.clone(),
+                    row.payload.clone(),
+                    row.now_ms,
+                    row.now_ms,
+                    row.kind.to_owned(),
+                    seq,
+                );
+                assert_eq!(stored, expected, "row {i} of a wave of {size}");
+            }
+        }
     }
 
     #[tokio::test]
