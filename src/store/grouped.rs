@@ -5,8 +5,8 @@
 //! SQLite's one write lock in turn, each dropping the others' page caches and waking threads
 //! to wait for it (issue #19, BENCHMARKS.md "Round two, fifth pass"). Grouped, the inserts
 //! that arrive while one group is being written form the next group, written by one caller
-//! on one connection: rows of distinct conversations in one statement each ("waves"), and
-//! a row no group takes within [`MAX_WAIT`] is written alone. `inbox.rs` hands its SQLite
+//! on one connection in one statement, and a row no group takes within [`MAX_WAIT`] is
+//! written alone. `inbox.rs` hands its SQLite
 //! inserts to [`SqlStore::insert_grouped`].
 //!
 //! No timer: a request that finds no group being written is written at once, alone, as
@@ -38,14 +38,24 @@ pub(super) const MAX_GROUP: usize = 64;
 /// where none had (BENCHMARKS.md, "Round two, fifth pass").
 pub(super) const MAX_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// A wave's rows, bound as one JSON array of `[channel, event_id, key, payload, at, kind]`
-/// arrays (SQLite only: where replicas share PostgreSQL nothing is grouped). `WHERE true`
-/// keeps SQLite from reading `ON CONFLICT` as a join's `ON`.
-const INSERT_WAVE: &str = "INSERT INTO inbox \
+/// A group's rows in one statement, bound as one JSON array of `[channel, event_id, key,
+/// payload, at, kind, rank]` arrays, where `rank` is the row's place among its
+/// conversation's rows in the group (1, 2, ...). Each row is numbered from its
+/// conversation's `last_seq` as it stood before the statement (`base`, materialized before
+/// any row is inserted, so the trigger that moves `conversation_seq` on as each row lands
+/// does not count twice) plus its rank. A redelivery in the group inserts nothing and
+/// leaves its number unused: a gap, which the inbox's order by `seq` does not mind. A
+/// number that did collide would fail the statement on the `(conversation_key, seq)` index,
+/// and the group would be stored row by row. SQLite only (where replicas share PostgreSQL
+/// nothing is grouped); `WHERE true` keeps SQLite from reading `ON CONFLICT` as a join's
+/// `ON`.
+const INSERT_GROUP: &str = "WITH base AS MATERIALIZED (SELECT key, last_seq FROM conversation_seq \
+       WHERE key IN (SELECT value ->> 2 FROM json_each($1))) \
+     INSERT INTO inbox \
      (channel, event_id, conversation_key, payload, created_at, updated_at, kind, seq) \
      SELECT r.value ->> 0, r.value ->> 1, r.value ->> 2, r.value ->> 3, r.value ->> 4, \
        r.value ->> 4, r.value ->> 5, \
-       COALESCE((SELECT last_seq FROM conversation_seq WHERE key = r.value ->> 2), 0) + 1 \
+       COALESCE((SELECT last_seq FROM base WHERE key = r.value ->> 2), 0) + (r.value ->> 6) \
      FROM json_each($1) AS r WHERE true \
      ON CONFLICT (channel, event_id) DO NOTHING RETURNING id, channel, event_id";
 
@@ -127,20 +137,16 @@ impl InsertGroup {
     }
 }
 
-/// The rows (by index) split into waves of at most one row per conversation, in queue
-/// order: a conversation's second row goes in the next wave.
-fn waves(rows: &[Arc<PendingInsert>]) -> Vec<Vec<usize>> {
-    let mut waves: Vec<Vec<usize>> = Vec::new();
-    let mut next: HashMap<&str, usize> = HashMap::new();
-    for (i, row) in rows.iter().enumerate() {
-        let wave = next.entry(row.key.as_str()).or_insert(0);
-        if *wave == waves.len() {
-            waves.push(Vec::new());
-        }
-        waves[*wave].push(i);
-        *wave += 1;
-    }
-    waves
+/// Each row's place among the rows of its conversation, in queue order, from 1.
+fn ranks(rows: &[Arc<PendingInsert>]) -> Vec<i64> {
+    let mut seen: HashMap<&str, i64> = HashMap::new();
+    rows.iter()
+        .map(|row| {
+            let rank = seen.entry(row.key.as_str()).or_insert(0);
+            *rank += 1;
+            *rank
+        })
+        .collect()
 }
 
 impl<DB> SqlStore<DB>
@@ -180,12 +186,10 @@ where
         }
     }
 
-    /// Store `group` and tell each caller its outcome. Rows of distinct conversations go in
-    /// one statement (a "wave"); a conversation's next row goes in the next wave, so it is
-    /// numbered after the one before. Each wave commits on its own: no transaction spans
-    /// two hand-offs to the connection's thread, so the write lock is never held while this
-    /// task waits for the runtime. A wave that fails is stored row by row, so each caller
-    /// gets its own answer and one bad row refuses only its own event.
+    /// Store `group` and tell each caller its outcome: all its rows in one statement
+    /// ([`INSERT_GROUP`]), which commits on its own, so the write lock is never held while
+    /// this task waits for the runtime. A group whose statement fails is stored row by row,
+    /// so each caller gets its own answer and one bad row refuses only its own event.
     async fn write_group(&self, group: Vec<Queued>) {
         let (rows, answers): (Vec<_>, Vec<_>) = group.into_iter().unzip();
         let mut answers: Vec<_> = answers.into_iter().map(Some).collect();
@@ -195,45 +199,41 @@ where
                 let _ = answer.send(outcome);
             }
         };
-        for wave in waves(&rows) {
-            if wave.len() > 1 {
-                match Self::insert_wave(&self.pool, &rows, &wave).await {
-                    Ok(ids) => {
-                        wave.iter().zip(ids).for_each(|(&i, id)| answer(i, Ok(id)));
-                        continue;
-                    }
-                    Err(err) => tracing::debug!(
-                        rows = wave.len(),
-                        error = %err,
-                        "grouped inbox insert failed; storing its rows one by one"
-                    ),
+        if rows.len() > 1 {
+            match Self::insert_group(&self.pool, &rows).await {
+                Ok(ids) => {
+                    ids.into_iter()
+                        .enumerate()
+                        .for_each(|(i, id)| answer(i, Ok(id)));
+                    return;
                 }
+                Err(err) => tracing::debug!(
+                    rows = rows.len(),
+                    error = %err,
+                    "grouped inbox insert failed; storing its rows one by one"
+                ),
             }
-            for i in wave {
-                answer(i, Self::insert_in_one_statement(&self.pool, &rows[i]).await);
-            }
+        }
+        for (i, row) in rows.iter().enumerate() {
+            answer(i, Self::insert_in_one_statement(&self.pool, row).await);
         }
     }
 
-    /// The rows `wave` of `rows`, all of distinct conversations, in one `INSERT`: each row's
-    /// number comes from its own conversation's `conversation_seq` row, which no other row
-    /// of the statement touches, so the order SQLite evaluates them in does not matter.
-    /// Returns each row's id in `wave` order (`None` for a redelivery).
-    ///
-    /// The rows go in as one JSON array bound to [`INSERT_WAVE`], so every wave, whatever
-    /// its size, is the same statement and stays prepared on each connection; SQLite
-    /// compiling a new statement for each wave of another size took a tenth of ingest's
-    /// throughput (BENCHMARKS.md, "Round two, eleventh pass").
-    async fn insert_wave(
+    /// `rows` in one `INSERT` ([`INSERT_GROUP`]); each row's id in order (`None` for a
+    /// redelivery). The rows go in as one JSON array, so every group, whatever its size, is
+    /// the same statement and stays prepared on each connection: SQLite compiling a new
+    /// statement for each size took about a tenth of ingest's throughput (BENCHMARKS.md,
+    /// "Round two, eleventh pass").
+    async fn insert_group(
         pool: &Pool<DB>,
         rows: &[Arc<PendingInsert>],
-        wave: &[usize],
     ) -> Result<Vec<Option<i64>>, StoreError> {
         // Tuples serialize as JSON arrays.
-        let values: Vec<_> = wave
+        let values: Vec<_> = rows
             .iter()
-            .map(|&i| {
-                let r = &*rows[i];
+            .zip(ranks(rows))
+            .map(|(r, rank)| {
+                let r = &**r;
                 (
                     &r.channel,
                     &r.event_id,
@@ -241,22 +241,22 @@ where
                     &r.payload,
                     r.now_ms,
                     r.kind,
+                    rank,
                 )
             })
             .collect();
         let values =
             serde_json::to_string(&values).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let stored = sqlx::query(INSERT_WAVE)
+        let stored = sqlx::query(INSERT_GROUP)
             .bind(values)
             .fetch_all(pool)
             .await?;
-        let mut ids = vec![None; wave.len()];
+        let mut ids = vec![None; rows.len()];
         for r in &stored {
             let (id, channel, event_id): (i64, String, String) =
                 (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
-            let at = wave
-                .iter()
-                .position(|&i| rows[i].channel == channel && rows[i].event_id == event_id);
+            let at =
+                (rows.iter()).position(|row| row.channel == channel && row.event_id == event_id);
             if let Some(at) = at {
                 ids[at] = Some(id);
             }
@@ -337,21 +337,22 @@ mod tests {
     }
 
     #[test]
-    fn waves_hold_one_row_per_conversation_in_queue_order() {
+    fn ranks_count_each_conversations_rows_in_queue_order() {
         let rows = [row("A", "1"), row("B", "2"), row("A", "3"), row("A", "4")];
-        assert_eq!(waves(&rows), vec![vec![0, 1], vec![2], vec![3]]);
+        assert_eq!(ranks(&rows), vec![1, 1, 2, 3]);
     }
 
     #[tokio::test]
-    async fn a_wave_of_any_size_stores_every_row_exactly_as_given() {
+    async fn a_group_of_any_size_stores_every_row_exactly_and_numbers_each_conversation_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/wave.db", dir.path().display());
+        let url = format!("sqlite://{}/group.db", dir.path().display());
         let store = SqliteStore::connect(&url).await.unwrap();
-        // K0 has a row already: the wave numbers its next one after it.
+        // K0 has a row already: the groups number its rows after it.
         assert!(matches!(
             write(&store, &[row("K0", "before")]).await[0],
             Ok(Some(_))
         ));
+        let mut last: HashMap<String, i64> = HashMap::from([("slack:K0".to_owned(), 1)]);
 
         // Text that JSON must escape and SQLite must give back unchanged.
         let texts = [
@@ -361,21 +362,33 @@ mod tests {
             "'; DROP TABLE inbox; --",
         ];
         for size in [2, 9, 64] {
-            let rows: Vec<_> = (0..size)
+            // Five conversations, each with several rows in the larger groups.
+            let mut rows: Vec<_> = (0..size)
                 .map(|i| {
                     Arc::new(PendingInsert {
                         channel: "slack".into(),
                         event_id: format!("{size}-{i}"),
-                        key: format!("slack:K{i}"),
+                        key: format!("slack:K{}", i % 5),
                         payload: format!("{}{i}", texts[i % texts.len()]),
                         now_ms: 1_000 + i as i64,
                         kind: if i % 2 == 0 { "message" } else { "control" },
                     })
                 })
                 .collect();
+            // A redelivery in the middle: no new row, and its number is left unused.
+            rows.insert(size / 2, row("K0", "before"));
             let outcomes = write(&store, &rows).await;
+            // Each row is numbered from its conversation's last number before the group.
+            let base = last.clone();
+            let mut rank: HashMap<&str, i64> = HashMap::new();
             for (i, (row, outcome)) in rows.iter().zip(outcomes).enumerate() {
-                let id = outcome.unwrap().expect("stored");
+                let rank = rank.entry(row.key.as_str()).or_insert(0);
+                *rank += 1;
+                let seq = base.get(&row.key).copied().unwrap_or(0) + *rank;
+                let Some(id) = outcome.unwrap() else {
+                    assert_eq!(i, size / 2, "only the redelivery stores nothing");
+                    continue;
+                };
                 let stored: (String, String, String, i64, i64, String, i64) = sqlx::query_as(
                     "SELECT event_id, conversation_key, payload, created_at, updated_at, kind, seq \
                      FROM inbox WHERE id = $1",
@@ -384,9 +397,6 @@ mod tests {
                 .fetch_one(&store.pool)
                 .await
                 .unwrap();
-                // Each earlier size wrote one row to K0 .. K(size-1).
-                let before = [2, 9, 64].iter().filter(|&&s| s < size && i < s).count();
-                let seq = 1 + before as i64 + i64::from(i == 0);
                 let expected = (
                     row.event_id.clone(),
                     row.key.clone(),
@@ -396,7 +406,8 @@ mod tests {
                     row.kind.to_owned(),
                     seq,
                 );
-                assert_eq!(stored, expected, "row {i} of a wave of {size}");
+                assert_eq!(stored, expected, "row {i} of a group of {}", rows.len());
+                last.insert(row.key.clone(), seq);
             }
         }
     }
@@ -407,7 +418,7 @@ mod tests {
         let url = format!("sqlite://{}/group.db", dir.path().display());
         let store = SqliteStore::connect(&url).await.unwrap();
 
-        // Distinct conversations: one statement; a redelivery inside it stores nothing.
+        // One statement; a redelivery inside it stores nothing.
         let first = [row("X", "x1"), row("Y", "y1"), row("Z", "z1")];
         let outcomes = write(&store, &first).await;
         for (row, outcome) in first.iter().zip(outcomes) {
@@ -418,7 +429,7 @@ mod tests {
         assert!(matches!(again[0], Ok(Some(_))));
         assert!(matches!(again[1], Ok(None)), "a redelivery is no new row");
 
-        // A refused row makes its statement fail; its wave is stored row by row.
+        // A refused row makes its statement fail; its group is stored row by row.
         sqlx::query(
             "CREATE TRIGGER refuse_one BEFORE INSERT ON inbox WHEN NEW.event_id = 'bad' \
              BEGIN SELECT RAISE(ABORT, 'refused'); END",
