@@ -6,8 +6,7 @@
 //! to wait for it (issue #19, BENCHMARKS.md "Round two, fifth pass"). Grouped, the inserts
 //! that arrive while one group is being written form the next group, written by one caller
 //! on one connection in one statement, and a row no group takes within [`MAX_WAIT`] is
-//! written alone. `inbox.rs` hands its SQLite
-//! inserts to [`SqlStore::insert_grouped`].
+//! written alone. `inbox.rs` hands its SQLite inserts to [`SqlStore::insert_grouped`].
 //!
 //! No timer: a request that finds no group being written is written at once, alone, as
 //! before; grouping only happens to requests that would otherwise have waited for the lock.
