@@ -27,10 +27,17 @@ pub struct Dialect {
     /// (`FOR UPDATE SKIP LOCKED`); empty on SQLite, whose writers are serialised anyway.
     pub claim_lock: &'static str,
     /// Memory recall: binds the rendered search query, the scope and the limit, in that
-    /// order, and selects `scope, key, content, category, updated_at`, best match first.
+    /// order, and selects `scope, key, content, category, updated_at` of the scope's
+    /// matches: best first when `recall_ranked`, else every match (the limit bound is -1)
+    /// oldest first, for the store to rank.
     pub recall_sql: &'static str,
-    /// Renders free text as this dialect's search query (`None` when no words are left).
-    pub search_query: fn(&str) -> Option<String>,
+    /// Whether `recall_sql` ranks its matches itself (PostgreSQL's `ts_rank`). SQLite's
+    /// BM25 counts each word over every scope's memories, so recall would grow with all
+    /// that every conversation ever said; the store ranks the scope's matches instead.
+    pub recall_ranked: bool,
+    /// Renders free text as this dialect's search query within a scope (given as stored;
+    /// `None` when no words are left).
+    pub search_query: fn(scope: &str, text: &str) -> Option<String>,
     /// Run after a raw value is overwritten so no older copy stays in a journal file
     /// (SQLite's WAL); empty when the database keeps none a file grep could find. Selects
     /// one row whose first column is non-zero while the journal could not be emptied.

@@ -1,5 +1,6 @@
-//! The memory half of the store: scoped facts with full-text search (SQLite FTS5 + BM25,
-//! PostgreSQL tsvector + ts_rank; each recall query is in its database's `Dialect`).
+//! The memory half of the store: scoped facts with full-text search (SQLite FTS5, its
+//! matches ranked here by BM25 within the scope; PostgreSQL tsvector + ts_rank; each recall
+//! query is in its database's `Dialect`).
 //! Queries are built from the words of free text only, so no user input reaches either
 //! search syntax.
 
@@ -65,22 +66,88 @@ pub fn search_words(text: &str) -> Vec<String> {
     words
 }
 
-/// An FTS5 query matching any of the words (each quoted, so none is an operator).
-pub fn fts5_query(text: &str) -> Option<String> {
+/// An FTS5 query matching any of the words (each quoted, so none is an operator) in the
+/// key or content of `scope`'s memories. The scope is named by its token in the index
+/// (`migrations/sqlite/0016_memory_recall_by_scope.sql`): its UTF-8 as hex, one word the
+/// tokenizer keeps whole.
+pub fn fts5_query(scope: &str, text: &str) -> Option<String> {
     let words = search_words(text);
     (!words.is_empty()).then(|| {
-        words
+        let words = words
             .iter()
             .map(|w| format!("\"{w}\""))
             .collect::<Vec<_>>()
-            .join(" OR ")
+            .join(" OR ");
+        let token: String = scope.bytes().map(|b| format!("{b:02x}")).collect();
+        format!("scope_token : {token} AND {{key content}} : ({words})")
     })
 }
 
-/// A `websearch_to_tsquery` input matching any of the words.
-pub fn websearch_query(text: &str) -> Option<String> {
+/// A `websearch_to_tsquery` input matching any of the words (the query names the scope
+/// in SQL).
+pub fn websearch_query(_scope: &str, text: &str) -> Option<String> {
     let words = search_words(text);
     (!words.is_empty()).then(|| words.join(" or "))
+}
+
+/// BM25 (k1 = 1.2, b = 0.75, as SQLite's FTS5 uses) of `found`, the matches of `query`
+/// within one scope, oldest first: the best `limit`, best first, the newest first among
+/// equals. A word's weight comes from how many of these matches hold it (the form that
+/// never goes negative), so ranking reads nothing beyond the scope.
+fn rank(query: &str, found: Vec<Memory>, limit: usize) -> Vec<Memory> {
+    const K1: f64 = 1.2;
+    const B: f64 = 0.75;
+    let mut words = search_words(query);
+    words.sort_unstable();
+    words.dedup();
+    // Each match's length in words, and how often it holds each query word.
+    let counts: Vec<(usize, Vec<usize>)> = found
+        .iter()
+        .map(|m| {
+            let mut tf = vec![0; words.len()];
+            let mut length = 0;
+            for token in tokens(&m.key).chain(tokens(&m.content)) {
+                length += 1;
+                if let Ok(i) = words.binary_search(&token) {
+                    tf[i] += 1;
+                }
+            }
+            (length, tf)
+        })
+        .collect();
+    let docs = counts.len() as f64;
+    let average = counts.iter().map(|(l, _)| *l as f64).sum::<f64>() / docs.max(1.0);
+    let weights: Vec<f64> = (0..words.len())
+        .map(|i| {
+            let holding = counts.iter().filter(|(_, tf)| tf[i] > 0).count() as f64;
+            (1.0 + (docs - holding + 0.5) / (holding + 0.5)).ln()
+        })
+        .collect();
+    let mut scored: Vec<(f64, Memory)> = counts
+        .iter()
+        .zip(found)
+        .map(|((length, tf), memory)| {
+            let norm = K1 * (1.0 - B + B * *length as f64 / average.max(1.0));
+            let score = tf
+                .iter()
+                .zip(&weights)
+                .map(|(&f, w)| w * f as f64 * (K1 + 1.0) / (f as f64 + norm))
+                .sum::<f64>();
+            (score, memory)
+        })
+        .collect();
+    scored.reverse();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.truncate(limit);
+    scored.into_iter().map(|(_, m)| m).collect()
+}
+
+/// The words of stored text as [`search_words`] cuts a query: letters and digits,
+/// lowercased.
+fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
 }
 
 #[async_trait]
@@ -122,16 +189,27 @@ where
         limit: usize,
     ) -> Result<Vec<Memory>, StoreError> {
         let dialect = DB::DIALECT;
-        let Some(words) = (dialect.search_query)(query) else {
+        let scope = scope.to_string();
+        let Some(words) = (dialect.search_query)(&scope, query) else {
             return Ok(Vec::new());
+        };
+        let bound = if dialect.recall_ranked {
+            limit as i64
+        } else {
+            -1
         };
         let rows: Vec<MemoryRecord> = sqlx::query_as(dialect.recall_sql)
             .bind(words)
-            .bind(scope.to_string())
-            .bind(limit as i64)
+            .bind(scope)
+            .bind(bound)
             .fetch_all(&self.pool)
             .await?;
-        convert(rows)
+        let found = convert(rows)?;
+        Ok(if dialect.recall_ranked {
+            found
+        } else {
+            rank(query, found, limit)
+        })
     }
 
     async fn forget(&self, scope: &MemoryScope, key: &str) -> Result<bool, StoreError> {
@@ -175,13 +253,47 @@ mod tests {
     #[test]
     fn queries_keep_only_words_so_search_syntax_cannot_be_injected() {
         assert_eq!(
-            fts5_query(r#"my dog's "name" NEAR(x) -- OR *"#).unwrap(),
-            r#""my" OR "dog" OR "name" OR "near" OR "or""#
+            fts5_query("conv:tg:1", r#"my dog's "name" NEAR(x) -- OR *"#).unwrap(),
+            r#"scope_token : 636f6e763a74673a31 AND {key content} : ("my" OR "dog" OR "name" OR "near" OR "or")"#
         );
         assert_eq!(
-            websearch_query("Where do I live?").unwrap(),
+            websearch_query("conv:tg:1", "Where do I live?").unwrap(),
             "where or do or live"
         );
-        assert!(fts5_query("?! a").is_none());
+        assert!(fts5_query("conv:tg:1", "?! a").is_none());
+    }
+
+    fn memory(id: i64, content: &str) -> Memory {
+        Memory {
+            scope: MemoryScope::user("tg", "1"),
+            key: format!("auto:{id}"),
+            content: content.into(),
+            category: "conversation".into(),
+            updated_at: id,
+        }
+    }
+
+    #[test]
+    fn a_scopes_matches_rank_by_the_words_they_share_with_the_query_best_first() {
+        let found = vec![
+            memory(1, "The weather was nice, the sun was out, the day was long"),
+            memory(2, "The cat is called Miso"),
+            memory(3, "We talked about the garden"),
+            memory(4, "Cats and dogs: the cat sleeps"),
+        ];
+        let ranked = rank("what is the cat called?", found, 3);
+        let order: Vec<i64> = ranked.iter().map(|m| m.updated_at).collect();
+        // Rare words (cat, called) weigh more than the word every match holds (the), and a
+        // match repeating a common word does not outrank one holding the rare ones.
+        assert_eq!(order, [2, 4, 1]);
+    }
+
+    #[test]
+    fn equal_matches_rank_newest_first_and_the_limit_holds() {
+        let found = (1..=6).map(|id| memory(id, "the cat")).collect();
+        let ranked = rank("cat", found, 2);
+        let order: Vec<i64> = ranked.iter().map(|m| m.updated_at).collect();
+        assert_eq!(order, [6, 5]);
+        assert!(rank("cat", Vec::new(), 5).is_empty());
     }
 }

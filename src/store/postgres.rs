@@ -21,6 +21,7 @@ impl Backend for Postgres {
         claim_lock: "FOR UPDATE SKIP LOCKED",
         recall_sql: "SELECT scope, key, content, category, updated_at FROM memories, websearch_to_tsquery('english', $1) q \
              WHERE scope = $2 AND search @@ q ORDER BY ts_rank(search, q) DESC, id DESC LIMIT $3",
+        recall_ranked: true,
         search_query: websearch_query,
         flush_journal: "",
         escape_nul: true,

@@ -40,9 +40,12 @@ impl Backend for Sqlite {
     const DIALECT: Dialect = Dialect {
         // SQLite serialises writers, so the claim's UPDATE … WHERE id = (SELECT …) is atomic.
         claim_lock: "",
+        // The query names the scope's token (`fts5_query`), so only the scope's own matches
+        // are read; `m.scope` is compared too, so a token can never widen what is returned.
         recall_sql: "SELECT m.scope, m.key, m.content, m.category, m.updated_at FROM memories_fts f \
              JOIN memories m ON m.id = f.rowid \
-             WHERE memories_fts MATCH $1 AND m.scope = $2 ORDER BY bm25(memories_fts) LIMIT $3",
+             WHERE memories_fts MATCH $1 AND m.scope = $2 ORDER BY f.rowid LIMIT $3",
+        recall_ranked: false,
         search_query: fts5_query,
         // Copy the WAL into the file (where secure_delete zeroed the old value) and empty it.
         flush_journal: "PRAGMA wal_checkpoint(TRUNCATE)",

@@ -98,10 +98,23 @@ async fn user_scopes(store: Arc<dyn Store>) {
     );
     assert_eq!(
         store.recall(&scope, "Lisbon", 5).await.unwrap(),
-        vec![memory]
+        vec![memory.clone()]
     );
     let other = MemoryScope::user("tg", "switchboard");
     assert!(store.memories(Some(&other), 10).await.unwrap().is_empty());
+    // Any characters a user id holds (SQLite names the scope in its search index by the
+    // UTF-8 of the scope as stored).
+    let unusual = MemoryScope::user("tg", "zoë \"🐈\" OR *");
+    let memory = Memory {
+        scope: unusual.clone(),
+        ..memory
+    };
+    assert!(store.remember(&memory, false).await.unwrap());
+    assert_eq!(
+        store.recall(&unusual, "Lisbon", 5).await.unwrap(),
+        vec![memory]
+    );
+    assert_eq!(store.recall(&other, "Lisbon", 5).await.unwrap(), vec![]);
 }
 
 #[test]
