@@ -15,9 +15,9 @@
 use sqlx::database::HasStatementCache;
 use sqlx::{Database, Pool, Transaction};
 
-use super::Timeouts;
 use super::grouped::InsertGroup;
 use super::wal::Checkpointer;
+use super::{Memory, StoreError, Timeouts};
 
 /// SQL text that differs between the databases. Everything else is shared, written with
 /// `$n` placeholders, which both SQLite and PostgreSQL accept.
@@ -99,6 +99,8 @@ pub struct SqlStore<DB: Database> {
     pub(super) timeouts: Timeouts,
     /// Inbox inserts waiting to be written as one group (SQLite only, `grouped.rs`).
     pub(super) inserts: InsertGroup,
+    /// Autosaved memories waiting to be written as one group (SQLite only, `memory.rs`).
+    pub(super) autosaves: InsertGroup<Memory, Result<bool, StoreError>>,
     /// The WAL's background checkpoints (SQLite only, `wal.rs`).
     pub(super) checkpointer: Option<Checkpointer>,
 }
@@ -110,6 +112,7 @@ impl<DB: Database> SqlStore<DB> {
             pool,
             timeouts,
             inserts: InsertGroup::default(),
+            autosaves: InsertGroup::default(),
             checkpointer: None,
         }
     }

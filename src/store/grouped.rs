@@ -68,40 +68,49 @@ pub(super) struct PendingInsert {
     pub kind: &'static str,
 }
 
-/// What storing a row came to: its id, or `None` for a redelivery.
+/// What storing an inbox row came to: its id, or `None` for a redelivery.
 pub(super) type Outcome = Result<Option<i64>, StoreError>;
 
 /// A queued row and where its outcome goes.
-pub(super) type Queued = (Arc<PendingInsert>, oneshot::Sender<Outcome>);
+pub(super) type Queued<R = PendingInsert, O = Outcome> = (Arc<R>, oneshot::Sender<O>);
 
-/// The rows waiting for the writer, and the writer's turn.
-#[derive(Default)]
-pub(super) struct InsertGroup {
-    queue: Mutex<Vec<Queued>>,
+/// The rows (`R`, each answered with an `O`) waiting for the writer, and the writer's
+/// turn. The inbox's rows by default; `memory.rs` groups autosaved memories the same way.
+pub(super) struct InsertGroup<R = PendingInsert, O = Outcome> {
+    queue: Mutex<Vec<Queued<R, O>>>,
     writer: AsyncMutex<()>,
 }
 
+impl<R, O> Default for InsertGroup<R, O> {
+    fn default() -> Self {
+        Self {
+            queue: Mutex::new(Vec::new()),
+            writer: AsyncMutex::new(()),
+        }
+    }
+}
+
 /// What a caller's wait came to: its outcome, or the writer's turn.
-pub(super) enum Turn<'a> {
+pub(super) enum Turn<'a, O = Outcome> {
     /// Another caller wrote the row (or gave up on it: `Err`, queue it again).
-    Written(Result<Outcome, oneshot::error::RecvError>),
+    Written(Result<O, oneshot::error::RecvError>),
     /// This caller writes the queued group, then reads its own outcome from `outcome`.
     Write {
         guard: tokio::sync::MutexGuard<'a, ()>,
-        outcome: oneshot::Receiver<Outcome>,
+        outcome: oneshot::Receiver<O>,
     },
     /// No group took the row within [`MAX_WAIT`]; it is out of the queue, and this caller
     /// writes it alone.
     Alone,
 }
 
-impl InsertGroup {
-    fn queue(&self) -> MutexGuard<'_, Vec<Queued>> {
+impl<R, O> InsertGroup<R, O> {
+    fn queue(&self) -> MutexGuard<'_, Vec<Queued<R, O>>> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Queue `row` and wait until either its outcome arrives or this caller may write.
-    pub(super) async fn enqueue(&self, row: Arc<PendingInsert>) -> Turn<'_> {
+    pub(super) async fn enqueue(&self, row: Arc<R>) -> Turn<'_, O> {
         let (tx, mut rx) = oneshot::channel();
         self.queue().push((Arc::clone(&row), tx));
         tokio::select! {
@@ -119,8 +128,38 @@ impl InsertGroup {
         }
     }
 
+    /// Store `row` through the group: written by another caller's group, by this caller
+    /// with the group queued so far (`write`, which answers every caller in it), or alone
+    /// (`alone`) when no group took it within [`MAX_WAIT`]. A row whose group's writer was
+    /// cancelled before it answered is queued again.
+    pub(super) async fn submit<W, WF, A, AF>(&self, row: R, write: W, alone: A) -> O
+    where
+        W: Fn(Vec<Queued<R, O>>) -> WF,
+        WF: Future<Output = ()>,
+        A: FnOnce(Arc<R>) -> AF,
+        AF: Future<Output = O>,
+    {
+        let row = Arc::new(row);
+        loop {
+            let outcome = match self.enqueue(Arc::clone(&row)).await {
+                Turn::Written(outcome) => outcome,
+                Turn::Write { guard, outcome } => {
+                    write(self.take()).await;
+                    drop(guard);
+                    outcome.await
+                }
+                Turn::Alone => return alone(row).await,
+            };
+            // A dropped sender: the caller writing this row's group was cancelled before
+            // it answered. Queue the row again; if that group did commit, it is a duplicate.
+            if let Ok(outcome) = outcome {
+                return outcome;
+            }
+        }
+    }
+
     /// Take `row` out of the queue; `false` when a writer has taken it already.
-    fn withdraw(&self, row: &Arc<PendingInsert>) -> bool {
+    fn withdraw(&self, row: &Arc<R>) -> bool {
         let mut queue = self.queue();
         let at = queue
             .iter()
@@ -129,7 +168,7 @@ impl InsertGroup {
     }
 
     /// The oldest queued rows, at most [`MAX_GROUP`]; the rest wait for the next writer.
-    pub(super) fn take(&self) -> Vec<Queued> {
+    pub(super) fn take(&self) -> Vec<Queued<R, O>> {
         let mut queue = self.queue();
         let n = queue.len().min(MAX_GROUP);
         queue.drain(..n).collect()
@@ -166,23 +205,11 @@ where
         &self,
         row: PendingInsert,
     ) -> Result<Option<i64>, StoreError> {
-        let row = Arc::new(row);
-        loop {
-            let outcome = match self.inserts.enqueue(Arc::clone(&row)).await {
-                Turn::Written(outcome) => outcome,
-                Turn::Write { guard, outcome } => {
-                    self.write_group(self.inserts.take()).await;
-                    drop(guard);
-                    outcome.await
-                }
-                Turn::Alone => return Self::insert_in_one_statement(&self.pool, &row).await,
-            };
-            // A dropped sender: the caller writing this row's group was cancelled before
-            // it answered. Queue the row again; if that group did commit, it is a duplicate.
-            if let Ok(outcome) = outcome {
-                return outcome;
-            }
-        }
+        let write = |group| self.write_group(group);
+        let alone = move |row: Arc<PendingInsert>| async move {
+            Self::insert_in_one_statement(&self.pool, &row).await
+        };
+        self.inserts.submit(row, write, alone).await
     }
 
     /// Store `group` and tell each caller its outcome: all its rows in one statement

@@ -4,11 +4,14 @@
 //! Queries are built from the words of free text only, so no user input reaches either
 //! search syntax.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
-use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Row, Type};
 
 use super::StoreError;
 use super::backend::{Backend, SqlStore};
+use super::grouped::Queued;
 use super::rows::{MemoryRecord, convert};
 use super::text;
 use crate::ids::MemoryScope;
@@ -164,22 +167,12 @@ where
     usize: ColumnIndex<DB::Row>,
 {
     async fn remember(&self, m: &Memory, only_new: bool) -> Result<bool, StoreError> {
-        let sql = if only_new {
-            "INSERT INTO memories (scope, key, content, category, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) \
-             ON CONFLICT (scope, key) DO NOTHING"
-        } else {
-            "INSERT INTO memories (scope, key, content, category, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) \
-             ON CONFLICT (scope, key) DO UPDATE SET content = excluded.content, category = excluded.category, updated_at = excluded.updated_at"
-        };
-        let done = sqlx::query(sql)
-            .bind(m.scope.to_string())
-            .bind(text::put::<DB>(&m.key))
-            .bind(text::put::<DB>(&m.content))
-            .bind(m.category.as_str())
-            .bind(m.updated_at)
-            .execute(&self.pool)
-            .await?;
-        Ok(DB::rows_affected(&done) > 0)
+        if only_new && !DB::DIALECT.shared {
+            let write = |group| self.write_autosaves(group);
+            let alone = move |m: Arc<Memory>| async move { self.remember_one(&m, true).await };
+            return self.autosaves.submit(m.clone(), write, alone).await;
+        }
+        self.remember_one(m, only_new).await
     }
 
     async fn recall(
@@ -246,9 +239,112 @@ where
     }
 }
 
+/// Autosaved memories of one group in one statement, bound as one JSON array of `[scope,
+/// key, content, category, updated_at]` arrays; returns the `(scope, key)` of each row it
+/// stored. SQLite only (where replicas share PostgreSQL nothing is grouped).
+const AUTOSAVE_GROUP: &str = "INSERT INTO memories (scope, key, content, category, created_at, updated_at) \
+     SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 4 \
+     FROM json_each($1) WHERE true ON CONFLICT (scope, key) DO NOTHING RETURNING scope, key";
+
+impl<DB> SqlStore<DB>
+where
+    DB: Backend,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+{
+    /// One memory in its own statement (`only_new`: an existing key is left as it is).
+    async fn remember_one(&self, m: &Memory, only_new: bool) -> Result<bool, StoreError> {
+        let sql = if only_new {
+            "INSERT INTO memories (scope, key, content, category, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) \
+             ON CONFLICT (scope, key) DO NOTHING"
+        } else {
+            "INSERT INTO memories (scope, key, content, category, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) \
+             ON CONFLICT (scope, key) DO UPDATE SET content = excluded.content, category = excluded.category, updated_at = excluded.updated_at"
+        };
+        let done = sqlx::query(sql)
+            .bind(m.scope.to_string())
+            .bind(text::put::<DB>(&m.key))
+            .bind(text::put::<DB>(&m.content))
+            .bind(m.category.as_str())
+            .bind(m.updated_at)
+            .execute(&self.pool)
+            .await?;
+        Ok(DB::rows_affected(&done) > 0)
+    }
+
+    /// Store a group of autosaved memories and tell each caller whether its row was new.
+    ///
+    /// Every transaction that touches SQLite's full-text index writes a new segment of it,
+    /// which later merges fold together: a memory saved in a transaction of its own cost
+    /// three times one saved without the index, sixteen in one transaction a third of that
+    /// each (BENCHMARKS.md, "Round two, twelfth pass"). So the autosaves of turns that end
+    /// together are written together, as the inbox groups its inserts (`grouped.rs`). A
+    /// group whose statement fails is written row by row, so each caller gets its own
+    /// answer.
+    async fn write_autosaves(&self, group: Vec<Queued<Memory, Result<bool, StoreError>>>) {
+        let (rows, answers): (Vec<_>, Vec<_>) = group.into_iter().unzip();
+        if rows.len() > 1 {
+            match self.autosave_group(&rows).await {
+                Ok(stored) => {
+                    for (answer, stored) in answers.into_iter().zip(stored) {
+                        // A caller that stopped waiting needs no answer.
+                        let _ = answer.send(Ok(stored));
+                    }
+                    return;
+                }
+                Err(err) => tracing::debug!(
+                    rows = rows.len(),
+                    error = %err,
+                    "grouped autosave failed; saving its memories one by one"
+                ),
+            }
+        }
+        for (answer, row) in answers.into_iter().zip(&rows) {
+            let _ = answer.send(self.remember_one(row, true).await);
+        }
+    }
+
+    /// `rows` in one statement ([`AUTOSAVE_GROUP`]): for each, whether it was stored (a
+    /// key already there, or earlier in the group, is not).
+    async fn autosave_group(&self, rows: &[Arc<Memory>]) -> Result<Vec<bool>, StoreError> {
+        // Tuples serialize as JSON arrays.
+        let values: Vec<_> = rows
+            .iter()
+            .map(|m| {
+                let (key, content) = (text::put::<DB>(&m.key), text::put::<DB>(&m.content));
+                (m.scope.to_string(), key, content, &m.category, m.updated_at)
+            })
+            .collect();
+        let json =
+            serde_json::to_string(&values).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let inserted = sqlx::query(AUTOSAVE_GROUP)
+            .bind(json)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut stored = vec![false; rows.len()];
+        for r in &inserted {
+            let (scope, key): (String, String) = (r.try_get(0)?, r.try_get(1)?);
+            // The first row of that scope and key not yet accounted for.
+            let at = (values.iter().zip(&stored))
+                .position(|((s, k, ..), done)| !done && *s == scope && *k == key);
+            if let Some(at) = at {
+                stored[at] = true;
+            }
+        }
+        Ok(stored)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::SqliteStore;
 
     #[test]
     fn queries_keep_only_words_so_search_syntax_cannot_be_injected() {
@@ -286,6 +382,92 @@ mod tests {
         // Rare words (cat, called) weigh more than the word every match holds (the), and a
         // match repeating a common word does not outrank one holding the rare ones.
         assert_eq!(order, [2, 4, 1]);
+    }
+
+    /// Autosave `rows` as one group; whether each was stored, in order.
+    async fn autosave_as_one_group(store: &SqliteStore, rows: &[Memory]) -> Vec<bool> {
+        let (group, answers): (Vec<_>, Vec<_>) = rows
+            .iter()
+            .map(|m| {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                ((Arc::new(m.clone()), tx), rx)
+            })
+            .unzip();
+        store.write_autosaves(group).await;
+        let mut stored = Vec::new();
+        for answer in answers {
+            stored.push(answer.await.expect("every caller is answered").unwrap());
+        }
+        stored
+    }
+
+    #[tokio::test]
+    async fn a_group_of_autosaves_stores_each_new_memory_once_exactly_and_searchable() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("memory.db").display());
+        let store = SqliteStore::connect(&url).await.unwrap();
+        let at = |scope: &str, n: i64, content: &str| Memory {
+            scope: MemoryScope::user("tg", scope),
+            key: format!("auto:{n}"),
+            content: content.into(),
+            category: "conversation".into(),
+            updated_at: n,
+        };
+        let earlier = at("a", 1, "The kettle is in the left cupboard");
+        assert!(store.remember(&earlier, true).await.unwrap());
+        let odd = "quotes \" ' \\ and ünïcödé 🐈, NUL \u{0} and SQL '); DROP TABLE memories; --";
+        let rows = [
+            at("a", 2, "The kettle whistles"),
+            earlier.clone(),                   // already stored
+            at("b", 2, odd),                   // same key, another scope
+            at("a", 2, "The kettle whistles"), // the same row twice in the group
+            at("c", 7, "Lisbon kettle"),
+        ];
+        let stored = autosave_as_one_group(&store, &rows).await;
+        assert_eq!(stored, [true, false, true, false, true]);
+        let mut all = store.memories(None, 10).await.unwrap();
+        all.sort_by(|x, y| (x.scope.to_string(), &x.key).cmp(&(y.scope.to_string(), &y.key)));
+        let mut want = vec![
+            earlier.clone(),
+            rows[0].clone(),
+            rows[2].clone(),
+            rows[4].clone(),
+        ];
+        want.sort_by(|x, y| (x.scope.to_string(), &x.key).cmp(&(y.scope.to_string(), &y.key)));
+        assert_eq!(all, want, "each new memory once, its text exact");
+        // Every one is in the search index, under its own scope.
+        for (row, words) in [
+            (&rows[0], "kettle whistles"),
+            (&rows[2], "unicode quotes"),
+            (&rows[4], "Lisbon"),
+        ] {
+            let found = store.recall(&row.scope, words, 5).await.unwrap();
+            assert!(found.contains(row), "{words}: {found:?}");
+        }
+        // Concurrent autosaves through the store: each answered, each key stored once.
+        let store = Arc::new(store);
+        let saves = (0..24).map(|i| {
+            let store = Arc::clone(&store);
+            let memory = at(
+                &format!("s{}", i % 3),
+                i64::from(i % 8),
+                "Concurrent kettle",
+            );
+            tokio::spawn(
+                async move { (memory.clone(), store.remember(&memory, true).await.unwrap()) },
+            )
+        });
+        let mut new = std::collections::HashSet::new();
+        for save in saves.collect::<Vec<_>>() {
+            let (memory, stored) = save.await.unwrap();
+            if stored {
+                assert!(
+                    new.insert((memory.scope.to_string(), memory.key)),
+                    "stored twice"
+                );
+            }
+        }
+        assert_eq!(new.len(), 24, "3 scopes x 8 keys, every one new");
     }
 
     #[test]
