@@ -16,6 +16,10 @@
 //! writing caller was cancelled: its client went away, or its bounded wait ran out) queues
 //! its row again; a row that did commit is then found a duplicate, which the inbox treats as
 //! stored.
+//!
+//! The queue ([`InsertGroup`]) is generic over its rows: `memory.rs` groups autosaved
+//! memories with it, each group one statement, since every transaction that touches SQLite's
+//! full-text index writes a segment of its own.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
