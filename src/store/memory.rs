@@ -384,6 +384,22 @@ mod tests {
         assert_eq!(order, [2, 4, 1]);
     }
 
+    async fn store_in(dir: &tempfile::TempDir) -> SqliteStore {
+        let url = format!("sqlite://{}", dir.path().join("memory.db").display());
+        SqliteStore::connect(&url).await.unwrap()
+    }
+
+    /// An autosave of `content` in the user scope `scope`, keyed and dated `n`.
+    fn at(scope: &str, n: i64, content: &str) -> Memory {
+        Memory {
+            scope: MemoryScope::user("tg", scope),
+            key: format!("auto:{n}"),
+            content: content.into(),
+            category: "conversation".into(),
+            updated_at: n,
+        }
+    }
+
     /// Autosave `rows` as one group; whether each was stored, in order.
     async fn autosave_as_one_group(store: &SqliteStore, rows: &[Memory]) -> Vec<bool> {
         let (group, answers): (Vec<_>, Vec<_>) = rows
@@ -404,15 +420,7 @@ mod tests {
     #[tokio::test]
     async fn a_group_of_autosaves_stores_each_new_memory_once_exactly_and_searchable() {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("memory.db").display());
-        let store = SqliteStore::connect(&url).await.unwrap();
-        let at = |scope: &str, n: i64, content: &str| Memory {
-            scope: MemoryScope::user("tg", scope),
-            key: format!("auto:{n}"),
-            content: content.into(),
-            category: "conversation".into(),
-            updated_at: n,
-        };
+        let store = store_in(&dir).await;
         let earlier = at("a", 1, "The kettle is in the left cupboard");
         assert!(store.remember(&earlier, true).await.unwrap());
         let odd = "quotes \" ' \\ and ünïcödé 🐈, NUL \u{0} and SQL '); DROP TABLE memories; --";
@@ -444,8 +452,12 @@ mod tests {
             let found = store.recall(&row.scope, words, 5).await.unwrap();
             assert!(found.contains(row), "{words}: {found:?}");
         }
-        // Concurrent autosaves through the store: each answered, each key stored once.
-        let store = Arc::new(store);
+    }
+
+    #[tokio::test]
+    async fn concurrent_autosaves_are_each_answered_and_each_key_stored_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(store_in(&dir).await);
         let saves = (0..24).map(|i| {
             let store = Arc::clone(&store);
             let memory = at(
