@@ -15,6 +15,7 @@ use sqlx::sqlite::{
 
 use super::backend::{Backend, Dialect, SqlStore};
 use super::memory::fts5_query;
+use super::timeouts::STARTUP_WAIT;
 use super::wal::{Checkpointer, WalBounds};
 use super::{StoreError, Timeouts};
 
@@ -109,6 +110,7 @@ impl SqlStore<Sqlite> {
         // Once a burst has grown the WAL past its usual size, it is cut back to that size when
         // it next starts over (SQLite otherwise keeps the file at its largest).
         let options = options.pragma("journal_size_limit", JOURNAL_SIZE_LIMIT);
+        migrate(&options).await?;
         let busy_for = timeouts.statement;
         let watch = Checkpointer::watch(wal);
         let hook = watch.clone();
@@ -133,13 +135,27 @@ impl SqlStore<Sqlite> {
                     Ok(())
                 })
             })
-            .connect_with(options)
-            .await?;
-        sqlx::migrate!("migrations/sqlite").run(&pool).await?;
+            .connect_lazy_with(options);
         let mut store = Self::new(pool.clone(), timeouts);
         store.checkpointer = Some(Checkpointer::start(pool, watch));
         Ok(store)
     }
+}
+
+/// Create the file if needed and apply the migrations, over a pool of one connection waiting up to
+/// [`STARTUP_WAIT`]: the pool's `acquire` timeout (1 s) is for the request path. Creating the
+/// file and switching it to WAL waits on the disk, which a loaded machine (a test run on two
+/// cores did, in CI) or an SD card can make slower than that; a start that failed there would
+/// be a gateway that never started. Later connections open a file already in WAL mode.
+async fn migrate(options: &SqliteConnectOptions) -> Result<(), StoreError> {
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(STARTUP_WAIT)
+        .connect_with(options.clone())
+        .await?;
+    sqlx::migrate!("migrations/sqlite").run(&pool).await?;
+    pool.close().await;
+    Ok(())
 }
 
 /// Replace SQLite's busy handler on `db`: a connection that finds another one writing
@@ -197,6 +213,32 @@ mod tests {
     use sqlx::Connection;
 
     use super::*;
+
+    /// Opening the store creates and migrates the file within the start-up wait, not the
+    /// request path's acquire timeout: a start on a slow disk (CI's, once) failed with
+    /// `PoolTimedOut` when both were one. An acquire timeout of one nanosecond leaves no
+    /// time to open any connection, and the store still opens, migrated.
+    #[tokio::test]
+    async fn a_new_file_is_created_and_migrated_whatever_the_acquire_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/sub/new.db", dir.path().display());
+        let hurried = Timeouts {
+            acquire: Duration::from_nanos(1),
+            ..Timeouts::default()
+        };
+        SqliteStore::connect_with(&url, hurried)
+            .await
+            .expect("the store opens");
+        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        let applied: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(
+            applied,
+            sqlx::migrate!("migrations/sqlite").iter().count() as i64
+        );
+    }
 
     /// A transaction opened with `begin_write` holds the write lock from its start, so a
     /// read first cannot be overtaken: another connection's commit between the read and the
