@@ -8,7 +8,7 @@ use switchboard_channel::ConversationKey;
 
 use crate::clock::Clock;
 use crate::config::budgets::BudgetsConfig;
-use crate::store::{Store, StoreError, Used};
+use crate::store::{Spent, Store, StoreError, Used};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -188,12 +188,23 @@ impl Meter {
             })
     }
 
-    /// Add this turn's usage to both scopes (on the day the turn began).
+    /// This turn's usage for both scopes (on the day the turn began), if it used anything:
+    /// written with the turn's completion ([`Store::complete`]).
+    pub fn spent(&self) -> Option<Spent<'_>> {
+        (self.turn != Used::default()).then_some(Spent {
+            scopes: &self.scopes,
+            day: self.day,
+            used: self.turn,
+        })
+    }
+
+    /// Add this turn's usage to both scopes now, for a turn that ends without a completion
+    /// (one suspended for an approval, or handed back at shutdown).
     pub async fn record(&self, store: &dyn Store) -> Result<(), StoreError> {
-        if self.turn == Used::default() {
-            return Ok(());
+        match self.spent() {
+            Some(spent) => store.add_usage(spent.scopes, spent.day, spent.used).await,
+            None => Ok(()),
         }
-        store.add_usage(&self.scopes, self.day, self.turn).await
     }
 }
 

@@ -7,7 +7,7 @@ use switchboard_channel::ConversationKey;
 use super::backend::{Backend, SqlStore};
 use super::rows::{MessageRecord, convert};
 use super::text;
-use super::{Claim, StoreError};
+use super::{Claim, Spent, StoreError};
 use crate::provider::{ChatMessage, Role};
 
 /// Messages written by one `INSERT` (four parameters each, well under SQLite's limit).
@@ -69,13 +69,15 @@ where
         Ok(found > 0)
     }
 
-    /// Mark the claimed inbox row done and append its turn's messages, in one transaction
-    /// that stores nothing when the claim was superseded (the fence comes first).
+    /// Mark the claimed inbox row done, append its turn's messages and add what it spent to
+    /// its budgets, in one transaction that stores nothing when the claim was superseded
+    /// (the fence comes first).
     pub(super) async fn complete_turn(
         &self,
         claim: Claim,
         key: &ConversationKey,
         messages: &[ChatMessage],
+        spent: Option<Spent<'_>>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
         let key_text = key.to_string();
@@ -84,6 +86,9 @@ where
         if !Self::mark_done_fenced(&mut tx, claim, now_ms).await? {
             tx.rollback().await?;
             return Err(self.refusal(claim).await);
+        }
+        if let Some(spent) = spent {
+            Self::add_spent(&mut tx, spent).await?;
         }
         sqlx::query(
             "INSERT INTO conversations (key, channel, created_at, updated_at) VALUES ($1, $2, $3, $3) \

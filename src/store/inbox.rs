@@ -13,7 +13,7 @@ use super::cluster::{INBOX_CHANNEL, held};
 use super::grouped::PendingInsert;
 use super::rows::{InboxRecord, conversation_key};
 use super::text;
-use super::{Claim, InboxCounts, InboxRow, Insert, Store, StoreError};
+use super::{Claim, InboxCounts, InboxRow, Insert, Spent, Store, StoreError};
 use crate::ids::InboxKind;
 use crate::provider::ChatMessage;
 
@@ -246,9 +246,11 @@ where
         claim: Claim,
         key: &ConversationKey,
         messages: &[ChatMessage],
+        spent: Option<Spent<'_>>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        self.complete_turn(claim, key, messages, now_ms).await
+        self.complete_turn(claim, key, messages, spent, now_ms)
+            .await
     }
 
     async fn fail(&self, claim: Claim, error: &str, now_ms: i64) -> Result<(), StoreError> {

@@ -65,7 +65,7 @@ pub use profiles::{ModelChoice, ProfileStore};
 pub use schedules::{JobSource, NewSchedule, Schedule, ScheduleStore, Timing};
 pub use sqlite::SqliteStore;
 pub use timeouts::Timeouts;
-pub use usage::{UsageStore, Used};
+pub use usage::{Spent, UsageStore, Used};
 
 use crate::ids::InboxKind;
 use crate::provider::ChatMessage;
@@ -236,13 +236,15 @@ pub trait Store:
     /// turn that lost its claim or lease records nothing: `Superseded` or `Fenced`).
     async fn set_draft_refs(&self, claim: Claim, refs: &[MessageRef]) -> Result<(), StoreError>;
 
-    /// Append the turn's messages to history and mark the event done, atomically; a
+    /// Append the turn's messages to history, add what it `spent` to its budgets and mark
+    /// the event done, atomically: a turn retried after a crash counts its usage once. A
     /// claim that was superseded stores nothing (`StoreError::Superseded`).
     async fn complete(
         &self,
         claim: Claim,
         key: &ConversationKey,
         messages: &[ChatMessage],
+        spent: Option<Spent<'_>>,
         now_ms: i64,
     ) -> Result<(), StoreError>;
 

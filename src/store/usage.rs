@@ -17,6 +17,17 @@ pub struct Used {
     pub tool_runs: i64,
 }
 
+/// A turn's usage, to be added to each of `scopes` for `day` (days since the epoch, UTC).
+#[derive(Debug, Clone, Copy)]
+pub struct Spent<'a> {
+    /// The scopes it counts against (distinct, as PostgreSQL's upsert needs).
+    pub scopes: &'a [String],
+    /// The day it counts on.
+    pub day: i64,
+    /// How much.
+    pub used: Used,
+}
+
 /// Where budget usage is counted.
 #[async_trait]
 pub trait UsageStore {
@@ -41,29 +52,9 @@ where
     usize: ColumnIndex<DB::Row>,
 {
     async fn add_usage(&self, scopes: &[String], day: i64, used: Used) -> Result<(), StoreError> {
-        if scopes.is_empty() {
-            return Ok(());
-        }
-        // One statement, so atomic without a transaction: a row per scope, with the day and
-        // the amounts shared ($1–$3). The scopes are distinct, as PostgreSQL's upsert needs.
-        let rows: Vec<String> = (0..scopes.len())
-            .map(|i| format!("(${}, $1, $2, $3)", i + 4))
-            .collect();
-        let sql = format!(
-            "INSERT INTO budget_usage (scope, day, tokens, tool_runs) VALUES {} \
-             ON CONFLICT (scope, day) DO UPDATE SET tokens = budget_usage.tokens + excluded.tokens, \
-             tool_runs = budget_usage.tool_runs + excluded.tool_runs",
-            rows.join(", ")
-        );
-        let mut query = sqlx::query(&sql)
-            .bind(day)
-            .bind(used.tokens)
-            .bind(used.tool_runs);
-        for scope in scopes {
-            query = query.bind(scope.as_str());
-        }
-        query.execute(&self.pool).await?;
-        Ok(())
+        let spent = Spent { scopes, day, used };
+        let mut conn = self.pool.acquire().await?;
+        Self::add_spent(&mut conn, spent).await
     }
 
     async fn usage(&self, scope: &str, day: i64) -> Result<Used, StoreError> {
@@ -78,5 +69,44 @@ where
             tokens,
             tool_runs,
         }))
+    }
+}
+
+impl<DB> SqlStore<DB>
+where
+    DB: Backend,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
+    for<'r> &'r str: Type<DB> + Encode<'r, DB>,
+{
+    /// Add `spent` to its scopes over `conn` (a pooled connection, or a turn's completion
+    /// transaction), in one statement, so atomic without a transaction of its own.
+    pub(super) async fn add_spent(
+        conn: &mut DB::Connection,
+        spent: Spent<'_>,
+    ) -> Result<(), StoreError> {
+        if spent.scopes.is_empty() {
+            return Ok(());
+        }
+        // A row per scope, with the day and the amounts shared ($1–$3).
+        let rows: Vec<String> = (0..spent.scopes.len())
+            .map(|i| format!("(${}, $1, $2, $3)", i + 4))
+            .collect();
+        let sql = format!(
+            "INSERT INTO budget_usage (scope, day, tokens, tool_runs) VALUES {} \
+             ON CONFLICT (scope, day) DO UPDATE SET tokens = budget_usage.tokens + excluded.tokens, \
+             tool_runs = budget_usage.tool_runs + excluded.tool_runs",
+            rows.join(", ")
+        );
+        let mut query = sqlx::query(&sql)
+            .bind(spent.day)
+            .bind(spent.used.tokens)
+            .bind(spent.used.tool_runs);
+        for scope in spent.scopes {
+            query = query.bind(scope.as_str());
+        }
+        query.execute(conn).await?;
+        Ok(())
     }
 }

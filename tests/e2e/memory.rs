@@ -227,7 +227,7 @@ async fn seed_long_history(store: &Arc<dyn Store>, chat: &ConversationKey) {
         .unwrap()
         .unwrap();
     store
-        .complete(row.claim(), chat, &messages, 0)
+        .complete(row.claim(), chat, &messages, None, 0)
         .await
         .unwrap();
 }

@@ -114,7 +114,7 @@ async fn seed(store: &std::sync::Arc<dyn Store>, chat: &ConversationKey, message
         .unwrap()
         .unwrap();
     store
-        .complete(row.claim(), chat, messages, 0)
+        .complete(row.claim(), chat, messages, None, 0)
         .await
         .unwrap();
 }

@@ -25,7 +25,7 @@ async fn turn(store: &Arc<dyn Store>, chat: &ConversationKey, id: &str, messages
         .unwrap()
         .unwrap();
     store
-        .complete(row.claim(), chat, messages, 0)
+        .complete(row.claim(), chat, messages, None, 0)
         .await
         .unwrap();
 }

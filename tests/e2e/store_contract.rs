@@ -121,7 +121,10 @@ async fn concurrent_deliveries(store: Arc<dyn Store>) {
                 "{text} is in the row its insert named"
             );
             assert!(claimed.insert(text));
-            store.complete(row.claim(), &key(c), &[], 3).await.unwrap();
+            store
+                .complete(row.claim(), &key(c), &[], None, 3)
+                .await
+                .unwrap();
         }
         assert_eq!(claimed.len(), EVENTS);
     }
@@ -156,7 +159,10 @@ async fn claims_in_order(store: Arc<dyn Store>) {
             .expect("a row");
         assert_eq!(text_of(&row.event), expected);
         assert_eq!(row.attempts, 1);
-        store.complete(row.claim(), &k, &[], 21).await.unwrap();
+        store
+            .complete(row.claim(), &k, &[], None, 21)
+            .await
+            .unwrap();
     }
     assert!(
         store
@@ -319,7 +325,10 @@ async fn history(store: Arc<dyn Store>) {
         ChatMessage::tool_result("c1", "file.txt"),
         ChatMessage::new(Role::Assistant, "There is file.txt."),
     ];
-    store.complete(row.claim(), &k, &turn, 2).await.unwrap();
+    store
+        .complete(row.claim(), &k, &turn, None, 2)
+        .await
+        .unwrap();
     assert_eq!(store.history(&k, 10).await.unwrap(), turn);
     // A window that would start on a tool result starts after it instead.
     let window = store.history(&k, 2).await.unwrap();
@@ -350,7 +359,10 @@ async fn control_only(store: Arc<dyn Store>) {
         .unwrap()
         .unwrap();
     assert_eq!(text_of(&control.event), "/approve abc123");
-    store.complete(control.claim(), &k, &[], 2).await.unwrap();
+    store
+        .complete(control.claim(), &k, &[], None, 2)
+        .await
+        .unwrap();
     assert!(
         store
             .claim_next(&k, "me", 3, LEASE, true)
@@ -388,7 +400,19 @@ async fn superseded_claim(store: Arc<dyn Store>) {
         ChatMessage::new(Role::User, "hi"),
         ChatMessage::new(Role::Assistant, "hello"),
     ];
-    let late = store.complete(first, &k, &answer, 3).await;
+    // What the turn spent is added with its completion, so only a completion that lands
+    // counts it: a turn retried after a crash counts it once.
+    let scopes = ["conv:tg:fence".to_owned(), "user:tg:7".to_owned()];
+    let used = store::Used {
+        tokens: 120,
+        tool_runs: 2,
+    };
+    let spent = Some(store::Spent {
+        scopes: &scopes,
+        day: 20_000,
+        used,
+    });
+    let late = store.complete(first, &k, &answer, spent, 3).await;
     assert!(
         matches!(late, Err(store::StoreError::Superseded(_))),
         "{late:?}"
@@ -401,8 +425,19 @@ async fn superseded_claim(store: Arc<dyn Store>) {
         store.history(&k, 10).await.unwrap().is_empty(),
         "the lost claim stored nothing"
     );
-    store.complete(second, &k, &answer, 4).await.unwrap();
+    for scope in &scopes {
+        let counted = store.usage(scope, 20_000).await.unwrap();
+        assert_eq!(
+            counted,
+            store::Used::default(),
+            "the lost claim counted nothing"
+        );
+    }
+    store.complete(second, &k, &answer, spent, 4).await.unwrap();
     assert_eq!(store.history(&k, 10).await.unwrap(), answer);
+    for scope in &scopes {
+        assert_eq!(store.usage(scope, 20_000).await.unwrap(), used);
+    }
     assert_eq!(store.inbox_counts().await.unwrap().done, 1);
     assert!(matches!(
         store.release(second, 5).await,

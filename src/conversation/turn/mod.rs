@@ -27,7 +27,7 @@ use crate::command::{Action, ApprovalButton, Command, Intent};
 use crate::memory::{autosave, compact_if_needed, scope_for};
 use crate::profile::Active;
 use crate::provider::{ChatMessage, Role};
-use crate::store::{Durable, InboxRow, StoreError};
+use crate::store::{Durable, InboxRow, Spent, StoreError};
 use run::Start;
 
 /// How a turn ended, as its actor needs to know.
@@ -178,13 +178,18 @@ impl Turn<'_> {
 
     /// Mark the event done with nothing added to history (after its reply was shown).
     async fn done(&self) -> anyhow::Result<()> {
-        self.complete(&[]).await
+        self.complete(&[], None).await
     }
 
-    /// Append `messages` to history and mark the event done, retried until it lands.
-    async fn complete(&self, messages: &[ChatMessage]) -> anyhow::Result<()> {
+    /// Append `messages` to history, add what the turn `spent` to its budgets and mark the
+    /// event done, retried until it lands.
+    async fn complete(
+        &self,
+        messages: &[ChatMessage],
+        spent: Option<Spent<'_>>,
+    ) -> anyhow::Result<()> {
         let (store, claim, key) = (&self.deps.store, self.row.claim(), self.key());
-        let complete = || store.complete(claim, key, messages, self.now());
+        let complete = || store.complete(claim, key, messages, spent, self.now());
         self.durable.write("turn completion", complete).await?;
         Ok(())
     }

@@ -73,17 +73,19 @@ impl Turn<'_> {
                 tokio::time::sleep(TYPING_EVERY).await;
             }
         };
-        let (result, drafted) = tokio::select! {
+        let ((result, meter), drafted) = tokio::select! {
             both = async { tokio::join!(agent_side, draft.drive(rx)) } => both,
             () = typing => unreachable!("the typing loop never ends"),
         };
         log_delivery(&drafted);
         self.count(&result, &drafted, started);
-        self.store_outcome(user, requester, result).await
+        self.store_outcome(user, requester, result, meter.as_ref())
+            .await
     }
 
     /// The agent's side of the turn: run or resume, watching every event on its way to the
-    /// draft. An error still ends the draft with a short line for the user.
+    /// draft. An error still ends the draft with a short line for the user. Returns the
+    /// outcome and the budget meter, whose usage is stored with the outcome.
     async fn agent_side(
         &self,
         agent: &AgentLoop,
@@ -91,7 +93,7 @@ impl Turn<'_> {
         cancel: &CancellationToken,
         tx: mpsc::UnboundedSender<AgentEvent>,
         (started, requester): (Instant, &str),
-    ) -> Result<AgentRun, AgentError> {
+    ) -> (Result<AgentRun, AgentError>, Option<Meter>) {
         let deps = self.deps;
         let mut meter = self.meter(requester).await;
         // Cancelled when a budget is reached mid-turn (and with the turn's own token).
@@ -124,11 +126,6 @@ impl Turn<'_> {
             }
         };
         let result = stopped_by_budget(result, reached);
-        if let Some(meter) = &meter
-            && let Err(err) = meter.record(deps.store.as_ref()).await
-        {
-            tracing::warn!(error = %err, "could not record budget usage");
-        }
         if let Err(err) = &result {
             let _ = tx.send(AgentEvent::ClearProgress);
             if err.paused().is_some() {
@@ -136,7 +133,7 @@ impl Turn<'_> {
             }
             let _ = tx.send(AgentEvent::Final(ending(err, self.trace)));
         }
-        result
+        (result, meter)
     }
 
     /// Store what the agent produced.
@@ -145,9 +142,16 @@ impl Turn<'_> {
         user: ChatMessage,
         requester: &str,
         result: Result<AgentRun, AgentError>,
+        meter: Option<&Meter>,
     ) -> anyhow::Result<()> {
         let deps = self.deps;
-        if deps.lifecycle.aborted() && matches!(result, Err(AgentError::Cancelled { .. })) {
+        let aborted =
+            deps.lifecycle.aborted() && matches!(result, Err(AgentError::Cancelled { .. }));
+        if aborted || matches!(result, Err(AgentError::Suspended(_))) {
+            // No completion follows now: what the turn spent is written on its own.
+            self.record_now(meter).await;
+        }
+        if aborted {
             // Shutdown ran out of grace: hand the event back so the next start answers it.
             let release = || deps.store.release(self.row.claim(), self.now());
             self.durable.write("inbox release", release).await?;
@@ -192,7 +196,17 @@ impl Turn<'_> {
                 call.args = scrubber.scrub_json(&call.args);
             }
         }
-        self.complete(&stored).await
+        self.complete(&stored, meter.and_then(Meter::spent)).await
+    }
+
+    /// Add what the turn spent to its budgets in a write of its own; a store failure is
+    /// logged (the turn's outcome matters more than its count).
+    async fn record_now(&self, meter: Option<&Meter>) {
+        if let Some(meter) = meter
+            && let Err(err) = meter.record(self.deps.store.as_ref()).await
+        {
+            tracing::warn!(error = %err, "could not record budget usage");
+        }
     }
 }
 

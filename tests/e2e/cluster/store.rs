@@ -112,7 +112,7 @@ async fn stale_epoch_writes_are_refused(store: Arc<dyn Store>) {
         .unwrap();
     assert!(new > old);
     let answer = [ChatMessage::new(Role::Assistant, "from a")];
-    let stale = store.complete(a_row.claim(), &k, &answer, 20).await;
+    let stale = store.complete(a_row.claim(), &k, &answer, None, 20).await;
     assert!(
         matches!(stale, Err(StoreError::Fenced(e)) if e == old),
         "{stale:?}"
@@ -138,7 +138,7 @@ async fn stale_epoch_writes_are_refused(store: Arc<dyn Store>) {
     store.set_draft_refs(b_row.claim(), &refs).await.unwrap();
     let answer = [ChatMessage::new(Role::Assistant, "from b")];
     store
-        .complete(b_row.claim(), &k, &answer, 40)
+        .complete(b_row.claim(), &k, &answer, None, 40)
         .await
         .unwrap();
     let history = store.history(&k, 10).await.unwrap();
@@ -233,7 +233,10 @@ async fn sequence_order(store: Arc<dyn Store>) {
         .unwrap()
     {
         seen.push(text_of(&row.event).to_owned());
-        store.complete(row.claim(), &k1, &[], 20).await.unwrap();
+        store
+            .complete(row.claim(), &k1, &[], None, 20)
+            .await
+            .unwrap();
     }
     assert_eq!(seen, ["one", "two", "three"]);
 }

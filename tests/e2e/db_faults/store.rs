@@ -182,14 +182,14 @@ async fn completion_lands_after_the_outage(store: Arc<dyn Store>, mut outage: im
 
     // The answer was posted; now the database goes away under the completion write.
     outage.begin().await;
-    let first = store.complete(row.claim(), &key, &turn, 3).await;
+    let first = store.complete(row.claim(), &key, &turn, None, 3).await;
     let err = first.expect_err("the database is away");
     assert!(err.is_transient(), "a lost database is transient: {err}");
 
     let durable = Durable::new(CancellationToken::new());
     let (writer, claim, turn2, key2) = (Arc::clone(&store), row.claim(), turn.clone(), key.clone());
     let mut write = tokio::spawn(async move {
-        let complete = || writer.complete(claim, &key2, &turn2, 4);
+        let complete = || writer.complete(claim, &key2, &turn2, None, 4);
         durable.write("turn completion", complete).await
     });
     if let Ok(early) = tokio::time::timeout(Duration::from_millis(1500), &mut write).await {

@@ -74,7 +74,10 @@ async fn hostile_round_trip(store: Arc<dyn Store>) {
             result,
             ChatMessage::new(Role::Assistant, format!("You said: {text}")),
         ];
-        store.complete(row.claim(), &key, &turn, 3).await.unwrap();
+        store
+            .complete(row.claim(), &key, &turn, None, 3)
+            .await
+            .unwrap();
         let stored = store.history(&key, 3).await.unwrap();
         assert_eq!(stored, turn, "history of {text:?}");
 

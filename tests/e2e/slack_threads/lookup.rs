@@ -45,7 +45,7 @@ async fn knows_from_waiting_to_cleared(store: Arc<dyn Store>) {
     assert!(store.knows_conversation(&thread).await.unwrap(), "claimed");
     let answer = [ChatMessage::new(Role::Assistant, "Started.")];
     store
-        .complete(row.claim(), &thread, &answer, 3)
+        .complete(row.claim(), &thread, &answer, None, 3)
         .await
         .unwrap();
     assert!(store.knows_conversation(&thread).await.unwrap(), "answered");
