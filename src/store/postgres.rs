@@ -10,7 +10,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult};
 
 use super::backend::{Backend, Dialect, SqlStore};
 use super::memory::websearch_query;
-use super::timeouts::STARTUP_WAIT;
+use super::timeouts::migrate_at_startup;
 use super::{StoreError, Timeouts};
 
 /// `Store` over PostgreSQL.
@@ -42,9 +42,9 @@ impl SqlStore<Postgres> {
         Self::connect_with(url, Timeouts::default()).await
     }
 
-    /// Migrate (waiting up to [`STARTUP_WAIT`] for the server), then open a pool whose
-    /// waits are bounded by `timeouts`. A `statement_timeout` given in the URL's `options`
-    /// wins over `timeouts.statement`.
+    /// Migrate (waiting up to [`STARTUP_WAIT`](super::timeouts::STARTUP_WAIT) for the server),
+    /// then open a pool whose waits are bounded by `timeouts`. A `statement_timeout` given in
+    /// the URL's `options` wins over `timeouts.statement`.
     pub async fn connect_with(url: &str, timeouts: Timeouts) -> Result<Self, StoreError> {
         let base = PgConnectOptions::from_str(url)?;
         migrate(&base).await?;
@@ -66,14 +66,8 @@ impl SqlStore<Postgres> {
 }
 
 /// Apply migrations over a pool of their own: with no statement timeout (a migration may
-/// rightly take long), after waiting up to [`STARTUP_WAIT`] for a server still starting up.
+/// rightly take long), after waiting up to [`STARTUP_WAIT`](super::timeouts::STARTUP_WAIT)
+/// for a server still starting up.
 async fn migrate(options: &PgConnectOptions) -> Result<(), StoreError> {
-    let pool = PgPoolOptions::new()
-        .max_connections(1)
-        .acquire_timeout(STARTUP_WAIT)
-        .connect_with(options.clone())
-        .await?;
-    sqlx::migrate!("migrations/postgres").run(&pool).await?;
-    pool.close().await;
-    Ok(())
+    migrate_at_startup::<Postgres>(options.clone(), &sqlx::migrate!("migrations/postgres")).await
 }

@@ -15,7 +15,7 @@ use sqlx::sqlite::{
 
 use super::backend::{Backend, Dialect, SqlStore};
 use super::memory::fts5_query;
-use super::timeouts::STARTUP_WAIT;
+use super::timeouts::migrate_at_startup;
 use super::wal::{Checkpointer, WalBounds};
 use super::{StoreError, Timeouts};
 
@@ -142,20 +142,14 @@ impl SqlStore<Sqlite> {
     }
 }
 
-/// Create the file if needed and apply the migrations, over a pool of one connection waiting up to
-/// [`STARTUP_WAIT`]: the pool's `acquire` timeout (1 s) is for the request path. Creating the
-/// file and switching it to WAL waits on the disk, which a loaded machine (a test run on two
-/// cores did, in CI) or an SD card can make slower than that; a start that failed there would
-/// be a gateway that never started. Later connections open a file already in WAL mode.
+/// Create the file if needed and apply the migrations within
+/// [`STARTUP_WAIT`](super::timeouts::STARTUP_WAIT): the pool's `acquire` timeout (1 s) is for
+/// the request path. Creating the file and switching it to WAL waits on the disk, which a
+/// loaded machine (a test run on two cores did, in CI) or an SD card can make slower than
+/// that; a start that failed there would be a gateway that never started. Later connections
+/// open a file already in WAL mode.
 async fn migrate(options: &SqliteConnectOptions) -> Result<(), StoreError> {
-    let pool = SqlitePoolOptions::new()
-        .max_connections(1)
-        .acquire_timeout(STARTUP_WAIT)
-        .connect_with(options.clone())
-        .await?;
-    sqlx::migrate!("migrations/sqlite").run(&pool).await?;
-    pool.close().await;
-    Ok(())
+    migrate_at_startup::<Sqlite>(options.clone(), &sqlx::migrate!("migrations/sqlite")).await
 }
 
 /// Replace SQLite's busy handler on `db`: a connection that finds another one writing

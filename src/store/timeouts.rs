@@ -11,6 +11,10 @@
 use std::future::Future;
 use std::time::Duration;
 
+use sqlx::migrate::{Migrate, Migrator};
+use sqlx::pool::PoolOptions;
+use sqlx::{Connection, Database};
+
 use super::StoreError;
 
 /// How long opening the store waits for the database to accept connections.
@@ -49,4 +53,25 @@ impl Timeouts {
             .await
             .unwrap_or(Err(StoreError::Timeout))
     }
+}
+
+/// Apply `migrator` over a pool of one connection of its own, waiting up to [`STARTUP_WAIT`]
+/// for it (a server still starting up, a new SQLite file on a slow disk), with `options` as
+/// given (PostgreSQL's carry no statement timeout: a migration may rightly take long).
+pub(super) async fn migrate_at_startup<DB>(
+    options: <DB::Connection as Connection>::Options,
+    migrator: &Migrator,
+) -> Result<(), StoreError>
+where
+    DB: Database,
+    DB::Connection: Migrate,
+{
+    let pool = PoolOptions::<DB>::new()
+        .max_connections(1)
+        .acquire_timeout(STARTUP_WAIT)
+        .connect_with(options)
+        .await?;
+    migrator.run(&pool).await?;
+    pool.close().await;
+    Ok(())
 }
