@@ -3,6 +3,7 @@
 //! agent profile and model are resolved when it starts, and again before every batch when
 //! replicas share the database.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,10 +11,11 @@ use switchboard_channel::ConversationKey;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::registry::Signals;
 use super::{Deps, Registry, turn};
 use crate::cluster::Held;
 use crate::profile::Active;
-use crate::store::{Approval, Durable, InboxRow, StoreError};
+use crate::store::{Durable, InboxRow, StoreError};
 
 /// An event claimed this often without finishing (it crashed the process each time) is
 /// given up on rather than crashing it forever.
@@ -25,7 +27,7 @@ pub(super) async fn run(
     key: ConversationKey,
     id: u64,
     mut wake: mpsc::Receiver<()>,
-    current: Arc<Mutex<Option<CancellationToken>>>,
+    signals: Arc<Signals>,
 ) {
     let deps = Arc::clone(&registry.deps);
     let active = Box::pin(deps.agents.profiles().activate(deps.store.as_ref(), &key)).await;
@@ -38,7 +40,7 @@ pub(super) async fn run(
                 // words alive, not the space of a whole turn's state machine (tens of kB
                 // per conversation when inlined, issue #19).
                 Ok(Some(())) if Box::pin(defer(&registry, &key)).await => {}
-                Ok(Some(())) => Box::pin(drain(&registry, &key, &active, &current)).await,
+                Ok(Some(())) => Box::pin(drain(&registry, &key, &active, &signals)).await,
                 Ok(None) => break,
                 Err(_) if registry.retire(&key, id, &wake) => break,
                 Err(_) => {}
@@ -92,13 +94,8 @@ async fn defer(registry: &Arc<Registry>, key: &ConversationKey) -> bool {
 
 /// Claim and process events of `key` until none is left, under the conversation's lease
 /// when replicas share the database (given up at the end, so the next batch may run on any
-/// replica).
-async fn drain(
-    registry: &Registry,
-    key: &ConversationKey,
-    active: &Active,
-    current: &Mutex<Option<CancellationToken>>,
-) {
+/// replica). A prompt of its pending approval nobody has seen is posted first.
+async fn drain(registry: &Registry, key: &ConversationKey, active: &Active, signals: &Signals) {
     let deps = &registry.deps;
     let held = match deps.lifecycle.leases() {
         None => None,
@@ -124,7 +121,17 @@ async fn drain(
     } else {
         active
     };
-    claim_and_run(deps, key, active, current, held.as_ref()).await;
+    // Another replica may have died between storing an approval here and posting its
+    // prompt, so a replica looks before every batch; where one process owns the database,
+    // the sweep says when to (start-up after a crash, a post that failed).
+    let unseen = signals.unseen.swap(false, Ordering::AcqRel) || deps.store.shared();
+    let trusted = !unseen
+        || while_trusted(held.as_ref(), post_unseen(deps, key, signals))
+            .await
+            .is_some();
+    if trusted {
+        claim_and_run(deps, key, active, &signals.current, held.as_ref()).await;
+    }
     if let Some(held) = held {
         held.release().await;
     }
@@ -190,41 +197,38 @@ async fn claim_and_run(
     }
 }
 
-/// The next event of `key` to run. While a turn waits for an approval, only control events
-/// (buttons, /stop, /approve, /deny) are taken and messages wait behind it in order; a
-/// prompt of that approval nobody has seen is posted first (`Ok(None)` if the lease lapses
-/// meanwhile).
+/// The next event of `key` to run. While a turn waits for an approval, the claim takes
+/// only control events (buttons, /stop, /approve, /deny) and messages wait behind it in
+/// order.
 async fn claim_next(
     deps: &Deps,
     key: &ConversationKey,
     held: Option<&Held>,
 ) -> Result<Option<InboxRow>, StoreError> {
-    let pending = deps.store.pending_approval(key).await?;
-    let waiting = pending.is_some();
-    if let Some(approval) = pending.filter(|a| a.prompt_ref.is_none())
-        && while_trusted(held, post_unseen(deps, key, &approval))
-            .await
-            .is_none()
-    {
-        return Ok(None);
-    }
     let epoch = held.map_or(0, Held::epoch);
-    deps.lifecycle
-        .claim(deps.store.as_ref(), key, waiting, epoch)
-        .await
+    deps.lifecycle.claim(deps.store.as_ref(), key, epoch).await
 }
 
-/// Post the prompt of `approval` (pending in `key`) that its turn stored but nobody has
-/// seen: the replica that suspended the turn died between the two. A failure is logged; the
-/// next wake-up of the conversation (the periodic sweep) tries again.
-async fn post_unseen(deps: &Deps, key: &ConversationKey, approval: &Approval) {
+/// Post the prompt of `key`'s pending approval if its turn stored it but nobody has seen
+/// it: the process or replica that suspended the turn died between the two, or the post
+/// failed. A failure is logged; the next sweep tries again.
+async fn post_unseen(deps: &Deps, key: &ConversationKey, signals: &Signals) {
+    let approval = match deps.store.pending_approval(key).await {
+        Ok(Some(approval)) if approval.prompt_ref.is_none() => approval,
+        Ok(_) => return,
+        Err(err) => {
+            tracing::warn!(%key, error = %err, "could not read the pending approval");
+            signals.unseen.store(true, Ordering::Release);
+            return;
+        }
+    };
     let Some(route) = deps.outbound.route(&key.channel) else {
         return;
     };
     let durable = Durable::new(deps.lifecycle.turn_token());
     let posted = deps
         .approvals
-        .post_unseen(&deps.outbound, &route, approval, &durable)
+        .post_unseen(&deps.outbound, &route, &approval, &durable)
         .await;
     if let Err(err) = posted {
         tracing::warn!(%key, approval = %approval.id, error = %err, "could not post an unseen approval prompt");

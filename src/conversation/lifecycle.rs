@@ -69,19 +69,17 @@ impl Lifecycle {
         &self.owner
     }
 
-    /// Claim the next event of `key` for this process (only control events while
-    /// `control_only`: the conversation waits on an approval), under conversation lease
-    /// `epoch` (0: none).
+    /// Claim the next event of `key` for this process (only control events while the
+    /// conversation waits on an approval), under conversation lease `epoch` (0: none).
     pub async fn claim(
         &self,
         store: &dyn Store,
         key: &ConversationKey,
-        control_only: bool,
         epoch: i64,
     ) -> Result<Option<InboxRow>, StoreError> {
         let now = self.clock.now_ms();
         store
-            .claim_leased(key, &self.owner, now, self.lease, control_only, epoch)
+            .claim_leased(key, &self.owner, now, self.lease, epoch)
             .await
     }
 

@@ -1,7 +1,7 @@
 //! The live conversation registry: at most one actor per `ConversationKey`, created when the
 //! inbox wakes a conversation and removed when it retires.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use dashmap::DashMap;
@@ -20,8 +20,20 @@ struct Handle {
     id: u64,
     /// Capacity 1: one pending wake-up is as good as many.
     wake: mpsc::Sender<()>,
+    /// What the registry tells the actor besides waking it.
+    signals: Arc<Signals>,
+}
+
+/// What the registry and a live actor share, besides the wake-up channel.
+#[derive(Default)]
+pub(super) struct Signals {
     /// Cancels the running turn (`/stop`). A std Mutex: held only to swap a token.
-    current: Arc<Mutex<Option<CancellationToken>>>,
+    pub(super) current: Mutex<Option<CancellationToken>>,
+    /// Set by the sweep when the conversation has a pending approval whose prompt nobody
+    /// has seen: the actor's next batch reads it and posts the prompt first. Where one
+    /// process owns the database, only this tells the actor to look (a replica's actor
+    /// looks before every batch).
+    pub(super) unseen: AtomicBool,
 }
 
 /// The live conversation registry.
@@ -48,26 +60,41 @@ impl Registry {
 
     /// Make sure an actor for `key` runs and looks at the inbox.
     pub fn wake(self: &Arc<Self>, key: &ConversationKey) {
+        self.signal(key, false);
+    }
+
+    /// [`Self::wake`], and have the actor post the prompt of its pending approval that
+    /// nobody has seen (the process or replica that stored it died before posting it, or
+    /// the post failed) before it claims anything.
+    fn wake_unseen(self: &Arc<Self>, key: &ConversationKey) {
+        self.signal(key, true);
+    }
+
+    fn signal(self: &Arc<Self>, key: &ConversationKey, unseen: bool) {
         if self.deps.lifecycle.draining().is_cancelled() {
             return; // stored events wait for the next start
         }
         let entry = self.actors.entry(key.clone()).or_insert_with(|| {
             let (tx, rx) = mpsc::channel(1);
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let current = Arc::new(Mutex::new(None));
+            let signals = Arc::new(Signals::default());
             self.tasks.spawn(actor::run(
                 Arc::clone(self),
                 key.clone(),
                 id,
                 rx,
-                Arc::clone(&current),
+                Arc::clone(&signals),
             ));
             Handle {
                 id,
                 wake: tx,
-                current,
+                signals,
             }
         });
+        if unseen {
+            // Before the wake-up, so the batch it starts sees it.
+            entry.signals.unseen.store(true, Ordering::Release);
+        }
         let _ = entry.wake.try_send(());
     }
 
@@ -76,7 +103,7 @@ impl Registry {
         let Some(handle) = self.actors.get(key) else {
             return false;
         };
-        let current = handle.current.lock().expect("poisoned").take();
+        let current = handle.signals.current.lock().expect("poisoned").take();
         current.map(|t| t.cancel()).is_some()
     }
 
@@ -104,15 +131,17 @@ impl Registry {
     /// on the clock). One step; the gateway's sweep loop repeats it.
     pub async fn sweep(self: &Arc<Self>) -> Result<usize, StoreError> {
         let deps = &self.deps;
+        // Pending approvals: expiry timers on this replica too, and a wake-up where the
+        // prompt was never seen (the actor that next holds the conversation posts it).
+        // First, so that an actor this sweep starts knows of its unseen prompt before its
+        // first batch.
+        match deps.approvals.rearm().await {
+            Ok(unseen) => unseen.iter().for_each(|key| self.wake_unseen(key)),
+            Err(err) => tracing::warn!(error = %err, "could not re-arm pending approvals"),
+        }
         let keys = deps.lifecycle.claimable(deps.store.as_ref()).await?;
         for key in &keys {
             self.wake(key);
-        }
-        // Pending approvals: expiry timers on this replica too, and a wake-up where the
-        // prompt was never seen (the actor that next holds the conversation posts it).
-        match deps.approvals.rearm().await {
-            Ok(unseen) => unseen.iter().for_each(|key| self.wake(key)),
-            Err(err) => tracing::warn!(error = %err, "could not re-arm pending approvals"),
         }
         // The heap of conversations retired since the last burst's trim, and of database
         // connections the pool closed since.

@@ -19,16 +19,20 @@ use crate::provider::ChatMessage;
 
 /// Selects the next unfinished row of a conversation (by its sequence number) that `$1`
 /// (owner) may take at `$3` (now), skipping the conversation while another live owner holds
-/// one of its rows. Under a conversation lease (`$6` > 0, checked in the same statement) the
-/// lease decides instead: its holder takes over rows an earlier holder left processing.
+/// one of its rows. While one of its approvals is pending, only control events (buttons,
+/// `/approve`, `/stop`) are taken, messages wait behind it: read in the same statement, so
+/// an approval decided or expired a moment ago is seen without a read of its own. Under a
+/// conversation lease (`$5` > 0, checked in the same statement) the lease decides instead:
+/// its holder takes over rows an earlier holder left processing.
 const CLAIMABLE_ROW: &str = "SELECT id FROM inbox \
      WHERE conversation_key = $4 \
-       AND (status = 'pending' OR (status = 'processing' AND (owner = $1 OR lease_until < $3 OR $6 > 0))) \
-       AND ($5 = 0 OR kind = 'control') \
-       AND ($6 > 0 OR NOT EXISTS (SELECT 1 FROM inbox busy WHERE busy.conversation_key = $4 \
+       AND (status = 'pending' OR (status = 'processing' AND (owner = $1 OR lease_until < $3 OR $5 > 0))) \
+       AND (kind = 'control' OR NOT EXISTS (SELECT 1 FROM approvals a \
+           WHERE a.conversation_key = $4 AND a.status = 'pending')) \
+       AND ($5 > 0 OR NOT EXISTS (SELECT 1 FROM inbox busy WHERE busy.conversation_key = $4 \
            AND busy.status = 'processing' AND busy.owner <> $1 AND busy.lease_until >= $3)) \
-       AND ($6 = 0 OR EXISTS (SELECT 1 FROM conversation_leases l WHERE l.key = $4 \
-           AND l.owner = $1 AND l.epoch = $6)) \
+       AND ($5 = 0 OR EXISTS (SELECT 1 FROM conversation_leases l WHERE l.key = $4 \
+           AND l.owner = $1 AND l.epoch = $5)) \
      ORDER BY seq, id LIMIT 1";
 
 /// The claim: take the row [`CLAIMABLE_ROW`] selects, locked with `lock` where the
@@ -173,10 +177,8 @@ where
         owner: &str,
         now_ms: i64,
         lease: Duration,
-        control_only: bool,
     ) -> Result<Option<InboxRow>, StoreError> {
-        self.claim_leased(key, owner, now_ms, lease, control_only, 0)
-            .await
+        self.claim_leased(key, owner, now_ms, lease, 0).await
     }
 
     async fn claim_leased(
@@ -185,7 +187,6 @@ where
         owner: &str,
         now_ms: i64,
         lease: Duration,
-        control_only: bool,
         epoch: i64,
     ) -> Result<Option<InboxRow>, StoreError> {
         let sql = claim_sql(DB::DIALECT.claim_lock);
@@ -194,7 +195,6 @@ where
             .bind(now_ms + lease.as_millis() as i64)
             .bind(now_ms)
             .bind(key.to_string())
-            .bind(i64::from(control_only))
             .bind(epoch)
             .fetch_optional(&self.pool)
             .await?;

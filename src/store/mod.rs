@@ -200,15 +200,15 @@ pub trait Store:
     ) -> Result<Insert, StoreError>;
 
     /// Claim the oldest unfinished event of `key` for `owner` until `now_ms + lease`.
-    /// Rows another live owner holds, and rows queued behind them, are left alone. With
-    /// `control_only` (a turn waits for an approval) only control events are claimed.
+    /// Rows another live owner holds, and rows queued behind them, are left alone. While
+    /// an approval of `key` is pending (a turn waits for it) only control events are
+    /// claimed; the claim reads that itself, in the same statement.
     async fn claim_next(
         &self,
         key: &ConversationKey,
         owner: &str,
         now_ms: i64,
         lease: Duration,
-        control_only: bool,
     ) -> Result<Option<InboxRow>, StoreError>;
 
     /// [`Store::claim_next`] under conversation lease `epoch` (held by `owner`): the claim
@@ -221,7 +221,6 @@ pub trait Store:
         owner: &str,
         now_ms: i64,
         lease: Duration,
-        control_only: bool,
         epoch: i64,
     ) -> Result<Option<InboxRow>, StoreError>;
 

@@ -390,3 +390,52 @@ async fn a_pending_approval_survives_a_crash_and_completes_exactly_once() {
     assert_eq!(log, "run\n", "the tool ran exactly once");
     second.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_prompt_nobody_saw_before_a_crash_is_posted_at_the_next_start() {
+    use sqlx::Connection;
+    let channel = buttons_channel();
+    let app = TestApp::spawn_on(channel.clone(), POLICY).await;
+    app.gateway.unwrap().shutdown().await;
+    app.llm
+        .push(Reply::tool_call(
+            "shell",
+            json!({"command": "echo run >> log.txt"}),
+        ))
+        .push(Reply::text("Resumed after restart."));
+    let first = Killable::start(&app.config, &channel).await;
+    let chat = key("unseen");
+    channel.say(&chat, "alice", "log something").await.unwrap();
+    prompt(&channel, &chat).await;
+    let db = switchboard::store::connect(&app.config.gateway.database_url)
+        .await
+        .unwrap();
+    wait_inbox_idle(&db).await;
+    first.kill();
+    // As if it had died between storing the request and posting its prompt.
+    let url = &app.config.gateway.database_url;
+    let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
+    let unseen = sqlx::query("UPDATE approvals SET prompt_ref = NULL WHERE status = 'pending'")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(unseen.rows_affected(), 1);
+    drop(conn);
+    let prompts = |t: &[String]| t.iter().filter(|m| m.contains("Approval needed")).count();
+    let second = start(&app.config, &channel).await;
+    // Posted at start-up, with nothing else arriving in the conversation.
+    wait_transcript(&channel, &chat, |t| prompts(t) == 2).await;
+    let (once, _, _) = prompt(&channel, &chat).await;
+    channel.press(&chat, "alice", &once).await.unwrap();
+    wait_transcript(&channel, &chat, |t| {
+        t.last().is_some_and(|m| m == "Resumed after restart.")
+    })
+    .await;
+    wait_inbox_idle(&second.store()).await;
+    let workspace = app.config.gateway.data_dir.join("workspaces/fake/unseen");
+    let log = std::fs::read_to_string(workspace.join("log.txt")).unwrap();
+    assert_eq!(log, "run\n", "the tool ran exactly once");
+    let approvals = second.store().pending_approvals().await.unwrap();
+    assert!(approvals.is_empty());
+    second.shutdown().await;
+}

@@ -222,7 +222,7 @@ async fn seed_long_history(store: &Arc<dyn Store>, chat: &ConversationKey) {
         .await
         .unwrap();
     let row = store
-        .claim_next(chat, "seeder", 0, std::time::Duration::from_secs(1), false)
+        .claim_next(chat, "seeder", 0, std::time::Duration::from_secs(1))
         .await
         .unwrap()
         .unwrap();

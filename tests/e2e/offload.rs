@@ -109,7 +109,7 @@ async fn seed(store: &std::sync::Arc<dyn Store>, chat: &ConversationKey, message
         .await
         .unwrap();
     let row = store
-        .claim_next(chat, "seeder", 0, std::time::Duration::from_secs(1), false)
+        .claim_next(chat, "seeder", 0, std::time::Duration::from_secs(1))
         .await
         .unwrap()
         .unwrap();

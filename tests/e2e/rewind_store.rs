@@ -20,7 +20,7 @@ async fn turn(store: &Arc<dyn Store>, chat: &ConversationKey, id: &str, messages
         .await
         .unwrap();
     let row = store
-        .claim_next(chat, "t", 0, std::time::Duration::from_secs(5), false)
+        .claim_next(chat, "t", 0, std::time::Duration::from_secs(5))
         .await
         .unwrap()
         .unwrap();

@@ -5,9 +5,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard::ids::InboxKind;
+use switchboard::ids::{ApprovalId, ApprovalStatus, InboxKind};
 use switchboard::provider::{ChatMessage, Role, ToolCall};
-use switchboard::store::{self, Insert, Store};
+use switchboard::store::{self, Approval, Insert, Store};
 use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
 use crate::helpers::{direct_message as event, drop_postgres, postgres_url, sqlite_store};
@@ -110,11 +110,7 @@ async fn concurrent_deliveries(store: Arc<dyn Store>) {
     );
     for c in 0..CONVERSATIONS {
         let mut claimed = HashSet::new();
-        while let Some(row) = store
-            .claim_next(&key(c), "me", 2, LEASE, false)
-            .await
-            .unwrap()
-        {
+        while let Some(row) = store.claim_next(&key(c), "me", 2, LEASE).await.unwrap() {
             let text = text_of(&row.event).to_owned();
             assert_eq!(
                 stored[&text], row.id,
@@ -153,7 +149,7 @@ async fn claims_in_order(store: Arc<dyn Store>) {
         .unwrap();
     for expected in ["first", "second", "third", "fourth"] {
         let row = store
-            .claim_next(&k, "me", 20, LEASE, false)
+            .claim_next(&k, "me", 20, LEASE)
             .await
             .unwrap()
             .expect("a row");
@@ -166,7 +162,7 @@ async fn claims_in_order(store: Arc<dyn Store>) {
     }
     assert!(
         store
-            .claim_next(&k, "me", 30, LEASE, false)
+            .claim_next(&k, "me", 30, LEASE)
             .await
             .unwrap()
             .is_none()
@@ -190,14 +186,14 @@ async fn leases(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let held = store
-        .claim_next(&k, "replica-1", 1_000, LEASE, false)
+        .claim_next(&k, "replica-1", 1_000, LEASE)
         .await
         .unwrap()
         .unwrap();
     // replica-2 may neither take the held row nor jump the queue with the next one.
     assert!(
         store
-            .claim_next(&k, "replica-2", 2_000, LEASE, false)
+            .claim_next(&k, "replica-2", 2_000, LEASE)
             .await
             .unwrap()
             .is_none()
@@ -212,7 +208,7 @@ async fn leases(store: Arc<dyn Store>) {
     // After the lease runs out, the row is taken over, attempts counted.
     let later = 1_000 + LEASE.as_millis() as i64 + 1;
     let taken = store
-        .claim_next(&k, "replica-2", later, LEASE, false)
+        .claim_next(&k, "replica-2", later, LEASE)
         .await
         .unwrap()
         .unwrap();
@@ -231,7 +227,7 @@ async fn own_rows(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let first = store
-        .claim_next(&k, "default", 10, LEASE, false)
+        .claim_next(&k, "default", 10, LEASE)
         .await
         .unwrap()
         .unwrap();
@@ -245,7 +241,7 @@ async fn own_rows(store: Arc<dyn Store>) {
         vec![k.clone()]
     );
     let again = store
-        .claim_next(&k, "default", 20, LEASE, false)
+        .claim_next(&k, "default", 20, LEASE)
         .await
         .unwrap()
         .unwrap();
@@ -268,11 +264,7 @@ async fn release_and_fail(store: Arc<dyn Store>) {
         .insert_event(&event(&k, "2", "b"), InboxKind::Message, 0)
         .await
         .unwrap();
-    let row = store
-        .claim_next(&k, "me", 1, LEASE, false)
-        .await
-        .unwrap()
-        .unwrap();
+    let row = store.claim_next(&k, "me", 1, LEASE).await.unwrap().unwrap();
     store.release(row.claim(), 2).await.unwrap();
     assert!(
         store
@@ -282,13 +274,13 @@ async fn release_and_fail(store: Arc<dyn Store>) {
             .contains(&k)
     );
     let row = store
-        .claim_next(&k, "someone-else", 3, LEASE, false)
+        .claim_next(&k, "someone-else", 3, LEASE)
         .await
         .unwrap()
         .unwrap();
     store.fail(row.claim(), "boom", 4).await.unwrap();
     let next = store
-        .claim_next(&k, "someone-else", 5, LEASE, false)
+        .claim_next(&k, "someone-else", 5, LEASE)
         .await
         .unwrap()
         .unwrap();
@@ -308,11 +300,7 @@ async fn history(store: Arc<dyn Store>) {
         .insert_event(&event(&k, "1", "hi"), InboxKind::Message, 0)
         .await
         .unwrap();
-    let row = store
-        .claim_next(&k, "me", 1, LEASE, false)
-        .await
-        .unwrap()
-        .unwrap();
+    let row = store.claim_next(&k, "me", 1, LEASE).await.unwrap().unwrap();
     let mut call = ChatMessage::new(Role::Assistant, "");
     call.tool_calls = vec![ToolCall {
         id: "c1".into(),
@@ -345,6 +333,42 @@ async fn while_an_approval_waits_only_control_events_are_claimed() {
 
 async fn control_only(store: Arc<dyn Store>) {
     let k = ConversationKey::new("tg", "c");
+    let approval = Approval {
+        id: ApprovalId::new("abc123"),
+        conversation: k.clone(),
+        tool: "shell".into(),
+        args: "ls".into(),
+        rule: "shell(ls)".into(),
+        reason: "not read-only".into(),
+        requester: "alice".into(),
+        status: ApprovalStatus::Pending,
+        decided_by: None,
+        prompt_ref: Some("m1".into()),
+        state: "{}".into(),
+        created_at: 0,
+        expires_at: 1_000,
+    };
+    store.create_approval(&approval).await.unwrap();
+    // Another conversation's approval holds nothing up here.
+    let other = ConversationKey::new("tg", "other");
+    let elsewhere = Approval {
+        id: ApprovalId::new("def456"),
+        conversation: other.clone(),
+        ..approval.clone()
+    };
+    store.create_approval(&elsewhere).await.unwrap();
+    store
+        .insert_event(&event(&other, "o1", "hello"), InboxKind::Message, 0)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .claim_next(&other, "me", 1, LEASE)
+            .await
+            .unwrap()
+            .is_none(),
+        "a message waits behind its own conversation's approval"
+    );
     store
         .insert_event(&event(&k, "1", "a normal message"), InboxKind::Message, 0)
         .await
@@ -353,11 +377,7 @@ async fn control_only(store: Arc<dyn Store>) {
         .insert_event(&event(&k, "2", "/approve abc123"), InboxKind::Control, 0)
         .await
         .unwrap();
-    let control = store
-        .claim_next(&k, "me", 1, LEASE, true)
-        .await
-        .unwrap()
-        .unwrap();
+    let control = store.claim_next(&k, "me", 1, LEASE).await.unwrap().unwrap();
     assert_eq!(text_of(&control.event), "/approve abc123");
     store
         .complete(control.claim(), &k, &[], None, 2)
@@ -365,16 +385,20 @@ async fn control_only(store: Arc<dyn Store>) {
         .unwrap();
     assert!(
         store
-            .claim_next(&k, "me", 3, LEASE, true)
+            .claim_next(&k, "me", 3, LEASE)
             .await
             .unwrap()
-            .is_none()
+            .is_none(),
+        "the message waits while the approval is pending"
     );
-    let normal = store
-        .claim_next(&k, "me", 4, LEASE, false)
+    // Decided (by the control event's turn, or expired by the sweeper): the claim sees it
+    // at once, with no read of its own.
+    let decided = store
+        .decide_approval(&approval.id, ApprovalStatus::Approved, "alice", 4, None)
         .await
-        .unwrap()
         .unwrap();
+    assert!(decided);
+    let normal = store.claim_next(&k, "me", 5, LEASE).await.unwrap().unwrap();
     assert_eq!(text_of(&normal.event), "a normal message");
 }
 
@@ -389,10 +413,10 @@ async fn superseded_claim(store: Arc<dyn Store>) {
         .insert_event(&event(&k, "f1", "hi"), InboxKind::Message, 1)
         .await
         .unwrap();
-    let first = store.claim_next(&k, "a", 1, LEASE, false).await.unwrap();
+    let first = store.claim_next(&k, "a", 1, LEASE).await.unwrap();
     let first = first.expect("claimable").claim();
     // The same owner restarted and reclaimed its own row: a second attempt.
-    let second = store.claim_next(&k, "a", 2, LEASE, false).await.unwrap();
+    let second = store.claim_next(&k, "a", 2, LEASE).await.unwrap();
     let second = second.expect("reclaimable by its owner").claim();
     assert_eq!(second.attempt, first.attempt + 1);
 

@@ -98,7 +98,7 @@ async fn stale_epoch_writes_are_refused(store: Arc<dyn Store>) {
         .unwrap()
         .unwrap();
     let a_row = store
-        .claim_leased(&k, "a", 10, ROW_LEASE, false, old)
+        .claim_leased(&k, "a", 10, ROW_LEASE, old)
         .await
         .unwrap()
         .expect("a claims under its lease");
@@ -124,13 +124,13 @@ async fn stale_epoch_writes_are_refused(store: Arc<dyn Store>) {
     assert!(matches!(stale, Err(StoreError::Fenced(_))), "{stale:?}");
     // A stale claim under an outdated epoch claims nothing either.
     let none = store
-        .claim_leased(&k, "a", 30, ROW_LEASE, false, old)
+        .claim_leased(&k, "a", 30, ROW_LEASE, old)
         .await
         .unwrap();
     assert!(none.is_none());
     // B takes over the row A left processing, although its row lease has not run out.
     let b_row = store
-        .claim_leased(&k, "b", 30, ROW_LEASE, false, new)
+        .claim_leased(&k, "b", 30, ROW_LEASE, new)
         .await
         .unwrap()
         .expect("the new owner takes the row over");
@@ -176,7 +176,10 @@ async fn stale_epoch_approval_is_refused(store: Arc<dyn Store>) {
         expires_at: i64::MAX / 2,
     };
     store.create_approval(&approval).await.unwrap();
-    store_event(&store, &k, "press", "approve").await;
+    // The button press: a control event, the only kind claimed while an approval waits.
+    let press = event(&k, "press", "approve");
+    let stored = store.insert_event(&press, InboxKind::Control, 1).await;
+    assert!(matches!(stored, Ok(Insert::Stored(_))), "{stored:?}");
     let short = Duration::from_millis(1);
     let old = store
         .acquire_conversation(&k, "a", short)
@@ -184,7 +187,7 @@ async fn stale_epoch_approval_is_refused(store: Arc<dyn Store>) {
         .unwrap()
         .unwrap();
     let row = store
-        .claim_leased(&k, "a", 10, ROW_LEASE, false, old)
+        .claim_leased(&k, "a", 10, ROW_LEASE, old)
         .await
         .unwrap()
         .unwrap();
@@ -228,7 +231,7 @@ async fn sequence_order(store: Arc<dyn Store>) {
         .unwrap();
     let mut seen = Vec::new();
     while let Some(row) = store
-        .claim_leased(&k1, "a", 10, ROW_LEASE, false, epoch)
+        .claim_leased(&k1, "a", 10, ROW_LEASE, epoch)
         .await
         .unwrap()
     {

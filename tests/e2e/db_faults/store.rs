@@ -171,7 +171,7 @@ async fn completion_lands_after_the_outage(store: Arc<dyn Store>, mut outage: im
         .await
         .unwrap();
     let row = store
-        .claim_next(&key, "me", 2, Duration::from_secs(60), false)
+        .claim_next(&key, "me", 2, Duration::from_secs(60))
         .await
         .unwrap()
         .expect("claimed");

@@ -59,7 +59,7 @@ async fn hostile_round_trip(store: Arc<dyn Store>) {
             .await
             .unwrap();
         let row = store
-            .claim_next(&key, "me", 2, Duration::from_secs(60), false)
+            .claim_next(&key, "me", 2, Duration::from_secs(60))
             .await
             .unwrap()
             .expect("claimed");

@@ -40,7 +40,7 @@ async fn knows_from_waiting_to_cleared(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert!(store.knows_conversation(&thread).await.unwrap(), "waiting");
-    let row = store.claim_next(&thread, "me", 2, lease, false).await;
+    let row = store.claim_next(&thread, "me", 2, lease).await;
     let row = row.unwrap().expect("claimed");
     assert!(store.knows_conversation(&thread).await.unwrap(), "claimed");
     let answer = [ChatMessage::new(Role::Assistant, "Started.")];
