@@ -56,6 +56,10 @@ pub struct Dialect {
     /// first fails without waiting (`SQLITE_BUSY_SNAPSHOT`) if another connection committed
     /// before its first write, which the WAL's background checkpoints make common.
     pub begin_write: &'static str,
+    /// Whether one query may hold several statements, all binding from its one list of
+    /// `$N` parameters (SQLite: they run in one call to the connection's thread). PostgreSQL's
+    /// extended protocol takes one statement per query.
+    pub multi_statement: bool,
 }
 
 mod sealed {

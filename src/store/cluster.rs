@@ -91,6 +91,15 @@ pub trait ClusterStore: Send + Sync {
     async fn notify_conversation(&self, key: &ConversationKey) -> Result<(), StoreError>;
 }
 
+/// Marks a claimed inbox row done at `$1`, fenced on the claim (`$2`–`$4`, see [`held`]).
+pub(super) fn done_sql() -> String {
+    format!(
+        "UPDATE inbox SET status = 'done', owner = NULL, lease_until = NULL, updated_at = $1 \
+         WHERE id = $2 AND {}",
+        held(2)
+    )
+}
+
 /// The fence of a claim, as an SQL condition binding `$n` (inbox id), `$n+1` (attempt) and
 /// `$n+2` (epoch): the row is still this claim's, and (epoch > 0) the conversation lease it
 /// was claimed under is still the current one with the same owner. Bind with [`Claim`]'s
@@ -130,12 +139,7 @@ where
         claim: Claim,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        let fence = format!(
-            "UPDATE inbox SET status = 'done', owner = NULL, lease_until = NULL, updated_at = $1 \
-             WHERE id = $2 AND {}",
-            held(2)
-        );
-        let done = sqlx::query(&fence)
+        let done = sqlx::query(&done_sql())
             .bind(now_ms)
             .bind(claim.id)
             .bind(claim.attempt)

@@ -1,12 +1,16 @@
 //! Conversation history on [`SqlStore`]: the windowed read and the two atomic writes (a
 //! finished turn, a compaction). Called from the `Store` implementation in `inbox.rs`.
 
-use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Transaction, Type};
+use futures::TryStreamExt;
+use sqlx::query::Query;
+use sqlx::{ColumnIndex, Decode, Either, Encode, Executor, IntoArguments, Transaction, Type};
 use switchboard_channel::ConversationKey;
 
 use super::backend::{Backend, SqlStore};
+use super::cluster::done_sql;
 use super::rows::{MessageRecord, convert};
 use super::text;
+use super::usage::spent_sql;
 use super::{Claim, Spent, StoreError};
 use crate::provider::{ChatMessage, Role};
 
@@ -82,26 +86,67 @@ where
     ) -> Result<(), StoreError> {
         let key_text = key.to_string();
         let mut tx = self.begin_write().await?;
-        // The fence: this claim, under the conversation lease it was made with.
-        if !Self::mark_done_fenced(&mut tx, claim, now_ms).await? {
+        let held = if DB::DIALECT.multi_statement && messages.len() <= ROWS_PER_INSERT {
+            let sql = completion_sql(messages.len(), spent.map_or(0, |s| s.scopes.len()));
+            let query = sqlx::query(&sql)
+                .persistent(messages.len() <= 8)
+                .bind(now_ms)
+                .bind(claim.id)
+                .bind(claim.attempt)
+                .bind(claim.epoch)
+                .bind(key_text.as_str())
+                .bind(key.channel.as_str());
+            let query = match spent.filter(|s| !s.scopes.is_empty()) {
+                Some(spent) => Self::bind_spent(query, spent),
+                None => query,
+            };
+            let query = Self::bind_messages(query, messages);
+            // One result per statement, the fence's first; the rest are only waited for
+            // (when the fence refused, the transaction rolls them back).
+            let mut results = (&mut *tx).fetch_many(query);
+            let held = matches!(
+                results.try_next().await?,
+                Some(Either::Left(done)) if DB::rows_affected(&done) != 0
+            );
+            while results.try_next().await?.is_some() {}
+            held
+        } else {
+            Self::complete_in_steps(&mut tx, claim, key, messages, spent, now_ms).await?
+        };
+        if !held {
             tx.rollback().await?;
             return Err(self.refusal(claim).await);
         }
-        if let Some(spent) = spent {
-            Self::add_spent(&mut tx, spent).await?;
-        }
-        sqlx::query(
-            "INSERT INTO conversations (key, channel, created_at, updated_at) VALUES ($1, $2, $3, $3) \
-             ON CONFLICT (key) DO UPDATE SET updated_at = $3",
-        )
-        .bind(key_text.as_str())
-        .bind(key.channel.as_str())
-        .bind(now_ms)
-        .execute(&mut *tx)
-        .await?;
-        Self::insert_messages(&mut tx, &key_text, messages, Some(claim.id), now_ms).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// [`Self::complete_turn`]'s writes one statement at a time (PostgreSQL takes one per
+    /// query): false, with nothing written, when the fence refused the claim.
+    async fn complete_in_steps(
+        tx: &mut Transaction<'_, DB>,
+        claim: Claim,
+        key: &ConversationKey,
+        messages: &[ChatMessage],
+        spent: Option<Spent<'_>>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        // The fence: this claim, under the conversation lease it was made with.
+        if !Self::mark_done_fenced(tx, claim, now_ms).await? {
+            return Ok(false);
+        }
+        if let Some(spent) = spent {
+            Self::add_spent(tx, spent).await?;
+        }
+        let key_text = key.to_string();
+        sqlx::query(&conversation_sql(1, 2, 3))
+            .bind(key_text.as_str())
+            .bind(key.channel.as_str())
+            .bind(now_ms)
+            .execute(&mut **tx)
+            .await?;
+        Self::insert_messages(tx, &key_text, messages, Some(claim.id), now_ms).await?;
+        Ok(true)
     }
 
     /// Replace the whole history (compaction), in one transaction.
@@ -134,37 +179,80 @@ where
     ) -> Result<(), StoreError> {
         for chunk in messages.chunks(ROWS_PER_INSERT) {
             // $1–$3 are shared (key, inbox id, time); each row adds four.
-            let rows: Vec<String> = (0..chunk.len())
-                .map(|i| {
-                    let n = 4 + 4 * i;
-                    format!("($1, ${n}, ${}, ${}, ${}, $2, $3)", n + 1, n + 2, n + 3)
-                })
-                .collect();
-            let sql = format!(
-                "INSERT INTO messages (conversation_key, role, content, tool_calls, tool_call_id, inbox_id, created_at) \
-                 VALUES {}",
-                rows.join(", ")
-            );
+            let sql = messages_sql([1, 2, 3], 4, chunk.len());
             // Common shapes (a few messages) stay prepared; a long tool turn's is not cached,
             // so it never pushes the hot statements out of the connection's cache.
-            let mut query = sqlx::query(&sql)
+            let query = sqlx::query(&sql)
                 .persistent(chunk.len() <= 8)
                 .bind(key_text)
                 .bind(inbox_id)
                 .bind(now_ms);
-            for m in chunk {
-                let calls = (!m.tool_calls.is_empty())
-                    .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default());
-                query = query
-                    .bind(m.role.as_str())
-                    .bind(text::put::<DB>(&m.content))
-                    .bind(calls)
-                    .bind(text::put_opt::<DB>(m.tool_call_id.as_deref()));
-            }
-            query.execute(&mut **tx).await?;
+            Self::bind_messages(query, chunk).execute(&mut **tx).await?;
         }
         Ok(())
     }
+
+    /// Bind the four parameters of each of `messages`' rows in [`messages_sql`], in order.
+    fn bind_messages<'q>(
+        mut query: Query<'q, DB, DB::Arguments<'q>>,
+        messages: &'q [ChatMessage],
+    ) -> Query<'q, DB, DB::Arguments<'q>> {
+        for m in messages {
+            let calls = (!m.tool_calls.is_empty())
+                .then(|| serde_json::to_string(&m.tool_calls).unwrap_or_default());
+            query = query
+                .bind(m.role.as_str())
+                .bind(text::put::<DB>(&m.content))
+                .bind(calls)
+                .bind(text::put_opt::<DB>(m.tool_call_id.as_deref()));
+        }
+        query
+    }
+}
+
+/// A finished turn's writes as one query of several statements (SQLite runs them in one
+/// call to its connection's thread, where one call per statement, each a hand-off there and
+/// back, held the write lock for six): the fence (`done_sql`, `$1`–`$4`), the
+/// `conversations` row (key `$5`, channel `$6`), the budget usage when it counts against
+/// `scopes` scopes (from `$7`), then `messages` rows.
+fn completion_sql(messages: usize, scopes: usize) -> String {
+    let mut sql = format!("{}; {}", done_sql(), conversation_sql(5, 6, 1));
+    let mut next = 7;
+    if scopes > 0 {
+        sql = format!("{sql}; {}", spent_sql(next, scopes));
+        next += 3 + scopes;
+    }
+    if messages > 0 {
+        sql = format!("{sql}; {}", messages_sql([5, 2, 1], next, messages));
+    }
+    sql
+}
+
+/// Records that a conversation had a turn at `$time`: its row, created on its first.
+fn conversation_sql(key: usize, channel: usize, time: usize) -> String {
+    format!(
+        "INSERT INTO conversations (key, channel, created_at, updated_at) \
+         VALUES (${key}, ${channel}, ${time}, ${time}) ON CONFLICT (key) DO UPDATE SET updated_at = ${time}"
+    )
+}
+
+/// Appends `rows` messages: the parameters of the key, the inbox id and the time are
+/// `shared`; each row's role, content, tool calls and tool call id follow from `$first`, four
+/// a row ([`SqlStore::bind_messages`]). The rows of one `VALUES` list take their ids in list
+/// order, which is the order history is read back in.
+fn messages_sql(shared: [usize; 3], first: usize, rows: usize) -> String {
+    let [key, inbox, time] = shared;
+    let values: Vec<String> = (0..rows)
+        .map(|i| {
+            let n = first + 4 * i;
+            format!("(${key}, ${n}, ${}, ${}, ${}, ${inbox}, ${time})", n + 1, n + 2, n + 3)
+        })
+        .collect();
+    format!(
+        "INSERT INTO messages (conversation_key, role, content, tool_calls, tool_call_id, inbox_id, created_at) \
+         VALUES {}",
+        values.join(", ")
+    )
 }
 
 #[cfg(test)]

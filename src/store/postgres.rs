@@ -29,6 +29,7 @@ impl Backend for Postgres {
         shared: true,
         // Row locks are taken by each statement; a read first is no hazard.
         begin_write: "BEGIN",
+        multi_statement: false,
     };
 
     fn rows_affected(result: &PgQueryResult) -> u64 {

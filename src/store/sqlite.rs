@@ -54,6 +54,7 @@ impl Backend for Sqlite {
         // One process owns the file; it reclaims everything at start, as before.
         shared: false,
         begin_write: "BEGIN IMMEDIATE",
+        multi_statement: true,
         // SQLite stores NUL inside text as it is.
         escape_nul: false,
     };

@@ -3,6 +3,7 @@
 //! next. The limits themselves live in `crate::budget`.
 
 use async_trait::async_trait;
+use sqlx::query::Query;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
 
 use super::StoreError;
@@ -89,24 +90,41 @@ where
         if spent.scopes.is_empty() {
             return Ok(());
         }
-        // A row per scope, with the day and the amounts shared ($1–$3).
-        let rows: Vec<String> = (0..spent.scopes.len())
-            .map(|i| format!("(${}, $1, $2, $3)", i + 4))
-            .collect();
-        let sql = format!(
-            "INSERT INTO budget_usage (scope, day, tokens, tool_runs) VALUES {} \
-             ON CONFLICT (scope, day) DO UPDATE SET tokens = budget_usage.tokens + excluded.tokens, \
-             tool_runs = budget_usage.tool_runs + excluded.tool_runs",
-            rows.join(", ")
-        );
-        let mut query = sqlx::query(&sql)
+        let sql = spent_sql(1, spent.scopes.len());
+        Self::bind_spent(sqlx::query(&sql), spent)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Bind the parameters of [`spent_sql`] for `spent`, in their order.
+    pub(super) fn bind_spent<'q>(
+        query: Query<'q, DB, DB::Arguments<'q>>,
+        spent: Spent<'q>,
+    ) -> Query<'q, DB, DB::Arguments<'q>> {
+        let mut query = query
             .bind(spent.day)
             .bind(spent.used.tokens)
             .bind(spent.used.tool_runs);
         for scope in spent.scopes {
             query = query.bind(scope.as_str());
         }
-        query.execute(conn).await?;
-        Ok(())
+        query
     }
+}
+
+/// The upsert adding a turn's usage to `scopes` scopes (at least one): a row per scope, the
+/// day and the amounts shared. Its parameters start at `$first`: the day, the tokens, the
+/// tool runs, then the scopes ([`SqlStore::bind_spent`]).
+pub(super) fn spent_sql(first: usize, scopes: usize) -> String {
+    let (tokens, runs) = (first + 1, first + 2);
+    let rows: Vec<String> = (0..scopes)
+        .map(|i| format!("(${}, ${first}, ${tokens}, ${runs})", first + 3 + i))
+        .collect();
+    format!(
+        "INSERT INTO budget_usage (scope, day, tokens, tool_runs) VALUES {} \
+         ON CONFLICT (scope, day) DO UPDATE SET tokens = budget_usage.tokens + excluded.tokens, \
+         tool_runs = budget_usage.tool_runs + excluded.tool_runs",
+        rows.join(", ")
+    )
 }
