@@ -190,9 +190,13 @@ async fn claim_and_run(
             turn::Ended::Fenced
         });
         current.lock().expect("poisoned").take();
-        if ended == turn::Ended::Fenced {
-            count(deps, "lease_lost");
-            return;
+        match ended {
+            turn::Ended::Fenced => {
+                count(deps, "lease_lost");
+                return;
+            }
+            turn::Ended::Drained => return,
+            turn::Ended::Normally => {}
         }
     }
 }

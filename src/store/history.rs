@@ -3,7 +3,7 @@
 
 use futures::TryStreamExt;
 use sqlx::query::Query;
-use sqlx::{ColumnIndex, Decode, Either, Encode, Executor, IntoArguments, Transaction, Type};
+use sqlx::{ColumnIndex, Decode, Either, Encode, Executor, IntoArguments, Row, Transaction, Type};
 use switchboard_channel::ConversationKey;
 
 use super::backend::{Backend, SqlStore};
@@ -83,10 +83,10 @@ where
         messages: &[ChatMessage],
         spent: Option<Spent<'_>>,
         now_ms: i64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let key_text = key.to_string();
         let mut tx = self.begin_write().await?;
-        let held = if DB::DIALECT.multi_statement && messages.len() <= ROWS_PER_INSERT {
+        let more = if DB::DIALECT.multi_statement && messages.len() <= ROWS_PER_INSERT {
             let sql = completion_sql(messages.len(), spent.map_or(0, |s| s.scopes.len()));
             let query = sqlx::query(&sql)
                 .persistent(messages.len() <= 8)
@@ -101,28 +101,35 @@ where
                 None => query,
             };
             let query = Self::bind_messages(query, messages);
-            // One result per statement, the fence's first; the rest are only waited for
-            // (when the fence refused, the transaction rolls them back).
+            // A result per statement, the fence's first, and the row of the `conversations`
+            // upsert; the rest are only waited for (when the fence refused, the
+            // transaction rolls them back).
             let mut results = (&mut *tx).fetch_many(query);
             let held = matches!(
                 results.try_next().await?,
                 Some(Either::Left(done)) if DB::rows_affected(&done) != 0
             );
-            while results.try_next().await?.is_some() {}
-            held
+            let mut more = None;
+            while let Some(result) = results.try_next().await? {
+                if let Either::Right(row) = result {
+                    more = Some(row.try_get::<i64, _>(0)? > 0);
+                }
+            }
+            more.filter(|_| held)
         } else {
             Self::complete_in_steps(&mut tx, claim, key, messages, spent, now_ms).await?
         };
-        if !held {
+        let Some(more) = more else {
             tx.rollback().await?;
             return Err(self.refusal(claim).await);
-        }
+        };
         tx.commit().await?;
-        Ok(())
+        Ok(more)
     }
 
     /// [`Self::complete_turn`]'s writes one statement at a time (PostgreSQL takes one per
-    /// query): false, with nothing written, when the fence refused the claim.
+    /// query): whether other events of the conversation are unfinished, or `None`, with
+    /// nothing written, when the fence refused the claim.
     async fn complete_in_steps(
         tx: &mut Transaction<'_, DB>,
         claim: Claim,
@@ -130,23 +137,24 @@ where
         messages: &[ChatMessage],
         spent: Option<Spent<'_>>,
         now_ms: i64,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<bool>, StoreError> {
         // The fence: this claim, under the conversation lease it was made with.
         if !Self::mark_done_fenced(tx, claim, now_ms).await? {
-            return Ok(false);
+            return Ok(None);
         }
         if let Some(spent) = spent {
             Self::add_spent(tx, spent).await?;
         }
         let key_text = key.to_string();
-        sqlx::query(&conversation_sql(1, 2, 3))
+        let unfinished: i64 = sqlx::query_scalar(&conversation_sql(1, 2, 3, 4))
             .bind(key_text.as_str())
             .bind(key.channel.as_str())
             .bind(now_ms)
-            .execute(&mut **tx)
+            .bind(claim.id)
+            .fetch_one(&mut **tx)
             .await?;
         Self::insert_messages(tx, &key_text, messages, Some(claim.id), now_ms).await?;
-        Ok(true)
+        Ok(Some(unfinished > 0))
     }
 
     /// Replace the whole history (compaction), in one transaction.
@@ -216,7 +224,7 @@ where
 /// `conversations` row (key `$5`, channel `$6`), the budget usage when it counts against
 /// `scopes` scopes (from `$7`), then `messages` rows.
 fn completion_sql(messages: usize, scopes: usize) -> String {
-    let mut sql = format!("{}; {}", done_sql(), conversation_sql(5, 6, 1));
+    let mut sql = format!("{}; {}", done_sql(), conversation_sql(5, 6, 1, 2));
     let mut next = 7;
     if scopes > 0 {
         sql = format!("{sql}; {}", spent_sql(next, scopes));
@@ -229,10 +237,14 @@ fn completion_sql(messages: usize, scopes: usize) -> String {
 }
 
 /// Records that a conversation had a turn at `$time`: its row, created on its first.
-fn conversation_sql(key: usize, channel: usize, time: usize) -> String {
+/// Returns how many of its events other than inbox row `$inbox` are unfinished (through
+/// the `inbox_unfinished` index), so the actor knows whether to claim again.
+fn conversation_sql(key: usize, channel: usize, time: usize, inbox: usize) -> String {
     format!(
         "INSERT INTO conversations (key, channel, created_at, updated_at) \
-         VALUES (${key}, ${channel}, ${time}, ${time}) ON CONFLICT (key) DO UPDATE SET updated_at = ${time}"
+         VALUES (${key}, ${channel}, ${time}, ${time}) ON CONFLICT (key) DO UPDATE SET updated_at = ${time} \
+         RETURNING (SELECT COUNT(*) FROM inbox WHERE conversation_key = ${key} \
+           AND status IN ('pending', 'processing') AND id <> ${inbox})"
     )
 }
 
@@ -245,7 +257,12 @@ fn messages_sql(shared: [usize; 3], first: usize, rows: usize) -> String {
     let values: Vec<String> = (0..rows)
         .map(|i| {
             let n = first + 4 * i;
-            format!("(${key}, ${n}, ${}, ${}, ${}, ${inbox}, ${time})", n + 1, n + 2, n + 3)
+            format!(
+                "(${key}, ${n}, ${}, ${}, ${}, ${inbox}, ${time})",
+                n + 1,
+                n + 2,
+                n + 3
+            )
         })
         .collect();
     format!(

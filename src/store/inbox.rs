@@ -248,7 +248,7 @@ where
         messages: &[ChatMessage],
         spent: Option<Spent<'_>>,
         now_ms: i64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         self.complete_turn(claim, key, messages, spent, now_ms)
             .await
     }

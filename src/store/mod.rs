@@ -237,7 +237,9 @@ pub trait Store:
 
     /// Append the turn's messages to history, add what it `spent` to its budgets and mark
     /// the event done, atomically: a turn retried after a crash counts its usage once. A
-    /// claim that was superseded stores nothing (`StoreError::Superseded`).
+    /// claim that was superseded stores nothing (`StoreError::Superseded`). Returns whether
+    /// other events of `key` were unfinished when it committed: when none were, the actor
+    /// need not claim again, since an event stored later wakes it.
     async fn complete(
         &self,
         claim: Claim,
@@ -245,7 +247,7 @@ pub trait Store:
         messages: &[ChatMessage],
         spent: Option<Spent<'_>>,
         now_ms: i64,
-    ) -> Result<(), StoreError>;
+    ) -> Result<bool, StoreError>;
 
     /// Give up on an event (it is never retried).
     async fn fail(&self, claim: Claim, error: &str, now_ms: i64) -> Result<(), StoreError>;

@@ -147,6 +147,12 @@ async fn claims_in_order(store: Arc<dyn Store>) {
         .insert_event(&event(&k, "e3", "fourth"), InboxKind::Message, 12)
         .await
         .unwrap();
+    // Another conversation's waiting event is not this one's.
+    let other = ConversationKey::new("tg", "1");
+    store
+        .insert_event(&event(&other, "o1", "elsewhere"), InboxKind::Message, 12)
+        .await
+        .unwrap();
     for expected in ["first", "second", "third", "fourth"] {
         let row = store
             .claim_next(&k, "me", 20, LEASE)
@@ -155,11 +161,15 @@ async fn claims_in_order(store: Arc<dyn Store>) {
             .expect("a row");
         assert_eq!(text_of(&row.event), expected);
         assert_eq!(row.attempts, 1);
-        store
-            .complete(row.claim(), &k, &[], None, 21)
+        let answer = [ChatMessage::new(Role::Assistant, format!("re: {expected}"))];
+        let more = store
+            .complete(row.claim(), &k, &answer, None, 21)
             .await
             .unwrap();
+        // The completion tells whether the actor should claim again.
+        assert_eq!(more, expected != "fourth", "after {expected}");
     }
+    assert_eq!(store.history(&k, 10).await.unwrap().len(), 4);
     assert!(
         store
             .claim_next(&k, "me", 30, LEASE)

@@ -17,6 +17,8 @@ mod report;
 mod rewind;
 mod run;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use switchboard_channel::{ButtonPress, ChannelEvent, ConversationKey, Inbound, UserRef};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -35,6 +37,9 @@ use run::Start;
 pub(super) enum Ended {
     /// Answered, failed, handed back or lost to another claim: the actor goes on.
     Normally,
+    /// Answered, and its completion found no other event of the conversation unfinished:
+    /// the actor need not claim again (an event stored since wakes it).
+    Drained,
     /// A write was refused because the conversation lease moved on: the actor stops.
     Fenced,
 }
@@ -67,10 +72,15 @@ pub(super) async fn process(
         channel: &route,
         trace: &trace,
         durable: &durable,
+        drained: AtomicBool::new(false),
     };
     async {
         let Err(err) = turn.dispatch(cancel).await else {
-            return Ended::Normally;
+            return if turn.drained.load(Ordering::Relaxed) {
+                Ended::Drained
+            } else {
+                Ended::Normally
+            };
         };
         let stored = match err.downcast_ref::<StoreError>() {
             Some(StoreError::Superseded(_)) => {
@@ -126,6 +136,8 @@ struct Turn<'a> {
     trace: &'a str,
     /// Retries the writes that follow what the turn showed.
     durable: &'a Durable,
+    /// Set by the completion when no other event of the conversation was unfinished.
+    drained: AtomicBool,
 }
 
 impl Turn<'_> {
@@ -190,7 +202,8 @@ impl Turn<'_> {
     ) -> anyhow::Result<()> {
         let (store, claim, key) = (&self.deps.store, self.row.claim(), self.key());
         let complete = || store.complete(claim, key, messages, spent, self.now());
-        self.durable.write("turn completion", complete).await?;
+        let more = self.durable.write("turn completion", complete).await?;
+        self.drained.store(!more, Ordering::Relaxed);
         Ok(())
     }
 
