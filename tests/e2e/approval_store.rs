@@ -1,14 +1,16 @@
 //! Approvals and the audit log at the store level, on both databases: an approval is
-//! decided once, statuses and counts come back typed, rules stay per conversation, and the
+//! decided once, statuses and counts come back typed, rules stay per conversation, a
+//! pending one holds its conversation's messages (not its control events) back, and the
 //! audit log lists newest first.
 
 use std::sync::Arc;
 
-use switchboard::ids::{ApprovalId, ApprovalStatus};
+use switchboard::ids::{ApprovalId, ApprovalStatus, InboxKind};
 use switchboard::store::{Approval, AuditEntry, Store};
 use switchboard_channel::ConversationKey;
 
-use crate::store_contract::on_both_databases;
+use crate::helpers::direct_message as event;
+use crate::store_contract::{LEASE, on_both_databases, text_of};
 
 #[tokio::test]
 async fn an_approval_is_decided_exactly_once_and_rules_stay_per_conversation() {
@@ -118,4 +120,80 @@ async fn audit_log(store: Arc<dyn Store>) {
     );
     assert_eq!(store.audit(Some(&a), 10).await.unwrap(), vec![third, first]);
     assert_eq!(store.audit(None, 1).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn while_an_approval_waits_only_control_events_are_claimed() {
+    on_both_databases(control_only).await;
+}
+
+async fn control_only(store: Arc<dyn Store>) {
+    let k = ConversationKey::new("tg", "c");
+    let approval = Approval {
+        id: ApprovalId::new("abc123"),
+        conversation: k.clone(),
+        tool: "shell".into(),
+        args: "ls".into(),
+        rule: "shell(ls)".into(),
+        reason: "not read-only".into(),
+        requester: "alice".into(),
+        status: ApprovalStatus::Pending,
+        decided_by: None,
+        prompt_ref: Some("m1".into()),
+        state: "{}".into(),
+        created_at: 0,
+        expires_at: 1_000,
+    };
+    store.create_approval(&approval).await.unwrap();
+    // Another conversation's approval holds nothing up here.
+    let other = ConversationKey::new("tg", "other");
+    let elsewhere = Approval {
+        id: ApprovalId::new("def456"),
+        conversation: other.clone(),
+        ..approval.clone()
+    };
+    store.create_approval(&elsewhere).await.unwrap();
+    store
+        .insert_event(&event(&other, "o1", "hello"), InboxKind::Message, 0)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .claim_next(&other, "me", 1, LEASE)
+            .await
+            .unwrap()
+            .is_none(),
+        "a message waits behind its own conversation's approval"
+    );
+    store
+        .insert_event(&event(&k, "1", "a normal message"), InboxKind::Message, 0)
+        .await
+        .unwrap();
+    store
+        .insert_event(&event(&k, "2", "/approve abc123"), InboxKind::Control, 0)
+        .await
+        .unwrap();
+    let control = store.claim_next(&k, "me", 1, LEASE).await.unwrap().unwrap();
+    assert_eq!(text_of(&control.event), "/approve abc123");
+    store
+        .complete(control.claim(), &k, &[], None, 2)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .claim_next(&k, "me", 3, LEASE)
+            .await
+            .unwrap()
+            .is_none(),
+        "the message waits while the approval is pending"
+    );
+    // Decided (by the control event's turn, or expired by the sweeper): the claim sees it
+    // at once, with no read of its own.
+    let decided = store
+        .decide_approval(&approval.id, ApprovalStatus::Approved, "alice", 4, None)
+        .await
+        .unwrap();
+    assert!(decided);
+    let normal = store.claim_next(&k, "me", 5, LEASE).await.unwrap().unwrap();
+    assert_eq!(text_of(&normal.event), "a normal message");
 }

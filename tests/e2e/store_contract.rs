@@ -5,16 +5,16 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard::ids::{ApprovalId, ApprovalStatus, InboxKind};
+use switchboard::ids::InboxKind;
 use switchboard::provider::{ChatMessage, Role, ToolCall};
-use switchboard::store::{self, Approval, Insert, Store};
+use switchboard::store::{self, Insert, Store};
 use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
 use crate::helpers::{direct_message as event, drop_postgres, postgres_url, sqlite_store};
 
-const LEASE: Duration = Duration::from_secs(60);
+pub(crate) const LEASE: Duration = Duration::from_secs(60);
 
-fn text_of(event: &ChannelEvent) -> &str {
+pub(crate) fn text_of(event: &ChannelEvent) -> &str {
     match event {
         ChannelEvent::Message(m) => &m.text,
         ChannelEvent::Button(_) => "",
@@ -334,82 +334,6 @@ async fn history(store: Arc<dyn Store>) {
     store.clear_history(&k).await.unwrap();
     assert!(store.history(&k, 10).await.unwrap().is_empty());
     store.ping().await.unwrap();
-}
-
-#[tokio::test]
-async fn while_an_approval_waits_only_control_events_are_claimed() {
-    on_both_databases(control_only).await;
-}
-
-async fn control_only(store: Arc<dyn Store>) {
-    let k = ConversationKey::new("tg", "c");
-    let approval = Approval {
-        id: ApprovalId::new("abc123"),
-        conversation: k.clone(),
-        tool: "shell".into(),
-        args: "ls".into(),
-        rule: "shell(ls)".into(),
-        reason: "not read-only".into(),
-        requester: "alice".into(),
-        status: ApprovalStatus::Pending,
-        decided_by: None,
-        prompt_ref: Some("m1".into()),
-        state: "{}".into(),
-        created_at: 0,
-        expires_at: 1_000,
-    };
-    store.create_approval(&approval).await.unwrap();
-    // Another conversation's approval holds nothing up here.
-    let other = ConversationKey::new("tg", "other");
-    let elsewhere = Approval {
-        id: ApprovalId::new("def456"),
-        conversation: other.clone(),
-        ..approval.clone()
-    };
-    store.create_approval(&elsewhere).await.unwrap();
-    store
-        .insert_event(&event(&other, "o1", "hello"), InboxKind::Message, 0)
-        .await
-        .unwrap();
-    assert!(
-        store
-            .claim_next(&other, "me", 1, LEASE)
-            .await
-            .unwrap()
-            .is_none(),
-        "a message waits behind its own conversation's approval"
-    );
-    store
-        .insert_event(&event(&k, "1", "a normal message"), InboxKind::Message, 0)
-        .await
-        .unwrap();
-    store
-        .insert_event(&event(&k, "2", "/approve abc123"), InboxKind::Control, 0)
-        .await
-        .unwrap();
-    let control = store.claim_next(&k, "me", 1, LEASE).await.unwrap().unwrap();
-    assert_eq!(text_of(&control.event), "/approve abc123");
-    store
-        .complete(control.claim(), &k, &[], None, 2)
-        .await
-        .unwrap();
-    assert!(
-        store
-            .claim_next(&k, "me", 3, LEASE)
-            .await
-            .unwrap()
-            .is_none(),
-        "the message waits while the approval is pending"
-    );
-    // Decided (by the control event's turn, or expired by the sweeper): the claim sees it
-    // at once, with no read of its own.
-    let decided = store
-        .decide_approval(&approval.id, ApprovalStatus::Approved, "alice", 4, None)
-        .await
-        .unwrap();
-    assert!(decided);
-    let normal = store.claim_next(&k, "me", 5, LEASE).await.unwrap().unwrap();
-    assert_eq!(text_of(&normal.event), "a normal message");
 }
 
 #[tokio::test]
