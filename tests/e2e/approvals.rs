@@ -9,6 +9,7 @@ use serde_json::json;
 use switchboard_channel::{ConversationKey, Limits};
 use switchboard_standins::{FakeChannel, Reply};
 
+use switchboard::RunningGateway;
 use switchboard::clock::Clock;
 
 use crate::audit::wait_audit;
@@ -351,67 +352,70 @@ async fn messages_sent_while_an_approval_waits_are_answered_after_it_in_order() 
     assert!(t.iter().any(|m| m == "Approved answer."));
 }
 
-#[tokio::test]
-async fn a_pending_approval_survives_a_crash_and_completes_exactly_once() {
-    let channel = buttons_channel();
-    let app = TestApp::spawn_on(channel.clone(), POLICY).await;
-    app.gateway.unwrap().shutdown().await;
+/// A gateway killed once `chat`'s turn is suspended on an approval and stored (its inbox
+/// row done), not at an arbitrary time; the model runs a shell command, then answers
+/// "Resumed after restart." Returns the approval's "Approve once" payload.
+async fn crash_while_waiting(
+    app: &TestApp,
+    channel: &Arc<FakeChannel>,
+    chat: &ConversationKey,
+) -> String {
     app.llm
         .push(Reply::tool_call(
             "shell",
             json!({"command": "echo run >> log.txt"}),
         ))
         .push(Reply::text("Resumed after restart."));
-    let first = Killable::start(&app.config, &channel).await;
-    let chat = key("crash");
-    channel.say(&chat, "alice", "log something").await.unwrap();
-    let (once, _, _) = prompt(&channel, &chat).await;
-    // Killed once the suspended turn is stored (its inbox row done), not at an arbitrary time.
+    let first = Killable::start(&app.config, channel).await;
+    channel.say(chat, "alice", "log something").await.unwrap();
+    let (once, _, _) = prompt(channel, chat).await;
     let db = switchboard::store::connect(&app.config.gateway.database_url)
         .await
         .unwrap();
     wait_inbox_idle(&db).await;
     first.kill();
-    let second = start(&app.config, &channel).await;
-    channel.press(&chat, "alice", &once).await.unwrap();
-    channel.press(&chat, "alice", &once).await.unwrap();
-    wait_transcript(&channel, &chat, |t| {
+    once
+}
+
+/// After [`crash_while_waiting`]: the turn resumed once, and its command ran exactly once.
+async fn resumed_once(
+    app: &TestApp,
+    channel: &FakeChannel,
+    chat: &ConversationKey,
+    second: RunningGateway,
+) {
+    wait_transcript(channel, chat, |t| {
         t.last().is_some_and(|m| m == "Resumed after restart.")
     })
     .await;
     wait_inbox_idle(&second.store()).await;
-    let log = std::fs::read_to_string(
-        app.config
-            .gateway
-            .data_dir
-            .join("workspaces/fake/crash/log.txt"),
-    )
-    .unwrap();
+    let log = std::fs::read_to_string(workspace_file(app, &chat.chat, "log.txt")).unwrap();
     assert_eq!(log, "run\n", "the tool ran exactly once");
+    assert!(second.store().pending_approvals().await.unwrap().is_empty());
     second.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_pending_approval_survives_a_crash_and_completes_exactly_once() {
+    let channel = buttons_channel();
+    let mut app = TestApp::spawn_on(channel.clone(), POLICY).await;
+    app.gateway.take().unwrap().shutdown().await;
+    let chat = key("crash");
+    let once = crash_while_waiting(&app, &channel, &chat).await;
+    let second = start(&app.config, &channel).await;
+    channel.press(&chat, "alice", &once).await.unwrap();
+    channel.press(&chat, "alice", &once).await.unwrap();
+    resumed_once(&app, &channel, &chat, second).await;
 }
 
 #[tokio::test]
 async fn a_prompt_nobody_saw_before_a_crash_is_posted_at_the_next_start() {
     use sqlx::Connection;
     let channel = buttons_channel();
-    let app = TestApp::spawn_on(channel.clone(), POLICY).await;
-    app.gateway.unwrap().shutdown().await;
-    app.llm
-        .push(Reply::tool_call(
-            "shell",
-            json!({"command": "echo run >> log.txt"}),
-        ))
-        .push(Reply::text("Resumed after restart."));
-    let first = Killable::start(&app.config, &channel).await;
+    let mut app = TestApp::spawn_on(channel.clone(), POLICY).await;
+    app.gateway.take().unwrap().shutdown().await;
     let chat = key("unseen");
-    channel.say(&chat, "alice", "log something").await.unwrap();
-    prompt(&channel, &chat).await;
-    let db = switchboard::store::connect(&app.config.gateway.database_url)
-        .await
-        .unwrap();
-    wait_inbox_idle(&db).await;
-    first.kill();
+    crash_while_waiting(&app, &channel, &chat).await;
     // As if it had died between storing the request and posting its prompt.
     let url = &app.config.gateway.database_url;
     let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
@@ -427,15 +431,5 @@ async fn a_prompt_nobody_saw_before_a_crash_is_posted_at_the_next_start() {
     wait_transcript(&channel, &chat, |t| prompts(t) == 2).await;
     let (once, _, _) = prompt(&channel, &chat).await;
     channel.press(&chat, "alice", &once).await.unwrap();
-    wait_transcript(&channel, &chat, |t| {
-        t.last().is_some_and(|m| m == "Resumed after restart.")
-    })
-    .await;
-    wait_inbox_idle(&second.store()).await;
-    let workspace = app.config.gateway.data_dir.join("workspaces/fake/unseen");
-    let log = std::fs::read_to_string(workspace.join("log.txt")).unwrap();
-    assert_eq!(log, "run\n", "the tool ran exactly once");
-    let approvals = second.store().pending_approvals().await.unwrap();
-    assert!(approvals.is_empty());
-    second.shutdown().await;
+    resumed_once(&app, &channel, &chat, second).await;
 }
