@@ -157,14 +157,8 @@ async fn control_only(store: Arc<dyn Store>) {
         .insert_event(&event(&other, "o1", "hello"), InboxKind::Message, 0)
         .await
         .unwrap();
-    assert!(
-        store
-            .claim_next(&other, "me", 1, LEASE)
-            .await
-            .unwrap()
-            .is_none(),
-        "a message waits behind its own conversation's approval"
-    );
+    // A message waits behind its own conversation's approval.
+    nothing_claimable(&store, &other, 1).await;
     store
         .insert_event(&event(&k, "1", "a normal message"), InboxKind::Message, 0)
         .await
@@ -179,14 +173,8 @@ async fn control_only(store: Arc<dyn Store>) {
         .complete(control.claim(), &k, &[], None, 2)
         .await
         .unwrap();
-    assert!(
-        store
-            .claim_next(&k, "me", 3, LEASE)
-            .await
-            .unwrap()
-            .is_none(),
-        "the message waits while the approval is pending"
-    );
+    // The message waits while the approval is pending.
+    nothing_claimable(&store, &k, 3).await;
     // Decided (by the control event's turn, or expired by the sweeper): the claim sees it
     // at once, with no read of its own.
     let decided = store
@@ -196,4 +184,10 @@ async fn control_only(store: Arc<dyn Store>) {
     assert!(decided);
     let normal = store.claim_next(&k, "me", 5, LEASE).await.unwrap().unwrap();
     assert_eq!(text_of(&normal.event), "a normal message");
+}
+
+/// Asserts that `key` has no event to claim at `now_ms`.
+async fn nothing_claimable(store: &Arc<dyn Store>, key: &ConversationKey, now_ms: i64) {
+    let claimed = store.claim_next(key, "me", now_ms, LEASE).await.unwrap();
+    assert!(claimed.is_none(), "{key}: claimed {claimed:?}");
 }
