@@ -119,8 +119,7 @@ async fn concurrent_deliveries(store: Arc<dyn Store>) {
         (stored.len(), duplicates),
         (CONVERSATIONS * EVENTS, CONVERSATIONS * EVENTS)
     );
-    // One task per conversation, as its actor (on SQLite the claims and draft-id writes
-    // that meet a group being written go in the next group): claim, record the draft's
+    // One task per conversation, as its actor, all at once: claim, record the draft's
     // message id, finish, until the conversation is empty.
     let mut actors = tokio::task::JoinSet::new();
     for c in 0..CONVERSATIONS {
