@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # Multi-stage build: dependencies are compiled in their own layer (cargo-chef), so editing
 # the source rebuilds only Switchboard itself. The runtime image is Debian slim with only
-# CA certificates: every TLS client is rustls, so no OpenSSL is needed.
+# CA certificates (every TLS client is rustls, so no OpenSSL is needed) and the time zone
+# database that scheduled tasks read their zones from.
 
 FROM rust:1-bookworm AS chef
 RUN cargo install cargo-chef --locked
@@ -19,7 +20,7 @@ RUN cargo build --release --locked --bin switchboard
 
 FROM debian:bookworm-slim AS runtime
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates \
+    && apt-get install -y --no-install-recommends ca-certificates tzdata \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin switchboard \
     && mkdir -p /data /config \

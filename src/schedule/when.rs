@@ -2,9 +2,10 @@
 //! in an IANA time zone. Plain functions of Unix milliseconds, so the scheduler and the tests
 //! drive them with any "now" they like.
 //!
-//! Cron patterns are parsed and walked by `croner` over `jiff` zoned times (the zone rules
-//! are compiled into the binary, so a container without `/usr/share/zoneinfo` still knows
-//! them). Daylight-saving changes follow croner's documented rules (OCPS / Vixie cron):
+//! Cron patterns are parsed and walked by `croner` over `jiff` zoned times, with the zone
+//! rules of the system's database (`/usr/share/zoneinfo` or `$TZDIR`; the Docker image
+//! installs tzdata). Daylight-saving changes follow croner's documented rules (OCPS /
+//! Vixie cron):
 //! - **gap** (spring forward, e.g. 02:00 → 03:00): a fixed-time job whose time falls in the
 //!   missing hour runs once, at the first valid time after the gap (03:00 that day); an
 //!   interval job (`*/5 * * * *`) skips the runs inside the gap.
@@ -16,7 +17,7 @@ use std::time::Duration;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds};
 use jiff::Timestamp;
-use jiff::tz::TimeZone;
+use jiff::tz::{TimeZone, TimeZoneDatabase};
 
 /// How many upcoming runs are inspected to check a pattern's shortest interval.
 const INTERVAL_PROBES: usize = 200;
@@ -27,6 +28,12 @@ pub enum WhenError {
     /// Not an IANA time zone name.
     #[error("unknown time zone {0:?} (use an IANA name such as Europe/Paris or UTC)")]
     Zone(String),
+    /// No zone database on this system (only UTC is known without one).
+    #[error(
+        "time zone {0:?} cannot be looked up: this system has no time zone database \
+         (install tzdata, or set TZDIR to a zoneinfo directory)"
+    )]
+    NoDatabase(String),
     /// Not an RFC 3339 instant with an offset.
     #[error(
         "{0:?} is not an RFC 3339 time with an offset, such as 2026-12-01T09:00:00+01:00 or 2026-12-01T08:00:00Z"
@@ -64,7 +71,18 @@ pub fn zone(name: &str) -> Result<TimeZone, WhenError> {
     if matches!(name.trim(), "UTC" | "Etc/UTC") {
         return Ok(TimeZone::UTC);
     }
-    TimeZone::get(name.trim()).map_err(|_| WhenError::Zone(name.to_owned()))
+    zone_in(jiff::tz::db(), name)
+}
+
+/// The time zone called `name` in `db`.
+fn zone_in(db: &TimeZoneDatabase, name: &str) -> Result<TimeZone, WhenError> {
+    db.get(name.trim()).map_err(|_| {
+        if db.is_definitively_empty() {
+            WhenError::NoDatabase(name.to_owned())
+        } else {
+            WhenError::Zone(name.to_owned())
+        }
+    })
 }
 
 /// Parse an absolute instant: RFC 3339 with `Z` or an offset (a trailing `[Zone]` is

@@ -32,6 +32,12 @@ fn instants_need_an_offset_and_keep_it() {
 #[test]
 fn unknown_zones_and_bad_patterns_are_refused_with_a_reason() {
     assert!(matches!(zone("Mars/Olympus"), Err(WhenError::Zone(_))));
+    // A system without tzdata (a bare container): the error says what to install.
+    let none = TimeZoneDatabase::none();
+    let err = zone_in(&none, "Europe/Paris").unwrap_err();
+    assert!(matches!(err, WhenError::NoDatabase(_)), "{err}");
+    assert!(err.to_string().contains("install tzdata"), "{err}");
+    assert!(zone_in(jiff::tz::db(), "Europe/Paris").is_ok());
     let err = Recurrence::parse("61 * * * *", "UTC", Duration::ZERO).unwrap_err();
     assert!(matches!(err, WhenError::Cron { .. }), "{err}");
     let err = Recurrence::parse("0 0 30 2 *", "UTC", Duration::ZERO).unwrap_err();
