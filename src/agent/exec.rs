@@ -208,25 +208,7 @@ fn validate(tool: &dyn Tool, args: &Value) -> Result<(), String> {
     if !args.is_object() {
         return Err("arguments must be a JSON object".into());
     }
-    let schema = tool.parameters_schema();
-    let validator = jsonschema::validator_for(&schema)
-        .map_err(|e| format!("the tool's schema is invalid: {e}"))?;
-    let problems: Vec<String> = validator
-        .iter_errors(args)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("{at}: {e}")
-            }
-        })
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("; "))
-    }
+    super::schema::check(&tool.parameters_schema(), args)
 }
 
 /// A one-line view of tool arguments for progress lines.

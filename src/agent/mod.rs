@@ -8,6 +8,7 @@ mod guard;
 mod offload;
 mod parse;
 mod run;
+pub(crate) mod schema;
 mod tool;
 
 use std::sync::Arc;

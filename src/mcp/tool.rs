@@ -31,7 +31,7 @@ impl McpTool {
         let full_name = format!("{}{TOOL_SEPARATOR}{}", server.name, def.name);
         // A schema the validator cannot compile would fail every call: offer a plain
         // object instead (the server still checks its own arguments).
-        let schema = if jsonschema::validator_for(&def.schema).is_ok() {
+        let schema = if crate::agent::schema::usable(&def.schema) {
             def.schema.clone()
         } else {
             tracing::warn!(tool = %full_name, "mcp tool schema not usable; accepting any object");

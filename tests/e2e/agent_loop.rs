@@ -1,5 +1,6 @@
 //! The agent loop as a library (no platform) and inside the gateway: tool calls, unknown
-//! tools, the iteration cap, concurrency of read-only calls, progress lines.
+//! tools, arguments checked against the schema, the iteration cap, concurrency of read-only
+//! calls, progress lines.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -134,6 +135,43 @@ async fn an_unknown_tool_yields_an_error_result_and_the_model_recovers() {
             .unwrap()
             .contains("unknown tool"),
         "{tool_msg}"
+    );
+}
+
+#[tokio::test]
+async fn arguments_that_break_the_schema_never_reach_the_tool_and_the_model_is_told_why() {
+    let llm = FakeLlm::start().await;
+    llm.push(Reply::tool_call("add", json!({"a": "two", "c": 1})))
+        .push(Reply::tool_call("add", json!({"a": 2, "b": 3})))
+        .push(Reply::text("5"));
+    let add = Add::new(false, Duration::ZERO);
+    let agent = AgentLoop::builder().tool(add.clone()).build();
+    let run = agent
+        .run(provider_for(&llm).as_ref(), user("2+3?"), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(run.answer, "5");
+    assert_eq!(
+        add.spans.lock().unwrap().len(),
+        1,
+        "only the valid call ran"
+    );
+    let tool_msg = llm.requests()[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap();
+    let content = tool_msg["content"].as_str().unwrap();
+    assert!(content.contains("invalid arguments for add"), "{content}");
+    assert!(
+        content.contains("/a: ") && content.contains("integer"),
+        "{content}"
+    );
+    assert!(
+        content.contains("missing") && content.contains("'b'"),
+        "{content}"
     );
 }
 

@@ -7,6 +7,7 @@ mod everything;
 mod failures;
 mod probe;
 mod sandbox;
+mod schemas;
 
 use std::path::PathBuf;
 
