@@ -6,7 +6,9 @@
 use std::io::Cursor;
 
 use base64::Engine;
-use image::{ImageFormat, ImageReader, imageops::FilterType};
+use image::codecs::jpeg::JpegEncoder;
+use image::imageops::{self, FilterType};
+use image::{DynamicImage, ImageFormat, ImageReader};
 
 use crate::provider::ImagePart;
 
@@ -40,10 +42,17 @@ pub fn image_part(bytes: &[u8]) -> Result<ImagePart, String> {
     let image = image::load_from_memory_with_format(bytes, format).map_err(|e| e.to_string())?;
     let scale = (MAX_PIXELS as f64 / pixels as f64).sqrt();
     let (w, h) = (scaled(width, scale), scaled(height, scale));
-    let small = image.resize(w, h, FilterType::Triangle).to_rgb8();
+    // Scaled as 8-bit RGB whatever the source holds (one instance of the filter instead of
+    // one per pixel type) and written by the JPEG encoder alone (issue #19).
+    let rgb = match image {
+        DynamicImage::ImageRgb8(rgb) => rgb,
+        other => other.to_rgb8(),
+    };
+    let small = imageops::resize(&rgb, w, h, FilterType::Triangle);
+    drop(rgb);
     let mut out = Vec::new();
     small
-        .write_to(&mut Cursor::new(&mut out), ImageFormat::Jpeg)
+        .write_with_encoder(JpegEncoder::new(&mut out))
         .map_err(|e| e.to_string())?;
     Ok(part("image/jpeg", &out))
 }
