@@ -54,11 +54,12 @@ fn compile_as_is(schema: &Value) -> Result<(Schemas, boon::SchemaIndex), String>
     // No schemes registered: `boon` would otherwise read `file:` references from disk.
     compiler.use_loader(Box::new(SchemeUrlLoader::new()));
     let mut schemas = Schemas::new();
+    let invalid = |e: boon::CompileError| format!("the tool's schema is invalid: {e}");
     compiler
         .add_resource(LOCATION, schema.clone())
-        .and_then(|()| compiler.compile(LOCATION, &mut schemas))
-        .map(|index| (schemas, index))
-        .map_err(|e| format!("the tool's schema is invalid: {e}"))
+        .map_err(invalid)?;
+    let index = compiler.compile(LOCATION, &mut schemas).map_err(invalid)?;
+    Ok((schemas, index))
 }
 
 /// Remove every `pattern` keyword (a string) from `schema`'s subschemas, leaving data
