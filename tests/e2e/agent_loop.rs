@@ -68,6 +68,18 @@ fn provider_for(llm: &FakeLlm) -> Arc<dyn Provider> {
     .unwrap()
 }
 
+/// The first tool result the model was sent (in the loop's second request).
+fn first_tool_result(llm: &FakeLlm) -> String {
+    let request = &llm.requests()[1];
+    let message = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap_or_else(|| panic!("no tool result in {request}"));
+    message["content"].as_str().unwrap().to_owned()
+}
+
 fn user(text: &str) -> Vec<ChatMessage> {
     vec![
         ChatMessage::new(Role::System, "sys"),
@@ -93,14 +105,7 @@ async fn the_model_calls_a_tool_and_answers_from_its_output() {
         .unwrap();
     assert_eq!(run.answer, "The sum is 42.");
     assert_eq!((run.tool_calls, run.iterations), (1, 2));
-    let second = &llm.requests()[1]["messages"];
-    let tool_msg = second
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap();
-    assert_eq!(tool_msg["content"], "42");
+    assert_eq!(first_tool_result(&llm), "42");
     assert_eq!(run.messages.len(), 3, "assistant call, tool result, answer");
     assert!(
         events
@@ -122,20 +127,8 @@ async fn an_unknown_tool_yields_an_error_result_and_the_model_recovers() {
         .await
         .unwrap();
     assert_eq!(run.answer, "Sorry, I can't do that.");
-    let tool_msg = llm.requests()[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .cloned()
-        .unwrap();
-    assert!(
-        tool_msg["content"]
-            .as_str()
-            .unwrap()
-            .contains("unknown tool"),
-        "{tool_msg}"
-    );
+    let content = first_tool_result(&llm);
+    assert!(content.contains("unknown tool"), "{content}");
 }
 
 #[tokio::test]
@@ -156,14 +149,7 @@ async fn arguments_that_break_the_schema_never_reach_the_tool_and_the_model_is_t
         1,
         "only the valid call ran"
     );
-    let tool_msg = llm.requests()[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .cloned()
-        .unwrap();
-    let content = tool_msg["content"].as_str().unwrap();
+    let content = first_tool_result(&llm);
     assert!(content.contains("invalid arguments for add"), "{content}");
     assert!(
         content.contains("/a: ") && content.contains("integer"),
