@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::post;
 use serde_json::{Value, json};
 
@@ -42,23 +42,13 @@ async fn a_stdio_server_that_exits_mid_call_says_so_and_the_next_call_restarts_i
 /// A streamable-HTTP MCP endpoint that initializes and lists one tool, then answers every
 /// call with 500.
 async fn flaky(Json(body): Json<Value>) -> Response {
-    let id = body["id"].clone();
-    let result = match body["method"].as_str().unwrap_or_default() {
-        "initialize" => json!({
-            "protocolVersion": body["params"]["protocolVersion"],
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "flaky", "version": "1"}
-        }),
-        "tools/list" => json!({"tools": [{
+    super::http_reply(&body, "flaky", |method| match method {
+        "tools/list" => Ok(json!({"tools": [{
             "name": "boom", "description": "always fails", "inputSchema": {"type": "object"}
-        }]}),
-        "tools/call" => {
-            return (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response();
-        }
-        _ if id.is_null() => return StatusCode::ACCEPTED.into_response(),
-        _ => json!({}),
-    };
-    Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+        }]})),
+        "tools/call" => Err(StatusCode::INTERNAL_SERVER_ERROR),
+        _ => Ok(json!({})),
+    })
 }
 
 #[tokio::test]

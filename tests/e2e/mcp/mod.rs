@@ -11,7 +11,10 @@ mod schemas;
 
 use std::path::PathBuf;
 
-use serde_json::Value;
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
 use switchboard_standins::Reply;
 
 use crate::helpers::{TestApp, key, wait_transcript};
@@ -122,6 +125,30 @@ pub async fn call(app: &TestApp, chat: &str, tool: &str, args: Value) -> String 
     app.channel.say(&chat, "u1", "go").await.unwrap();
     wait_transcript(&app.channel, &chat, |t| t.contains(&done)).await;
     crate::sandbox::last_tool_message(app)
+}
+
+/// The reply of a streamable-HTTP MCP test server named `name` to one JSON-RPC message:
+/// `initialize` answered here, notifications accepted (202), and every other method's
+/// result from `result` (`Err(status)` for a bare HTTP failure, such as a 500).
+pub fn http_reply(
+    body: &Value,
+    name: &str,
+    result: impl FnOnce(&str) -> Result<Value, StatusCode>,
+) -> Response {
+    let id = body["id"].clone();
+    let result = match body["method"].as_str().unwrap_or_default() {
+        "initialize" => json!({
+            "protocolVersion": body["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": name, "version": "1"}
+        }),
+        _ if id.is_null() => return StatusCode::ACCEPTED.into_response(),
+        method => match result(method) {
+            Ok(result) => result,
+            Err(status) => return status.into_response(),
+        },
+    };
+    Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
 }
 
 /// `chmod mode path`.

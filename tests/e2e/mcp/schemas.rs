@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{Value, json};
@@ -18,14 +18,8 @@ use crate::helpers::TestApp;
 
 /// A streamable-HTTP MCP endpoint with two tools; counts the calls that reach it.
 async fn server(State(calls): State<Arc<AtomicUsize>>, Json(body): Json<Value>) -> Response {
-    let id = body["id"].clone();
-    let result = match body["method"].as_str().unwrap_or_default() {
-        "initialize" => json!({
-            "protocolVersion": body["params"]["protocolVersion"],
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "schemas", "version": "1"}
-        }),
-        "tools/list" => json!({"tools": [
+    super::http_reply(&body, "schemas", |method| match method {
+        "tools/list" => Ok(json!({"tools": [
             {"name": "greet", "description": "greets", "inputSchema": {
                 "type": "object",
                 "properties": {"name": {"type": "string", "minLength": 1}},
@@ -36,16 +30,14 @@ async fn server(State(calls): State<Arc<AtomicUsize>>, Json(body): Json<Value>) 
                 "type": "object",
                 "properties": {"name": {"type": "string", "pattern": "^(?!admin$)"}}
             }}
-        ]}),
+        ]})),
         "tools/call" => {
             calls.fetch_add(1, Ordering::SeqCst);
             let name = body["params"]["arguments"]["name"].as_str().unwrap_or("?");
-            json!({"content": [{"type": "text", "text": format!("hi {name}")}]})
+            Ok(json!({"content": [{"type": "text", "text": format!("hi {name}")}]}))
         }
-        _ if id.is_null() => return StatusCode::ACCEPTED.into_response(),
-        _ => json!({}),
-    };
-    Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+        _ => Ok(json!({})),
+    })
 }
 
 #[tokio::test]
