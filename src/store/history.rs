@@ -3,11 +3,14 @@
 
 use futures::TryStreamExt;
 use sqlx::query::Query;
-use sqlx::{ColumnIndex, Decode, Either, Encode, Executor, IntoArguments, Row, Transaction, Type};
+use sqlx::pool::PoolConnection;
+use sqlx::{
+    ColumnIndex, Database, Decode, Either, Encode, Executor, IntoArguments, Row, Transaction, Type,
+};
 use switchboard_channel::ConversationKey;
 
 use super::backend::{Backend, SqlStore};
-use super::cluster::done_sql;
+use super::cluster::{done_sql, held};
 use super::rows::{MessageRecord, convert};
 use super::text;
 use super::usage::spent_sql;
@@ -74,8 +77,7 @@ where
     }
 
     /// Mark the claimed inbox row done, append its turn's messages and add what it spent to
-    /// its budgets, in one transaction that stores nothing when the claim was superseded
-    /// (the fence comes first).
+    /// its budgets, in one transaction that stores nothing when the claim was superseded.
     pub(super) async fn complete_turn(
         &self,
         claim: Claim,
@@ -84,46 +86,69 @@ where
         spent: Option<Spent<'_>>,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        let key_text = key.to_string();
-        let mut tx = self.begin_write().await?;
         let more = if DB::DIALECT.multi_statement && messages.len() <= ROWS_PER_INSERT {
-            let sql = completion_sql(messages.len(), spent.map_or(0, |s| s.scopes.len()));
-            let query = sqlx::query(&sql)
-                .persistent(messages.len() <= 8)
-                .bind(now_ms)
-                .bind(claim.id)
-                .bind(claim.attempt)
-                .bind(claim.epoch)
-                .bind(key_text.as_str())
-                .bind(key.channel.as_str());
-            let query = match spent.filter(|s| !s.scopes.is_empty()) {
-                Some(spent) => Self::bind_spent(query, spent),
-                None => query,
-            };
-            let query = Self::bind_messages(query, messages);
-            // A result per statement, the fence's first, and the row of the `conversations`
-            // upsert; the rest are only waited for (when the fence refused, the
-            // transaction rolls them back).
-            let mut results = (&mut *tx).fetch_many(query);
-            let held = matches!(
-                results.try_next().await?,
-                Some(Either::Left(done)) if DB::rows_affected(&done) != 0
-            );
-            let mut more = None;
-            while let Some(result) = results.try_next().await? {
-                if let Either::Right(row) = result {
-                    more = Some(row.try_get::<i64, _>(0)? > 0);
-                }
-            }
-            more.filter(|_| held)
+            self.complete_in_one_call(claim, key, messages, spent, now_ms)
+                .await?
         } else {
-            Self::complete_in_steps(&mut tx, claim, key, messages, spent, now_ms).await?
+            let mut tx = self.begin_write().await?;
+            let more = Self::complete_in_steps(&mut tx, claim, key, messages, spent, now_ms).await?;
+            match more {
+                Some(_) => tx.commit().await?,
+                None => tx.rollback().await?,
+            }
+            more
         };
-        let Some(more) = more else {
-            tx.rollback().await?;
-            return Err(self.refusal(claim).await);
+        match more {
+            Some(more) => Ok(more),
+            None => Err(self.refusal(claim).await),
+        }
+    }
+
+    /// [`Self::complete_turn`] as one query holding the whole transaction, `BEGIN` to
+    /// `COMMIT` ([`completion_sql`]): SQLite runs it in one call to the connection's thread,
+    /// so the write lock is held only while SQLite works. With `BEGIN` and `COMMIT` as calls
+    /// of their own it was also held across two hand-offs, each waiting for a worker of a
+    /// loaded runtime while every other writer waited on the lock (BENCHMARKS.md, "Round
+    /// two, twentieth pass"). Whether other events of the conversation are unfinished, or
+    /// `None`, with nothing written, when the claim no longer held.
+    async fn complete_in_one_call(
+        &self,
+        claim: Claim,
+        key: &ConversationKey,
+        messages: &[ChatMessage],
+        spent: Option<Spent<'_>>,
+        now_ms: i64,
+    ) -> Result<Option<bool>, StoreError> {
+        let key_text = key.to_string();
+        let spent = spent.filter(|s| !s.scopes.is_empty());
+        let scopes = spent.map_or(0, |s| s.scopes.len());
+        let sql = completion_sql(DB::DIALECT.begin_write, messages.len(), scopes);
+        let query = sqlx::query(&sql)
+            .persistent(messages.len() <= 8)
+            .bind(now_ms)
+            .bind(claim.id)
+            .bind(claim.attempt)
+            .bind(claim.epoch)
+            .bind(key_text.as_str())
+            .bind(key.channel.as_str());
+        let query = match spent {
+            Some(spent) => Self::bind_spent(query, spent),
+            None => query,
         };
-        tx.commit().await?;
+        let query = Self::bind_messages(query, messages);
+        let mut conn = ClosedUnlessReturned(Some(self.pool.acquire().await?));
+        // Every write but the fence's is guarded by the fence's condition, which they do not
+        // change, so all land or none: the `conversations` upsert returns its row exactly
+        // when the claim held.
+        let mut more = None;
+        let mut results = conn.get().fetch_many(query);
+        while let Some(result) = results.try_next().await? {
+            if let Either::Right(row) = result {
+                more = Some(row.try_get::<i64, _>(0)? > 0);
+            }
+        }
+        drop(results);
+        conn.give_back();
         Ok(more)
     }
 
@@ -146,7 +171,7 @@ where
             Self::add_spent(tx, spent).await?;
         }
         let key_text = key.to_string();
-        let unfinished: i64 = sqlx::query_scalar(&conversation_sql(1, 2, 3, 4))
+        let unfinished: i64 = sqlx::query_scalar(&conversation_sql(1, 2, 3, 4, None))
             .bind(key_text.as_str())
             .bind(key.channel.as_str())
             .bind(now_ms)
@@ -187,7 +212,7 @@ where
     ) -> Result<(), StoreError> {
         for chunk in messages.chunks(ROWS_PER_INSERT) {
             // $1–$3 are shared (key, inbox id, time); each row adds four.
-            let sql = messages_sql([1, 2, 3], 4, chunk.len());
+            let sql = messages_sql([1, 2, 3], 4, chunk.len(), None);
             // Common shapes (a few messages) stay prepared; a long tool turn's is not cached,
             // so it never pushes the hot statements out of the connection's cache.
             let query = sqlx::query(&sql)
@@ -218,33 +243,75 @@ where
     }
 }
 
-/// A finished turn's writes as one query of several statements (SQLite runs them in one
-/// call to its connection's thread, where one call per statement, each a hand-off there and
-/// back, held the write lock for six): the fence (`done_sql`, `$1`–`$4`), the
+/// A finished turn's transaction as one query of several statements: `begin`, the
 /// `conversations` row (key `$5`, channel `$6`), the budget usage when it counts against
-/// `scopes` scopes (from `$7`), then `messages` rows.
-fn completion_sql(messages: usize, scopes: usize) -> String {
-    let mut sql = format!("{}; {}", done_sql(), conversation_sql(5, 6, 1, 2));
+/// `scopes` scopes (from `$7`), the `messages` rows, each written only while the claim
+/// (`$2`–`$4`) holds, then the fence marking it done at `$1` ([`done_sql`]), and `COMMIT`.
+fn completion_sql(begin: &str, messages: usize, scopes: usize) -> String {
+    let guard = held(2);
+    let mut sql = format!("{begin}; {}", conversation_sql(5, 6, 1, 2, Some(&guard)));
     let mut next = 7;
     if scopes > 0 {
-        sql = format!("{sql}; {}", spent_sql(next, scopes));
+        sql = format!("{sql}; {}", spent_sql(next, scopes, Some(&guard)));
         next += 3 + scopes;
     }
     if messages > 0 {
-        sql = format!("{sql}; {}", messages_sql([5, 2, 1], next, messages));
+        sql = format!("{sql}; {}", messages_sql([5, 2, 1], next, messages, Some(&guard)));
     }
-    sql
+    format!("{sql}; {}; COMMIT", done_sql())
+}
+
+/// A pooled connection that is closed rather than returned to the pool unless
+/// [`Self::give_back`] is called: a query holding its own `BEGIN` that ended early (an
+/// error, or its future dropped mid-call) may have left its transaction open, and closing
+/// the connection is what rolls it back.
+struct ClosedUnlessReturned<DB: Database>(Option<PoolConnection<DB>>);
+
+impl<DB: Database> ClosedUnlessReturned<DB> {
+    fn get(&mut self) -> &mut DB::Connection {
+        self.0.as_mut().expect("held until given back")
+    }
+
+    /// The query ran to its end: the connection goes back to the pool.
+    fn give_back(mut self) {
+        drop(self.0.take());
+    }
+}
+
+impl<DB: Database> Drop for ClosedUnlessReturned<DB> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.take() {
+            drop(conn.detach());
+        }
+    }
+}
+
+/// An `INSERT`'s rows: its `VALUES` list, or, under `guard` (an SQL condition), the same
+/// rows selected only while it holds.
+pub(super) fn insert_rows(values: &str, guard: Option<&str>) -> String {
+    match guard {
+        None => format!("VALUES {values}"),
+        Some(guard) => format!("SELECT * FROM (VALUES {values}) WHERE {guard}"),
+    }
 }
 
 /// Records that a conversation had a turn at `$time`: its row, created on its first.
 /// Returns how many of its events other than inbox row `$inbox` are unfinished (through
 /// the `inbox_unfinished` index), so the actor knows whether to claim again.
-fn conversation_sql(key: usize, channel: usize, time: usize, inbox: usize) -> String {
+fn conversation_sql(
+    key: usize,
+    channel: usize,
+    time: usize,
+    inbox: usize,
+    guard: Option<&str>,
+) -> String {
+    let row = format!("(${key}, ${channel}, ${time}, ${time})");
     format!(
-        "INSERT INTO conversations (key, channel, created_at, updated_at) \
-         VALUES (${key}, ${channel}, ${time}, ${time}) ON CONFLICT (key) DO UPDATE SET updated_at = ${time} \
+        "INSERT INTO conversations (key, channel, created_at, updated_at) {} \
+         ON CONFLICT (key) DO UPDATE SET updated_at = ${time} \
          RETURNING (SELECT COUNT(*) FROM inbox WHERE conversation_key = ${key} \
-           AND status IN ('pending', 'processing') AND id <> ${inbox})"
+           AND status IN ('pending', 'processing') AND id <> ${inbox})",
+        insert_rows(&row, guard)
     )
 }
 
@@ -252,7 +319,7 @@ fn conversation_sql(key: usize, channel: usize, time: usize, inbox: usize) -> St
 /// `shared`; each row's role, content, tool calls and tool call id follow from `$first`, four
 /// a row ([`SqlStore::bind_messages`]). The rows of one `VALUES` list take their ids in list
 /// order, which is the order history is read back in.
-fn messages_sql(shared: [usize; 3], first: usize, rows: usize) -> String {
+fn messages_sql(shared: [usize; 3], first: usize, rows: usize, guard: Option<&str>) -> String {
     let [key, inbox, time] = shared;
     let values: Vec<String> = (0..rows)
         .map(|i| {
@@ -266,9 +333,8 @@ fn messages_sql(shared: [usize; 3], first: usize, rows: usize) -> String {
         })
         .collect();
     format!(
-        "INSERT INTO messages (conversation_key, role, content, tool_calls, tool_call_id, inbox_id, created_at) \
-         VALUES {}",
-        values.join(", ")
+        "INSERT INTO messages (conversation_key, role, content, tool_calls, tool_call_id, inbox_id, created_at) {}",
+        insert_rows(&values.join(", "), guard)
     )
 }
 

@@ -8,6 +8,7 @@ use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
 
 use super::StoreError;
 use super::backend::{Backend, SqlStore};
+use super::history::insert_rows;
 
 /// What one scope used on one day.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -90,7 +91,7 @@ where
         if spent.scopes.is_empty() {
             return Ok(());
         }
-        let sql = spent_sql(1, spent.scopes.len());
+        let sql = spent_sql(1, spent.scopes.len(), None);
         Self::bind_spent(sqlx::query(&sql), spent)
             .execute(conn)
             .await?;
@@ -114,17 +115,18 @@ where
 }
 
 /// The upsert adding a turn's usage to `scopes` scopes (at least one): a row per scope, the
-/// day and the amounts shared. Its parameters start at `$first`: the day, the tokens, the
-/// tool runs, then the scopes ([`SqlStore::bind_spent`]).
-pub(super) fn spent_sql(first: usize, scopes: usize) -> String {
+/// day and the amounts shared, written only while `guard` holds when there is one. Its
+/// parameters start at `$first`: the day, the tokens, the tool runs, then the scopes
+/// ([`SqlStore::bind_spent`]).
+pub(super) fn spent_sql(first: usize, scopes: usize, guard: Option<&str>) -> String {
     let (tokens, runs) = (first + 1, first + 2);
     let rows: Vec<String> = (0..scopes)
         .map(|i| format!("(${}, ${first}, ${tokens}, ${runs})", first + 3 + i))
         .collect();
     format!(
-        "INSERT INTO budget_usage (scope, day, tokens, tool_runs) VALUES {} \
+        "INSERT INTO budget_usage (scope, day, tokens, tool_runs) {} \
          ON CONFLICT (scope, day) DO UPDATE SET tokens = budget_usage.tokens + excluded.tokens, \
          tool_runs = budget_usage.tool_runs + excluded.tool_runs",
-        rows.join(", ")
+        insert_rows(&rows.join(", "), guard)
     )
 }

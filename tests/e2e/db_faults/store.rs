@@ -100,6 +100,64 @@ async fn a_sqlite_write_that_meets_a_brief_lock_waits_for_it_instead_of_failing(
     assert_eq!(store.inbox_counts().await.unwrap().pending, 3);
 }
 
+/// On SQLite a turn's completion is one query holding its own `BEGIN` and `COMMIT`. Dropped
+/// while that call waits for the write lock (a turn cancelled at shutdown), the connection
+/// takes the lock once it is free and stops there, with its transaction open: were it
+/// pooled again, it would hold the write lock for good. It is closed instead, which rolls
+/// the transaction back; the claim still holds and completes later.
+#[tokio::test]
+async fn a_completion_dropped_while_it_waits_for_the_lock_leaves_no_transaction_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/dropped.db", dir.path().display());
+    let patient = Timeouts {
+        statement: Duration::from_secs(3),
+        ..QUICK
+    };
+    let store = Arc::new(SqliteStore::connect_with(&url, patient).await.unwrap());
+    let key = ConversationKey::new("slack", "D3");
+    store
+        .insert_event(&hi(&key, "Ev1"), InboxKind::Message, 1)
+        .await
+        .unwrap();
+    let row = store
+        .claim_next(&key, "me", 2, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .expect("claimed");
+    let turn = vec![
+        ChatMessage::new(Role::User, "hi"),
+        ChatMessage::new(Role::Assistant, "hello"),
+    ];
+
+    let mut lock = WriteLock {
+        url: url.clone(),
+        holder: None,
+    };
+    lock.begin().await;
+    let (writer, claim, turn2, key2) = (Arc::clone(&store), row.claim(), turn.clone(), key.clone());
+    let completion =
+        tokio::spawn(async move { writer.complete(claim, &key2, &turn2, None, 3).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    completion.abort();
+    assert!(completion.await.unwrap_err().is_cancelled());
+    lock.end().await;
+    // The dropped call's connection takes the lock it waited for.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // Another process can write: no transaction was left holding the lock.
+    let mut other = SqliteConnection::connect(&url).await.unwrap();
+    other.execute("PRAGMA busy_timeout = 5000").await.unwrap();
+    other
+        .execute("BEGIN IMMEDIATE")
+        .await
+        .expect("the write lock is free");
+    other.execute("ROLLBACK").await.unwrap();
+    other.close().await.unwrap();
+    assert!(store.history(&key, 10).await.unwrap().is_empty());
+    store.complete(row.claim(), &key, &turn, None, 4).await.unwrap();
+    assert_eq!(store.history(&key, 10).await.unwrap(), turn);
+}
+
 /// On SQLite, inbox inserts that arrive while a group is being written go in the next group
 /// (rows of distinct conversations in one statement), or are written alone when no group
 /// took them in time. Either way, a row the database refuses (a trigger stands in for any
