@@ -2,8 +2,8 @@
 //! finished turn, a compaction). Called from the `Store` implementation in `inbox.rs`.
 
 use futures::TryStreamExt;
-use sqlx::query::Query;
 use sqlx::pool::PoolConnection;
+use sqlx::query::Query;
 use sqlx::{
     ColumnIndex, Database, Decode, Either, Encode, Executor, IntoArguments, Row, Transaction, Type,
 };
@@ -91,7 +91,8 @@ where
                 .await?
         } else {
             let mut tx = self.begin_write().await?;
-            let more = Self::complete_in_steps(&mut tx, claim, key, messages, spent, now_ms).await?;
+            let more =
+                Self::complete_in_steps(&mut tx, claim, key, messages, spent, now_ms).await?;
             match more {
                 Some(_) => tx.commit().await?,
                 None => tx.rollback().await?,
@@ -256,7 +257,10 @@ fn completion_sql(begin: &str, messages: usize, scopes: usize) -> String {
         next += 3 + scopes;
     }
     if messages > 0 {
-        sql = format!("{sql}; {}", messages_sql([5, 2, 1], next, messages, Some(&guard)));
+        sql = format!(
+            "{sql}; {}",
+            messages_sql([5, 2, 1], next, messages, Some(&guard))
+        );
     }
     format!("{sql}; {}; COMMIT", done_sql())
 }

@@ -154,7 +154,63 @@ async fn a_completion_dropped_while_it_waits_for_the_lock_leaves_no_transaction_
     other.execute("ROLLBACK").await.unwrap();
     other.close().await.unwrap();
     assert!(store.history(&key, 10).await.unwrap().is_empty());
-    store.complete(row.claim(), &key, &turn, None, 4).await.unwrap();
+    store
+        .complete(row.claim(), &key, &turn, None, 4)
+        .await
+        .unwrap();
+    assert_eq!(store.history(&key, 10).await.unwrap(), turn);
+}
+
+/// The same completion refused by the database halfway (a trigger stands in for any
+/// failure of one of its statements): SQLite ends the statement but not the transaction the
+/// query opened, so the connection is closed rather than pooled, and nothing of the turn
+/// is left stored or holding the lock.
+#[tokio::test]
+async fn a_completion_refused_halfway_leaves_nothing_stored_and_no_transaction_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/halfway.db", dir.path().display());
+    let store = SqliteStore::connect_with(&url, QUICK).await.unwrap();
+    let key = ConversationKey::new("slack", "D4");
+    store
+        .insert_event(&hi(&key, "Ev1"), InboxKind::Message, 1)
+        .await
+        .unwrap();
+    let row = store
+        .claim_next(&key, "me", 2, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .expect("claimed");
+    let mut side = SqliteConnection::connect(&url).await.unwrap();
+    side.execute(
+        "CREATE TRIGGER refuse_messages BEFORE INSERT ON messages \
+         BEGIN SELECT RAISE(ABORT, 'refused'); END",
+    )
+    .await
+    .unwrap();
+    let turn = vec![
+        ChatMessage::new(Role::User, "hi"),
+        ChatMessage::new(Role::Assistant, "hello"),
+    ];
+    let refused = store.complete(row.claim(), &key, &turn, None, 3).await;
+    assert!(refused.is_err(), "{refused:?}");
+
+    side.execute("PRAGMA busy_timeout = 5000").await.unwrap();
+    side.execute("DROP TRIGGER refuse_messages")
+        .await
+        .expect("no transaction was left holding the lock");
+    let conversations: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM conversations")
+        .fetch_one(&mut side)
+        .await
+        .unwrap();
+    assert_eq!(
+        conversations, 0,
+        "the refused turn's conversation row was kept"
+    );
+    side.close().await.unwrap();
+    store
+        .complete(row.claim(), &key, &turn, None, 4)
+        .await
+        .unwrap();
     assert_eq!(store.history(&key, 10).await.unwrap(), turn);
 }
 
