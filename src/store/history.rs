@@ -321,8 +321,9 @@ fn conversation_sql(
 
 /// Appends `rows` messages: the parameters of the key, the inbox id and the time are
 /// `shared`; each row's role, content, tool calls and tool call id follow from `$first`, four
-/// a row ([`SqlStore::bind_messages`]). The rows of one `VALUES` list take their ids in list
-/// order, which is the order history is read back in.
+/// a row ([`SqlStore::bind_messages`]), written only while `guard` holds when there is one.
+/// The rows of one `VALUES` list take their ids in list order (selected from it too), which
+/// is the order history is read back in.
 fn messages_sql(shared: [usize; 3], first: usize, rows: usize, guard: Option<&str>) -> String {
     let [key, inbox, time] = shared;
     let values: Vec<String> = (0..rows)

@@ -9,7 +9,7 @@ use std::time::Duration;
 use sqlx::{Connection, Executor, SqliteConnection};
 use switchboard::ids::InboxKind;
 use switchboard::provider::{ChatMessage, Role};
-use switchboard::store::{Durable, SqliteStore, Store, Timeouts, connect_with};
+use switchboard::store::{Durable, InboxRow, SqliteStore, Store, Timeouts, connect_with};
 use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, Place, UserRef};
 use switchboard_standins::TcpProxy;
 use tokio_util::sync::CancellationToken;
@@ -115,19 +115,8 @@ async fn a_completion_dropped_while_it_waits_for_the_lock_leaves_no_transaction_
     };
     let store = Arc::new(SqliteStore::connect_with(&url, patient).await.unwrap());
     let key = ConversationKey::new("slack", "D3");
-    store
-        .insert_event(&hi(&key, "Ev1"), InboxKind::Message, 1)
-        .await
-        .unwrap();
-    let row = store
-        .claim_next(&key, "me", 2, Duration::from_secs(60))
-        .await
-        .unwrap()
-        .expect("claimed");
-    let turn = vec![
-        ChatMessage::new(Role::User, "hi"),
-        ChatMessage::new(Role::Assistant, "hello"),
-    ];
+    let row = stored_and_claimed(store.as_ref(), &key).await;
+    let turn = hi_and("hello");
 
     let mut lock = WriteLock {
         url: url.clone(),
@@ -153,12 +142,7 @@ async fn a_completion_dropped_while_it_waits_for_the_lock_leaves_no_transaction_
         .expect("the write lock is free");
     other.execute("ROLLBACK").await.unwrap();
     other.close().await.unwrap();
-    assert!(store.history(&key, 10).await.unwrap().is_empty());
-    store
-        .complete(row.claim(), &key, &turn, None, 4)
-        .await
-        .unwrap();
-    assert_eq!(store.history(&key, 10).await.unwrap(), turn);
+    completes_later(&*store, &row, &key, &turn).await;
 }
 
 /// The same completion refused by the database halfway (a trigger stands in for any
@@ -171,15 +155,7 @@ async fn a_completion_refused_halfway_leaves_nothing_stored_and_no_transaction_o
     let url = format!("sqlite://{}/halfway.db", dir.path().display());
     let store = SqliteStore::connect_with(&url, QUICK).await.unwrap();
     let key = ConversationKey::new("slack", "D4");
-    store
-        .insert_event(&hi(&key, "Ev1"), InboxKind::Message, 1)
-        .await
-        .unwrap();
-    let row = store
-        .claim_next(&key, "me", 2, Duration::from_secs(60))
-        .await
-        .unwrap()
-        .expect("claimed");
+    let row = stored_and_claimed(&store, &key).await;
     let mut side = SqliteConnection::connect(&url).await.unwrap();
     side.execute(
         "CREATE TRIGGER refuse_messages BEFORE INSERT ON messages \
@@ -187,10 +163,7 @@ async fn a_completion_refused_halfway_leaves_nothing_stored_and_no_transaction_o
     )
     .await
     .unwrap();
-    let turn = vec![
-        ChatMessage::new(Role::User, "hi"),
-        ChatMessage::new(Role::Assistant, "hello"),
-    ];
+    let turn = hi_and("hello");
     let refused = store.complete(row.claim(), &key, &turn, None, 3).await;
     assert!(refused.is_err(), "{refused:?}");
 
@@ -207,11 +180,7 @@ async fn a_completion_refused_halfway_leaves_nothing_stored_and_no_transaction_o
         "the refused turn's conversation row was kept"
     );
     side.close().await.unwrap();
-    store
-        .complete(row.claim(), &key, &turn, None, 4)
-        .await
-        .unwrap();
-    assert_eq!(store.history(&key, 10).await.unwrap(), turn);
+    completes_later(&store, &row, &key, &turn).await;
 }
 
 /// On SQLite, inbox inserts that arrive while a group is being written go in the next group
@@ -277,22 +246,46 @@ fn hi(key: &ConversationKey, event_id: &str) -> ChannelEvent {
     })
 }
 
-async fn completion_lands_after_the_outage(store: Arc<dyn Store>, mut outage: impl Outage) {
-    let key = ConversationKey::new("slack", "D1");
-    let event = hi(&key, "Ev1");
+/// `key`'s event "Ev1" stored and claimed by "me".
+async fn stored_and_claimed(store: &dyn Store, key: &ConversationKey) -> InboxRow {
     store
-        .insert_event(&event, InboxKind::Message, 1)
+        .insert_event(&hi(key, "Ev1"), InboxKind::Message, 1)
         .await
         .unwrap();
-    let row = store
-        .claim_next(&key, "me", 2, Duration::from_secs(60))
+    store
+        .claim_next(key, "me", 2, Duration::from_secs(60))
         .await
         .unwrap()
-        .expect("claimed");
-    let turn = vec![
+        .expect("claimed")
+}
+
+/// A turn: the user's "hi" and the assistant's `answer`.
+fn hi_and(answer: &str) -> Vec<ChatMessage> {
+    vec![
         ChatMessage::new(Role::User, "hi"),
-        ChatMessage::new(Role::Assistant, "hello (already posted)"),
-    ];
+        ChatMessage::new(Role::Assistant, answer),
+    ]
+}
+
+/// Nothing of the turn was stored, and its claim still completes it.
+async fn completes_later(
+    store: &dyn Store,
+    row: &InboxRow,
+    key: &ConversationKey,
+    turn: &[ChatMessage],
+) {
+    assert!(store.history(key, 10).await.unwrap().is_empty());
+    store
+        .complete(row.claim(), key, turn, None, 4)
+        .await
+        .unwrap();
+    assert_eq!(store.history(key, 10).await.unwrap(), turn);
+}
+
+async fn completion_lands_after_the_outage(store: Arc<dyn Store>, mut outage: impl Outage) {
+    let key = ConversationKey::new("slack", "D1");
+    let row = stored_and_claimed(store.as_ref(), &key).await;
+    let turn = hi_and("hello (already posted)");
 
     // The answer was posted; now the database goes away under the completion write.
     outage.begin().await;
