@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::store::SqliteStore;
+use sqlx::Sqlite;
 
 #[test]
 fn queries_keep_only_words_so_search_syntax_cannot_be_injected() {
@@ -144,4 +145,53 @@ fn equal_matches_rank_newest_first_and_the_limit_holds() {
     let order: Vec<i64> = ranked.iter().map(|m| m.updated_at).collect();
     assert_eq!(order, [6, 5]);
     assert!(rank("cat", Vec::new(), 5).is_empty());
+}
+
+/// Recall's plan (`Dialect::recall_sql`): the search runs once, after the check that the
+/// scope holds anything, and only its matches are looked up by id, never a search for
+/// each of the scope's memories.
+#[tokio::test]
+async fn recall_searches_the_index_once_and_only_when_the_scope_holds_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(&dir).await;
+    let query = fts5_query("user:tg:1", "the cat").unwrap();
+    let explain = format!("EXPLAIN QUERY PLAN {}", Sqlite::DIALECT.recall_sql);
+    let rows = sqlx::query(&explain)
+        .bind(&query)
+        .bind("user:tg:1")
+        .bind(-1_i64)
+        .fetch_all(&store.pool)
+        .await
+        .unwrap();
+    // Its columns are id, parent, (unused) and the step.
+    let plan: Vec<String> = rows.iter().map(|r| r.get(3)).collect();
+    let step = |wanted: &str| {
+        plan.iter()
+            .position(|line| line.starts_with(wanted))
+            .unwrap_or_else(|| panic!("no {wanted:?} in {plan:#?}"))
+    };
+    let held = step("SCAN held");
+    let search = step("SCAN f VIRTUAL TABLE");
+    let by_id = step("SEARCH m USING INTEGER PRIMARY KEY");
+    assert!(held < search && search < by_id, "{plan:#?}");
+
+    // And what it finds is the scope's own.
+    assert!(
+        store
+            .recall(&MemoryScope::user("tg", "1"), "the cat", 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    autosave_as_one_group(
+        &store,
+        &[at("1", 1, "the cat is called Miso"), at("2", 2, "the cat")],
+    )
+    .await;
+    let found = store
+        .recall(&MemoryScope::user("tg", "1"), "the cat", 5)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].content, "the cat is called Miso");
 }

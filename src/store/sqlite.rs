@@ -43,8 +43,17 @@ impl Backend for Sqlite {
         claim_lock: "",
         // The query names the scope's token (`fts5_query`), so only the scope's own matches
         // are read; `m.scope` is compared too, so a token can never widen what is returned.
-        recall_sql: "SELECT m.scope, m.key, m.content, m.category, m.updated_at FROM memories_fts f \
-             JOIN memories m ON m.id = f.rowid \
+        // `held` has its one row only when the scope holds anything: an empty scope (a
+        // conversation's first turns) is never searched. FTS5 would look up every word in
+        // every segment of the index all the same, about a sixth of the database threads'
+        // time under load (issue #19, twenty-first pass). `CROSS JOIN` keeps that order and
+        // the search before the lookup by id: SQLite 3.51 (Python's, tried on a copy of the
+        // database) otherwise walks the scope's memories and searches once for each, a
+        // second for a scope of 2,000.
+        recall_sql: "WITH held AS MATERIALIZED \
+             (SELECT 1 WHERE EXISTS (SELECT 1 FROM memories WHERE scope = $2)) \
+             SELECT m.scope, m.key, m.content, m.category, m.updated_at \
+             FROM held CROSS JOIN memories_fts f CROSS JOIN memories m ON m.id = f.rowid \
              WHERE memories_fts MATCH $1 AND m.scope = $2 ORDER BY f.rowid LIMIT $3",
         recall_ranked: false,
         search_query: fts5_query,
