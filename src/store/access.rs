@@ -201,7 +201,7 @@ where
         .bind(channel)
         .bind(user_id)
         .bind(role.as_str())
-        .fetch_optional(&self.pool);
+        .fetch_optional(&self.front);
         let found: Option<(i64,)> = self.timeouts.bounded(async { Ok(lookup.await?) }).await?;
         Ok(found.is_some())
     }

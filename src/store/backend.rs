@@ -98,7 +98,16 @@ pub trait Backend: Database + HasStatementCache + sealed::Sealed {
 ///
 /// (`Option<T>` needs its own line: `sqlx` implements `Encode` for it per driver.)
 pub struct SqlStore<DB: Database> {
+    /// The pool of the store's own work: claims, history, recall, completions, sweeps.
+    /// Its connections are taken in arrival order and waited for up to `Timeouts::queue`.
     pub(super) pool: Pool<DB>,
+    /// The pool of calls on an inbound request's path (the inbox insert, the access lookup,
+    /// the readiness ping), which must answer within the platform's patience (Slack retries
+    /// after 3 s) and so never wait in line behind the work. With one pool, at 2,000 events
+    /// a second offered to a gateway that answers 450, thousands of turns queued for its
+    /// connections, and its 1 s acquire timeout refused webhooks with a 500 and failed claims,
+    /// retried after back-offs of up to 6 s (BENCHMARKS.md, "Round two, twenty-second pass").
+    pub(super) front: Pool<DB>,
     /// The bounds of request-path calls (the pool applies the others itself).
     pub(super) timeouts: Timeouts,
     /// Inbox inserts waiting to be written as one group (SQLite only, `grouped.rs`).
@@ -110,10 +119,12 @@ pub struct SqlStore<DB: Database> {
 }
 
 impl<DB: Database> SqlStore<DB> {
-    /// A store over an open, migrated pool configured with `timeouts`.
-    pub(super) fn new(pool: Pool<DB>, timeouts: Timeouts) -> Self {
+    /// A store over open pools of a migrated database configured with `timeouts`: `pool`
+    /// for the work, `front` for the request path.
+    pub(super) fn new(pool: Pool<DB>, front: Pool<DB>, timeouts: Timeouts) -> Self {
         Self {
             pool,
+            front,
             timeouts,
             inserts: InsertGroup::default(),
             autosaves: InsertGroup::default(),

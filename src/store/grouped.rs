@@ -211,7 +211,7 @@ where
     ) -> Result<Option<i64>, StoreError> {
         let write = |group| self.write_group(group);
         let alone = move |row: Arc<PendingInsert>| async move {
-            Self::insert_in_one_statement(&self.pool, &row).await
+            Self::insert_in_one_statement(&self.front, &row).await
         };
         self.inserts.submit(row, write, alone).await
     }
@@ -230,7 +230,7 @@ where
             }
         };
         if rows.len() > 1 {
-            match Self::insert_group(&self.pool, &rows).await {
+            match Self::insert_group(&self.front, &rows).await {
                 Ok(ids) => {
                     ids.into_iter()
                         .enumerate()
@@ -245,7 +245,7 @@ where
             }
         }
         for (i, row) in rows.iter().enumerate() {
-            answer(i, Self::insert_in_one_statement(&self.pool, row).await);
+            answer(i, Self::insert_in_one_statement(&self.front, row).await);
         }
     }
 

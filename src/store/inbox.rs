@@ -99,7 +99,8 @@ where
             };
             return self.insert_grouped(row).await;
         }
-        let mut tx = self.begin_write().await?;
+        // On the request path: the front pool, never in line behind the work.
+        let mut tx = self.front.begin_with(DB::DIALECT.begin_write).await?;
         let seq: i64 = sqlx::query_scalar(
             "INSERT INTO conversation_seq (key, last_seq) VALUES ($1, 1) \
              ON CONFLICT (key) DO UPDATE SET last_seq = conversation_seq.last_seq + 1 RETURNING last_seq",
@@ -343,12 +344,12 @@ where
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        let ping = sqlx::query("SELECT 1").execute(&self.pool);
+        let ping = sqlx::query("SELECT 1").execute(&self.front);
         self.timeouts.bounded(async { Ok(ping.await?) }).await?;
         Ok(())
     }
 
     fn open_connections(&self) -> u32 {
-        self.pool.size()
+        self.pool.size() + self.front.size()
     }
 }

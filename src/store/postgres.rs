@@ -16,6 +16,14 @@ use super::{StoreError, Timeouts};
 /// `Store` over PostgreSQL.
 pub type PostgresStore = SqlStore<Postgres>;
 
+/// Connections of the work pool (see [`SqlStore`]'s `front`): ten in all, as before the
+/// request path had its own.
+const WORK_CONNECTIONS: u32 = 8;
+
+/// Connections of the request path's pool: two, so one slow insert does not hold up the
+/// webhooks behind it.
+const FRONT_CONNECTIONS: u32 = 2;
+
 impl Backend for Postgres {
     const DIALECT: Dialect = Dialect {
         claim_lock: "FOR UPDATE SKIP LOCKED",
@@ -59,10 +67,14 @@ impl SqlStore<Postgres> {
             base.options([("statement_timeout", ms)])
         };
         let pool = PgPoolOptions::new()
-            .max_connections(10)
+            .max_connections(WORK_CONNECTIONS)
+            .acquire_timeout(timeouts.queue)
+            .connect_lazy_with(options.clone());
+        let front = PgPoolOptions::new()
+            .max_connections(FRONT_CONNECTIONS)
             .acquire_timeout(timeouts.acquire)
             .connect_lazy_with(options);
-        Ok(Self::new(pool, timeouts))
+        Ok(Self::new(pool, front, timeouts))
     }
 }
 

@@ -19,12 +19,14 @@ use super::timeouts::migrate_at_startup;
 use super::wal::{Checkpointer, WalBounds};
 use super::{StoreError, Timeouts};
 
-/// Connections in the pool. Each runs on a thread of its own, and glibc gives each such thread
-/// an arena whose free top `malloc_trim` does not return; sqlx hands idle connections out in
-/// turn, so a light load keeps them all open. On two cores four answer as many turns per
-/// second at 1,000 offered and store as many events as eight did; at twice capacity (2,000
-/// offered) 2 – 8 % fewer, none refused; two answer 16 % fewer. After a burst of 10,000
-/// conversations four keep 2.6 – 3.9 MB less (BENCHMARKS.md, "Round two, ninth pass").
+/// Connections in all: three in the work pool, one in the request path's (see
+/// [`SqlStore`]'s `front`; the inbox insert is one writer, grouped). Each runs on a thread of
+/// its own, and glibc gives each such thread an arena whose free top `malloc_trim` does not
+/// return; sqlx hands idle connections out in turn, so a light load keeps them all open. On
+/// two cores four answer as many turns per second at 1,000 offered and store as many events
+/// as eight did; at twice capacity (2,000 offered) 2 – 8 % fewer, none refused; two answer
+/// 16 % fewer. After a burst of 10,000 conversations four keep 2.6 – 3.9 MB less
+/// (BENCHMARKS.md, "Round two, ninth pass").
 const MAX_CONNECTIONS: u32 = 4;
 
 /// How long a pooled SQLite connection may sit unused before it is closed.
@@ -123,30 +125,34 @@ impl SqlStore<Sqlite> {
         migrate(&options).await?;
         let busy_for = timeouts.statement;
         let watch = Checkpointer::watch(wal);
-        let hook = watch.clone();
-        let pool = SqlitePoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            // sqlx pings a pooled connection when it hands it out (on by default, for
-            // connections a server may have dropped) and again when it takes it back (always).
-            // A SQLite connection is a thread in this process that no one else can close, and
-            // the ping on return already checks it after every use; the ping on acquire was a
-            // third round trip to that thread for every statement (BENCHMARKS.md, "Round two,
-            // tenth pass").
-            .test_before_acquire(false)
-            .idle_timeout(IDLE_CLOSE)
-            .acquire_timeout(timeouts.acquire)
-            .after_connect(move |conn, _| {
-                let hook = hook.clone();
-                Box::pin(async move {
-                    let mut handle = conn.lock_handle().await?;
-                    let db = handle.as_raw_handle().as_ptr();
-                    wait_briefly_when_busy(db, busy_for);
-                    hook.install(db);
-                    Ok(())
+        let pool_of = |connections: u32, wait: Duration| {
+            let hook = watch.clone();
+            SqlitePoolOptions::new()
+                .max_connections(connections)
+                // sqlx pings a pooled connection when it hands it out (on by default, for
+                // connections a server may have dropped) and again when it takes it back (always).
+                // A SQLite connection is a thread in this process that no one else can close, and
+                // the ping on return already checks it after every use; the ping on acquire was a
+                // third round trip to that thread for every statement (BENCHMARKS.md, "Round two,
+                // tenth pass").
+                .test_before_acquire(false)
+                .idle_timeout(IDLE_CLOSE)
+                .acquire_timeout(wait)
+                .after_connect(move |conn, _| {
+                    let hook = hook.clone();
+                    Box::pin(async move {
+                        let mut handle = conn.lock_handle().await?;
+                        let db = handle.as_raw_handle().as_ptr();
+                        wait_briefly_when_busy(db, busy_for);
+                        hook.install(db);
+                        Ok(())
+                    })
                 })
-            })
-            .connect_lazy_with(options);
-        let mut store = Self::new(pool.clone(), timeouts);
+                .connect_lazy_with(options.clone())
+        };
+        let pool = pool_of(MAX_CONNECTIONS - 1, timeouts.queue);
+        let front = pool_of(1, timeouts.acquire);
+        let mut store = Self::new(pool.clone(), front, timeouts);
         store.checkpointer = Some(Checkpointer::start(pool, watch));
         Ok(store)
     }
@@ -216,7 +222,56 @@ extern "C" fn on_busy(timeout_ms: *mut c_void, tries: c_int) -> c_int {
 mod tests {
     use sqlx::Connection;
 
+    use crate::store::{AccessRole, AccessStore, Store};
+
     use super::*;
+
+    /// With every connection of the work pool taken for longer than the front's acquire
+    /// timeout, an inbox insert, an access lookup and the readiness ping still get a
+    /// connection at once, and a query of the work waits its turn, then runs, instead of
+    /// failing with a timeout.
+    #[tokio::test]
+    async fn work_waits_its_turn_while_the_request_path_goes_past() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/lanes.db", dir.path().display());
+        let hurried = Timeouts {
+            acquire: Duration::from_millis(100),
+            ..Timeouts::default()
+        };
+        let store = SqliteStore::connect_with(&url, hurried).await.unwrap();
+        let mut taken = Vec::new();
+        for _ in 0..store.pool.options().get_max_connections() {
+            taken.push(store.pool.acquire().await.unwrap());
+        }
+
+        let row = super::super::grouped::PendingInsert {
+            channel: "slack".into(),
+            event_id: "Ev1".into(),
+            key: "slack:D1".into(),
+            payload: "{}".into(),
+            now_ms: 1,
+            kind: "message",
+        };
+        let id = store
+            .insert_grouped(row)
+            .await
+            .expect("the insert goes past");
+        assert!(id.is_some());
+        let granted = store.has_grant("slack", "U1", AccessRole::User).await;
+        assert!(!granted.expect("the access lookup goes past"));
+        store.ping().await.expect("the ping goes past");
+
+        let work =
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM inbox").fetch_one(&store.pool);
+        let mut work = std::pin::pin!(work);
+        let early = tokio::time::timeout(Duration::from_millis(300), &mut work).await;
+        assert!(
+            early.is_err(),
+            "work took a connection while the work pool was all taken"
+        );
+        taken.pop();
+        assert_eq!(work.await.expect("work runs once a connection is free"), 1);
+    }
 
     /// Opening the store creates and migrates the file within the start-up wait, not the
     /// request path's acquire timeout: a start on a slow disk (CI's, once) failed with
@@ -228,6 +283,7 @@ mod tests {
         let url = format!("sqlite://{}/sub/new.db", dir.path().display());
         let hurried = Timeouts {
             acquire: Duration::from_nanos(1),
+            queue: Duration::from_nanos(1),
             ..Timeouts::default()
         };
         SqliteStore::connect_with(&url, hurried)

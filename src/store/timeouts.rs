@@ -1,7 +1,8 @@
 //! Bounded waits wherever the database is on a request path. A webhook stores its event
 //! before it answers (Slack gives up after 3 s and retries), and `/readyz` must say
 //! "database down" rather than hang, so no store call waits for the database without a limit:
-//! the pool gives up acquiring a connection (connecting included) after `acquire`,
+//! the request path's pool gives up acquiring a connection (connecting included) after
+//! `acquire`, the store's own work waits in line for one up to `queue`,
 //! PostgreSQL cancels a statement after `statement` (SQLite waits at most that long on a
 //! locked file), and the calls on an inbound request's path (inbox insert, access lookups,
 //! the readiness ping) give up after `request` on the client side too, which also covers a
@@ -23,8 +24,13 @@ pub const STARTUP_WAIT: Duration = Duration::from_secs(30);
 /// The bounded waits of one store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
-    /// Longest wait for a pooled connection, opening a new one included.
+    /// Longest wait for a connection on an inbound request's path (the front pool), opening
+    /// a new one included.
     pub acquire: Duration,
+    /// Longest the store's own work (claims, history, recall, completions, sweeps) waits in
+    /// line for a connection of its pool. Long: under overload work should wait its turn,
+    /// not fail and be retried after a back-off.
+    pub queue: Duration,
     /// Longest a statement may run (PostgreSQL `statement_timeout`; SQLite's busy timeout).
     pub statement: Duration,
     /// Longest a request-path call (inbox insert, access lookup, ping) may take in all.
@@ -33,10 +39,12 @@ pub struct Timeouts {
 
 impl Default for Timeouts {
     /// 1 s to get a connection and 2 s for a request-path call, so a webhook answers 5xx
-    /// well inside Slack's 3 s while the database is away; 5 s per statement.
+    /// well inside Slack's 3 s while the database is away; 10 s in line for work; 5 s per
+    /// statement.
     fn default() -> Self {
         Self {
             acquire: Duration::from_secs(1),
+            queue: Duration::from_secs(10),
             statement: Duration::from_secs(5),
             request: Duration::from_secs(2),
         }

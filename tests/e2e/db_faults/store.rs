@@ -20,6 +20,7 @@ use crate::helpers::{drop_postgres, postgres_url};
 /// Short waits, so the failing attempt fails quickly.
 const QUICK: Timeouts = Timeouts {
     acquire: Duration::from_millis(500),
+    queue: Duration::from_millis(500),
     statement: Duration::from_millis(200),
     request: Duration::from_secs(1),
 };
