@@ -293,6 +293,55 @@ group_policy = "open"
     )
 }
 
+/// CPU time (clock ticks, `USER_HZ`: 100 a second on Linux) every other process of the
+/// machine had used at one moment, by process: two snapshots tell what the machine's other
+/// processes took in between. Another service's burst on a two-core machine is enough to
+/// move a latency tail, so a run reports it next to its figures.
+///
+/// Each process counts its own time and that of the children it has reaped, so a short-lived
+/// program (a service's periodic helper) shows in its parent's count once it has exited.
+#[derive(Debug)]
+pub struct CpuSnapshot(std::collections::HashMap<u32, u64>);
+
+impl CpuSnapshot {
+    /// Read `/proc/<pid>/stat` of every process but this one and `gateway`.
+    pub fn take(gateway: u32) -> anyhow::Result<Self> {
+        let me = std::process::id();
+        let mut ticks = std::collections::HashMap::new();
+        for entry in std::fs::read_dir("/proc")? {
+            let Some(pid) = entry?.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            if pid == me || pid == gateway {
+                continue;
+            }
+            // A process may exit between the listing and the read.
+            if let Some(t) = process_ticks(pid) {
+                ticks.insert(pid, t);
+            }
+        }
+        Ok(Self(ticks))
+    }
+
+    /// CPU seconds the machine's other processes used since `earlier`.
+    pub fn others_since(&self, earlier: &Self) -> f64 {
+        let ticks: u64 = (self.0.iter())
+            .map(|(pid, t)| t.saturating_sub(earlier.0.get(pid).copied().unwrap_or(0)))
+            .sum();
+        ticks as f64 / 100.0
+    }
+}
+
+/// `utime + stime + cutime + cstime` of `/proc/<pid>/stat`, in ticks.
+fn process_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces; the fields after it do not. After it, state is
+    // field 0 and utime, stime, cutime, cstime are 11 to 14.
+    let after = stat.rsplit_once(')')?.1;
+    let fields = after.split_whitespace().skip(11).take(4);
+    fields.map(|f| f.parse::<u64>().ok()).sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,5 +363,26 @@ mod tests {
                 panic!("the harness's config is refused:\n{err}\n{text}");
             }
         }
+    }
+
+    #[test]
+    fn a_busy_process_elsewhere_shows_in_the_snapshots() {
+        let before = CpuSnapshot::take(0).unwrap();
+        // A grandchild spins for half a second and is reaped by its parent, which lives on:
+        // its time shows in the parent's count (this process's own children are left out).
+        let spin = "timeout 0.5 sh -c 'while :; do :; done'; sleep 30";
+        let mut parent = Command::new("sh").args(["-c", spin]).spawn().unwrap();
+        let started = Instant::now();
+        let mut used = 0.0;
+        while used < 0.1 && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(100));
+            used = CpuSnapshot::take(0).unwrap().others_since(&before);
+        }
+        let _ = parent.kill();
+        let _ = parent.wait();
+        assert!(
+            used >= 0.1,
+            "a spinning process elsewhere was not seen: {used} CPU-s"
+        );
     }
 }

@@ -2,13 +2,15 @@
 //! gateway's first Web API call in that DM's channel, at fixed rates; one fresh gateway per
 //! rate. Also counts LLM calls per plain message and the system prompt's size.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::{Env, launch, note, wait_turns};
+use crate::child::CpuSnapshot;
 use crate::report::{Measurement, Target};
-use crate::slack_load::{Dm, events_url, first_calls, send_at_rate};
+use crate::slack_load::{Dm, Sent, events_url, first_calls, send_at_rate};
 use crate::stats::{ms, percentile};
 
 const NAME: &str = "overhead";
@@ -75,6 +77,7 @@ async fn at_rate(
     wait_turns(&running.gateway, WARMUP as f64, DRAIN).await?;
 
     let count = (rate * env.settings.overhead_secs).round() as u64;
+    let before = CpuSnapshot::take(running.gateway.pid())?;
     let sent = send_at_rate(&env.client, &url, count, rate, |i| Dm::first('o', i)).await;
     let window = match (sent.first(), sent.last()) {
         (Some(a), Some(b)) => b.at.duration_since(a.at).as_secs_f64(),
@@ -88,6 +91,7 @@ async fn at_rate(
     let accepted: Vec<_> = sent.iter().filter(|s| s.status == Some(200)).collect();
     let want = WARMUP as usize + accepted.len();
     wait_turns(&running.gateway, want as f64, DRAIN).await?;
+    let others = CpuSnapshot::take(running.gateway.pid())?.others_since(&before);
     let first = first_calls(slack);
     let latencies: Vec<f64> = accepted
         .iter()
@@ -97,6 +101,7 @@ async fn at_rate(
                 .map(|t| ms(t.saturating_duration_since(s.at)))
         })
         .collect();
+    dump_latencies(rate, &sent, &first);
     let unanswered = sent.len() - latencies.len();
     // Answers per second from the first message sent to the last first call seen.
     let last_answer = accepted.iter().filter_map(|s| first.get(&s.channel)).max();
@@ -109,7 +114,7 @@ async fn at_rate(
         percentile(&latencies, 99.0).unwrap_or(f64::NAN),
     );
     note(format!(
-        "{NAME}: {rate}/s asked, {achieved:.0}/s sent, {} answered, {unanswered} not; p50 {p50:.2} ms, p99 {p99:.2} ms",
+        "{NAME}: {rate}/s asked, {achieved:.0}/s sent, {} answered, {unanswered} not; p50 {p50:.2} ms, p99 {p99:.2} ms; other processes used {others:.2} CPU-s meanwhile",
         latencies.len()
     ));
     let mut p99_row = Measurement::new(
@@ -161,11 +166,45 @@ async fn at_rate(
             "",
             unanswered as f64,
         ),
+        // Not the gateway's: what the rest of the machine took while it ran (a neighbour's
+        // burst shows here and in the p99 of the same run).
+        Measurement::new(
+            NAME,
+            format!("CPU used by the machine's other processes meanwhile @ {rate}/s"),
+            "CPU-s",
+            others,
+        ),
     ];
     if count_llm_calls {
         out.extend(llm_figures(&running.stands.llm.requests(), first.len()));
     }
     Ok(out)
+}
+
+/// With `SWITCHBOARD_LOADGEN_LATENCIES` set to a directory, write one line per answered
+/// event of this rate to `<dir>/overhead-<rate>.txt`: when it was sent (ms after the first)
+/// and its latency (ms), to see when in a run the slow ones fall. The first line holds the
+/// first send's clock reading (`CLOCK_MONOTONIC` on Linux), to line the run up with a
+/// profile recorded on that clock (`perf record -k CLOCK_MONOTONIC`).
+fn dump_latencies(rate: f64, sent: &[Sent], first: &HashMap<String, Instant>) {
+    let Some(dir) = std::env::var_os("SWITCHBOARD_LOADGEN_LATENCIES") else {
+        return;
+    };
+    let Some(start) = sent.first().map(|s| s.at) else {
+        return;
+    };
+    // The first send's clock reading (on Linux, CLOCK_MONOTONIC), to line a profile up.
+    let mut lines = format!("# start {start:?}\n");
+    for s in sent {
+        if let Some(t) = first.get(&s.channel) {
+            let (at, latency) = (ms(s.at - start), ms(t.saturating_duration_since(s.at)));
+            lines.push_str(&format!("{at:.3} {latency:.3}\n"));
+        }
+    }
+    let path = std::path::Path::new(&dir).join(format!("overhead-{rate}.txt"));
+    if let Err(e) = std::fs::write(&path, lines) {
+        note(format!("{NAME}: could not write {}: {e}", path.display()));
+    }
 }
 
 /// LLM requests per answered plain message (target exactly 1) and the system prompt's size.
