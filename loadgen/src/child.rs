@@ -368,8 +368,8 @@ mod tests {
     #[test]
     fn a_busy_process_elsewhere_shows_in_the_snapshots() {
         let before = CpuSnapshot::take(0).unwrap();
-        // A grandchild spins for half a second and is reaped by its parent, which lives on:
-        // its time shows in the parent's count (this process's own children are left out).
+        // A grandchild spins for half a second: not this process's own child (those are left
+        // out with it), so it counts while it runs, and in its parent's count once reaped.
         let spin = "timeout 0.5 sh -c 'while :; do :; done'; sleep 30";
         let mut parent = Command::new("sh").args(["-c", spin]).spawn().unwrap();
         let started = Instant::now();

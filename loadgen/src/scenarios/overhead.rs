@@ -190,14 +190,15 @@ fn dump_latencies(rate: f64, sent: &[Sent], first: &HashMap<String, Instant>) {
     let Some(dir) = std::env::var_os("SWITCHBOARD_LOADGEN_LATENCIES") else {
         return;
     };
-    let Some(start) = sent.first().map(|s| s.at) else {
+    // Each request's task takes its own time as it starts, so the first may not be first.
+    let Some(start) = sent.iter().map(|s| s.at).min() else {
         return;
     };
-    // The first send's clock reading (on Linux, CLOCK_MONOTONIC), to line a profile up.
     let mut lines = format!("# start {start:?}\n");
     for s in sent {
         if let Some(t) = first.get(&s.channel) {
-            let (at, latency) = (ms(s.at - start), ms(t.saturating_duration_since(s.at)));
+            let at = ms(s.at.saturating_duration_since(start));
+            let latency = ms(t.saturating_duration_since(s.at));
             lines.push_str(&format!("{at:.3} {latency:.3}\n"));
         }
     }
