@@ -208,11 +208,9 @@ impl Agents {
         key: &ConversationKey,
         user_id: &str,
         files: FilePoster,
-    ) -> Result<AgentLoop, StoreError> {
-        let gate = PolicyGate {
-            policy: Arc::clone(&active.profile().policy),
-            extra_allow: store.allow_rules(key).await?,
-        };
+    ) -> AgentLoop {
+        let policy = Arc::clone(&active.profile().policy);
+        let gate = PolicyGate::new(policy, Arc::clone(store), key.clone());
         let mut builder = AgentLoop::builder();
         for provider in &self.context {
             builder = builder.context(Arc::clone(provider));
@@ -245,7 +243,7 @@ impl Agents {
         let built_in = (self.toolbox.for_conversation(key).into_iter())
             .chain(self.toolbox.send_file(key, files))
             .filter(|tool| profile.offers(tool.name()));
-        Ok(builder
+        builder
             .offload(offload)
             .tools(built_in)
             .tools(self.extra_tools.iter().cloned())
@@ -253,6 +251,6 @@ impl Agents {
             .scrubber(Arc::clone(&self.scrubber))
             .native_tools(settings.native_tools)
             .gate(Arc::new(gate))
-            .build())
+            .build()
     }
 }

@@ -23,10 +23,16 @@ pub struct Active {
 impl Profiles {
     /// Resolve `key`'s profile and its stored `/model` choice (ignored when made under
     /// another profile or for a model the profile no longer allows). A store failure is
-    /// logged and the profile's default model is used.
+    /// logged and the profile's default model is used. A profile of one model has no choice
+    /// to read: every conversation's actor would otherwise wait on a read before its first
+    /// turn for an answer known in advance (issue #19).
     pub async fn activate(&self, store: &dyn Store, key: &ConversationKey) -> Active {
         let profile = self.for_key(key);
-        let chosen = match store.model_choice(key).await {
+        let stored = match profile.models().len() {
+            0 | 1 => Ok(None),
+            _ => store.model_choice(key).await,
+        };
+        let chosen = match stored {
             Ok(choice) => choice,
             Err(err) => {
                 tracing::warn!(%key, error = %err, "could not read the conversation's model; using the profile's default");

@@ -3,22 +3,102 @@
 
 use std::sync::Arc;
 
+use switchboard_channel::ConversationKey;
+use tokio::sync::OnceCell;
+
 use crate::agent::Gate;
 use crate::policy::{Decision, Policy};
 use crate::provider::ToolCall;
+use crate::store::Store;
 
-/// The policy with one conversation's "always allow" rules.
+/// The policy with one conversation's "always allow" rules, read from the store when the
+/// turn's first tool call is judged: most turns call no tool, and a read before the model
+/// call would delay every answer's first words (issue #19).
 pub(in crate::conversation) struct PolicyGate {
     /// The compiled `[policy]`.
-    pub policy: Arc<Policy>,
-    /// Patterns granted in this conversation through "Always allow".
-    pub extra_allow: Vec<String>,
+    policy: Arc<Policy>,
+    /// Where the conversation's rules are kept.
+    store: Arc<dyn Store>,
+    key: ConversationKey,
+    /// Patterns granted in this conversation through "Always allow", once read.
+    extra_allow: OnceCell<Vec<String>>,
+}
+
+impl PolicyGate {
+    pub fn new(policy: Arc<Policy>, store: Arc<dyn Store>, key: ConversationKey) -> Self {
+        let extra_allow = OnceCell::new();
+        Self {
+            policy,
+            store,
+            key,
+            extra_allow,
+        }
+    }
 }
 
 #[async_trait::async_trait]
 impl Gate for PolicyGate {
     async fn check(&self, call: &ToolCall, read_only: bool) -> Decision {
+        let read = || self.store.allow_rules(&self.key);
+        let extra = match self.extra_allow.get_or_try_init(read).await {
+            Ok(rules) => rules.as_slice(),
+            // Judged by the policy alone, which is never more permissive; the next call
+            // reads again.
+            Err(err) => {
+                tracing::warn!(key = %self.key, error = %err, "could not read the conversation's \"always allow\" rules");
+                &[]
+            }
+        };
         self.policy
-            .evaluate(&call.name, &call.args, read_only, &self.extra_allow)
+            .evaluate(&call.name, &call.args, read_only, extra)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::policy::{PolicyConfig, Verdict};
+
+    fn npm_install() -> ToolCall {
+        let args = json!({ "command": "npm install" });
+        ToolCall {
+            id: "c1".into(),
+            name: "shell".into(),
+            args,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_rules_are_read_when_a_call_is_judged_and_a_failed_read_only_asks() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/g.db", dir.path().display());
+        let store = crate::store::connect(&url).await.unwrap();
+        let key = ConversationKey::new("slack", "D1");
+        let policy = Arc::new(Policy::new(&PolicyConfig::default()).unwrap());
+        let gate = PolicyGate::new(Arc::clone(&policy), Arc::clone(&store), key.clone());
+        // Granted after the turn's agent was built, before its first call: it counts.
+        store
+            .add_allow_rule(&key, "shell(npm install)", "U1", 1)
+            .await
+            .unwrap();
+        let decided = gate.check(&npm_install(), false).await;
+        assert_eq!(decided.verdict, Verdict::Allow, "{decided:?}");
+
+        // A store that cannot answer leaves the policy alone to judge, which asks.
+        let failing = PolicyGate::new(policy, Arc::clone(&store), key.clone());
+        let raw = sqlx::SqlitePool::connect(&url).await.unwrap();
+        sqlx::query("DROP TABLE allow_rules")
+            .execute(&raw)
+            .await
+            .unwrap();
+        let decided = failing.check(&npm_install(), false).await;
+        assert_eq!(decided.verdict, Verdict::Ask, "{decided:?}");
+        // The first gate read its rules once and keeps them for its turn.
+        assert_eq!(
+            gate.check(&npm_install(), false).await.verdict,
+            Verdict::Allow
+        );
     }
 }

@@ -58,7 +58,7 @@ impl Turn<'_> {
         let agent = deps
             .agents
             .agent_for(self.active, &deps.store, self.key(), requester, files)
-            .await?;
+            .await;
         let (tx, rx) = mpsc::unbounded_channel();
         let started = Instant::now();
         deps.metrics.turns.with_label_values(&["started"]).inc();
