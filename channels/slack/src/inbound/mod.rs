@@ -170,5 +170,4 @@ fn press_place(channel: &str) -> Place {
 }
 
 #[cfg(test)]
-#[path = "inbound_tests.rs"]
 mod tests;

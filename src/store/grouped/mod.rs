@@ -324,5 +324,4 @@ where
 }
 
 #[cfg(test)]
-#[path = "grouped_tests.rs"]
 mod tests;

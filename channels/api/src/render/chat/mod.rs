@@ -365,5 +365,4 @@ fn is_block(tag: &Tag<'_>) -> bool {
 }
 
 #[cfg(test)]
-#[path = "chat_tests.rs"]
 mod tests;

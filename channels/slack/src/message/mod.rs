@@ -177,5 +177,4 @@ fn unescape(text: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "message_tests.rs"]
 mod tests;

@@ -185,5 +185,4 @@ fn user_ref(user: &User, nick: Option<String>) -> UserRef {
 }
 
 #[cfg(test)]
-#[path = "inbound_tests.rs"]
 mod tests;

@@ -342,5 +342,4 @@ where
 }
 
 #[cfg(test)]
-#[path = "memory_tests.rs"]
 mod tests;
