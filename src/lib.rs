@@ -40,7 +40,6 @@
 //! - [`clock`]: time as an input (wall clock in production, paused or manual in tests).
 //! - [`gateway`]: wires all of it together and shuts it down in order.
 //! - [`cli`]: the `switchboard` command's subcommands.
-//! - [`allocator`]: glibc's per-thread caches off for `run` (re-executing once at start).
 //! - `web_token`: the web chat's generated access token at start-up, and `switchboard
 //!   web-token`, which prints the chat's link with it.
 
@@ -48,7 +47,6 @@
 
 pub mod access;
 pub mod agent;
-pub mod allocator;
 pub mod attach;
 pub mod budget;
 pub mod channels;

@@ -5,12 +5,14 @@ use std::process::ExitCode;
 use clap::Parser;
 use switchboard::cli::{Cli, Command};
 
+/// An allocator that hands freed pages back to the operating system by itself, so the
+/// gateway's memory falls back after a burst of conversations without manual trimming
+/// (glibc's keeps freed small blocks in its arenas; see BENCHMARKS.md, "Allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // The long-running gateway only, while the process has one thread; may execute again.
-    if let Command::Run(_) = &cli.command {
-        switchboard::allocator::tune();
-    }
     // The sandbox supervisor must stay single-threaded: dispatch it before the runtime starts.
     if let Command::Supervise(args) = &cli.command {
         return switchboard::sandbox::supervise(args);

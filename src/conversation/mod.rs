@@ -21,7 +21,6 @@ mod inbox;
 mod lifecycle;
 mod outbound;
 mod registry;
-mod trim;
 mod turn;
 
 use std::sync::Arc;

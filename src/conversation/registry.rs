@@ -10,7 +10,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::trim::Trimmer;
 use super::{Deps, actor};
 use crate::store::StoreError;
 
@@ -42,8 +41,6 @@ pub struct Registry {
     pub(super) deps: Arc<Deps>,
     tasks: TaskTracker,
     next_id: AtomicU64,
-    /// Gives the heap of retired actors back to the operating system.
-    trimmer: Trimmer,
 }
 
 impl Registry {
@@ -54,7 +51,6 @@ impl Registry {
             deps,
             tasks,
             next_id: AtomicU64::new(1),
-            trimmer: Trimmer::default(),
         })
     }
 
@@ -122,7 +118,6 @@ impl Registry {
             .is_some();
         if retired {
             self.deps.outbound.retired(key);
-            self.trimmer.retired(self.actors.is_empty());
         }
         retired
     }
@@ -143,9 +138,6 @@ impl Registry {
         for key in &keys {
             self.wake(key);
         }
-        // The heap of conversations retired since the last burst's trim, and of database
-        // connections the pool closed since.
-        self.trimmer.settle(deps.store.open_connections());
         Ok(keys.len())
     }
 

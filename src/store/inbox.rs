@@ -348,8 +348,4 @@ where
         self.timeouts.bounded(async { Ok(ping.await?) }).await?;
         Ok(())
     }
-
-    fn open_connections(&self) -> u32 {
-        self.pool.size() + self.front.size()
-    }
 }

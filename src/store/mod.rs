@@ -286,10 +286,6 @@ pub trait Store:
 
     /// Whether the database answers.
     async fn ping(&self) -> Result<(), StoreError>;
-
-    /// Database connections open now. The pool closes idle ones, and what they held (SQLite's
-    /// page cache) may then be handed back to the operating system.
-    fn open_connections(&self) -> u32;
 }
 
 /// Open the database named by `url` (creating a SQLite file and its directory if needed)
