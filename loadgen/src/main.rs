@@ -27,7 +27,7 @@ use crate::scenarios::{Env, Scenario, Settings};
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Args {
-    /// Scenarios to run, in order (`all` = idle, conversations, overhead, ingest, cold-start,
+    /// Scenarios to run, in order (`all` = idle, conversations, burst, overhead, ingest, cold-start,
     /// streaming, short-answer).
     #[arg(value_enum, default_value = "all")]
     scenarios: Vec<Scenario>,
@@ -60,6 +60,16 @@ struct Args {
     /// all N are live at the peak; the actors retire this long after their answer).
     #[arg(long, default_value_t = 75)]
     conversation_idle_secs: u64,
+    /// Burst: conversations that arrive at once.
+    #[arg(long, default_value_t = 2_000)]
+    burst_conversations: u64,
+    /// Burst: concurrent senders, each sending its next message once the last was answered.
+    #[arg(long, default_value_t = 16)]
+    burst_senders: usize,
+    /// Burst: the gateway's `conversation_idle_secs` (every conversation stays live until all
+    /// are answered).
+    #[arg(long, default_value_t = 30)]
+    burst_idle_secs: u64,
     /// Soak: seconds of steady traffic after the conversations went idle.
     #[arg(long, default_value_t = 90)]
     soak_secs: u64,
@@ -122,6 +132,9 @@ impl Args {
             conversations: self.conversations.max(1),
             conversation_rate: self.conversation_rate,
             conversation_idle_secs: self.conversation_idle_secs,
+            burst_conversations: self.burst_conversations.max(1),
+            burst_senders: self.burst_senders.max(1),
+            burst_idle_secs: self.burst_idle_secs,
             soak_secs: self.soak_secs,
             soak_rate: self.soak_rate,
             overhead_rates: self.overhead_rates.clone(),

@@ -1,6 +1,6 @@
 //! Slack traffic: signed Events API direct messages with distinct event ids, sent at a fixed
 //! rate (open loop: a slow answer never slows the sender) or by a fixed number of workers as
-//! fast as they are answered (closed loop), plus matching each message to the first Web API
+//! fast as they are answered (closed loop: for a duration, or a fixed count as a burst), plus matching each message to the first Web API
 //! call the gateway made in its channel.
 
 use std::collections::HashMap;
@@ -122,6 +122,48 @@ pub async fn send_spread(
         if let Ok(s) = task.await {
             sent.push(s);
         }
+    }
+    sent
+}
+
+/// Send `count` messages made by `make` from `workers` concurrent senders, each sending its
+/// next message as soon as the previous one was answered (a burst: as fast as the gateway
+/// acknowledges).
+pub async fn send_by_workers(
+    client: &reqwest::Client,
+    url: &str,
+    count: u64,
+    workers: usize,
+    make: impl Fn(u64) -> Dm + Send + Sync + 'static,
+) -> Vec<Sent> {
+    let next = Arc::new(AtomicU64::new(0));
+    let make = Arc::new(make);
+    let mut tasks = Vec::with_capacity(workers);
+    for _ in 0..workers.max(1) {
+        let (next, make) = (Arc::clone(&next), Arc::clone(&make));
+        let (client, url) = (client.clone(), url.to_owned());
+        tasks.push(tokio::spawn(async move {
+            let mut sent = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= count {
+                    return sent;
+                }
+                let dm = make(i);
+                let request = dm.signed().build(&client, &url, FAKE_SIGNING_SECRET);
+                let at = Instant::now();
+                let answer = request.send().await;
+                sent.push(Sent {
+                    channel: dm.channel,
+                    at,
+                    status: answer.ok().map(|r| r.status().as_u16()),
+                });
+            }
+        }));
+    }
+    let mut sent = Vec::with_capacity(count as usize);
+    for task in tasks {
+        sent.extend(task.await.unwrap_or_default());
     }
     sent
 }

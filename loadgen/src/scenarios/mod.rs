@@ -1,6 +1,7 @@
 //! The scenarios, each one run of which starts its own gateway(s) on fresh stand-ins and a
 //! fresh data directory and returns its measurements; `main` repeats and summarises them.
 
+mod burst;
 mod cold_start;
 mod conversations;
 mod idle;
@@ -29,6 +30,8 @@ pub enum Scenario {
     Idle,
     /// Many distinct conversations, one message each; then a soak.
     Conversations,
+    /// Many conversations at once from concurrent senders: peak RSS and RSS after retirement.
+    Burst,
     /// Inbound event → first platform call latency at fixed rates, instant LLM.
     Overhead,
     /// Signed Slack events per second stored before 200, against a bare axum handler.
@@ -46,9 +49,10 @@ pub enum Scenario {
 
 impl Scenario {
     /// The scenarios `all` stands for, in order.
-    pub const EACH: [Scenario; 7] = [
+    pub const EACH: [Scenario; 8] = [
         Self::Idle,
         Self::Conversations,
+        Self::Burst,
         Self::Overhead,
         Self::Ingest,
         Self::ColdStart,
@@ -59,7 +63,7 @@ impl Scenario {
     /// How many times the scenario runs.
     pub fn runs(self, s: &Settings) -> usize {
         match self {
-            Self::Conversations => s.conversation_runs,
+            Self::Conversations | Self::Burst => s.conversation_runs,
             Self::ColdStart => s.cold_runs,
             _ => s.runs,
         }
@@ -71,6 +75,7 @@ impl Scenario {
             Self::All => Ok(Vec::new()),
             Self::Idle => idle::run(env).await,
             Self::Conversations => conversations::run(env).await,
+            Self::Burst => burst::run(env).await,
             Self::Overhead => overhead::run(env).await,
             Self::Ingest => ingest::run(env).await,
             Self::ColdStart => cold_start::run(env).await,
@@ -99,6 +104,12 @@ pub struct Settings {
     pub conversation_rate: f64,
     /// Conversations: `conversation_idle_secs` of that gateway.
     pub conversation_idle_secs: u64,
+    /// Burst: how many conversations.
+    pub burst_conversations: u64,
+    /// Burst: concurrent senders.
+    pub burst_senders: usize,
+    /// Burst: `conversation_idle_secs` of that gateway.
+    pub burst_idle_secs: u64,
     /// Soak: seconds of steady traffic.
     pub soak_secs: u64,
     /// Soak: messages per second (replies in the conversations' threads).
