@@ -100,8 +100,7 @@ impl Governor {
     /// A conversation of this chat retired: drop the chat's bucket if it is full again and
     /// not paused (the same as no bucket), rather than keep it until enough new chats come
     /// for a prune. A burst's buckets, each key two small strings allocated among the
-    /// burst's other allocations, otherwise kept pages of the freed heap resident after the
-    /// burst (issue #19, BENCHMARKS.md "Round two, seventh pass").
+    /// burst's other allocations, otherwise kept pages of the freed heap resident after it.
     pub fn forget_if_quiet(&self, key: &ConversationKey) {
         let now = Instant::now();
         self.buckets

@@ -7,7 +7,7 @@ use switchboard::cli::{Cli, Command};
 
 /// An allocator that hands freed pages back to the operating system by itself, so the
 /// gateway's memory falls back after a burst of conversations without manual trimming
-/// (glibc's keeps freed small blocks in its arenas; see BENCHMARKS.md, "Allocator").
+/// (glibc's keeps freed small blocks in its arenas).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -94,8 +94,8 @@ struct Args {
     /// Streaming: characters in the streamed answer.
     #[arg(long, default_value_t = 2_000)]
     stream_chars: usize,
-    /// The gateway's `[streaming] first_send_hold_ms` (0 = no hold, as before #19); unset
-    /// keeps its default.
+    /// The gateway's `[streaming] first_send_hold_ms` (0 = no hold: the first text is sent at
+    /// once); unset keeps its default.
     #[arg(long)]
     first_send_hold_ms: Option<u64>,
     /// Short answer: private chats, one short answer each.

@@ -6,12 +6,12 @@
 //! A schema may refer only to itself and to the drafts' metaschemas (built into `boon`): a
 //! `$ref` to a file or a URL is a compile error, never a read or a request on the host.
 //!
-//! Why `boon` and not `jsonschema`: the same checks for about 1.3 MiB less of the gateway
-//! binary (issue #19, BENCHMARKS.md "eighteenth pass"). Its `pattern` is the `regex` crate's
-//! (with ECMA-262 classes translated), which has no look-around or back-references. A schema
-//! that compiles only without its `pattern` keywords (an MCP server's, written for
-//! JavaScript) is checked without them: everything else still holds, and the server checks
-//! its own patterns.
+//! Why `boon` and not `jsonschema`: the same checks for far less code in the gateway binary
+//! (`jsonschema` also brings a second regex engine, a reference resolver and big-number
+//! arithmetic). Its `pattern` is the `regex` crate's (with ECMA-262 classes translated),
+//! which has no look-around or back-references. A schema that compiles only without its
+//! `pattern` keywords (an MCP server's, written for JavaScript) is checked without them:
+//! everything else still holds, and the server checks its own patterns.
 
 use boon::{Compiler, ErrorKind, Schemas, SchemeUrlLoader, ValidationError};
 use serde_json::Value;

@@ -42,8 +42,9 @@ pub fn image_part(bytes: &[u8]) -> Result<ImagePart, String> {
     let image = image::load_from_memory_with_format(bytes, format).map_err(|e| e.to_string())?;
     let scale = (MAX_PIXELS as f64 / pixels as f64).sqrt();
     let (w, h) = (scaled(width, scale), scaled(height, scale));
-    // Scaled as 8-bit RGB whatever the source holds (one instance of the filter instead of
-    // one per pixel type) and written by the JPEG encoder alone (issue #19).
+    // Scaled as 8-bit RGB whatever the source holds (one instance of the filter in the binary
+    // instead of one per pixel type) and written by the JPEG encoder directly, not through
+    // `image`'s format dispatch, which would link every enabled format's encoder.
     let rgb = match image {
         DynamicImage::ImageRgb8(rgb) => rgb,
         other => other.to_rgb8(),

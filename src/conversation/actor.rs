@@ -37,8 +37,8 @@ pub(super) async fn run(
             () = deps.lifecycle.draining().cancelled() => break,
             woken = tokio::time::timeout(deps.lifecycle.idle(), wake.recv()) => match woken {
                 // Both boxed: an idle actor (most of them) then keeps only this loop's few
-                // words alive, not the space of a whole turn's state machine (tens of kB
-                // per conversation when inlined, issue #19).
+                // words alive, not the space of a whole turn's state machine, which inlined
+                // here would be held by every live conversation.
                 Ok(Some(())) if Box::pin(defer(&registry, &key)).await => {}
                 Ok(Some(())) => Box::pin(drain(&registry, &key, &active, &signals)).await,
                 Ok(None) => break,

@@ -25,7 +25,7 @@ impl Profiles {
     /// another profile or for a model the profile no longer allows). A store failure is
     /// logged and the profile's default model is used. A profile of one model has no choice
     /// to read: every conversation's actor would otherwise wait on a read before its first
-    /// turn for an answer known in advance (issue #19).
+    /// turn for an answer known in advance.
     pub async fn activate(&self, store: &dyn Store, key: &ConversationKey) -> Active {
         let profile = self.for_key(key);
         let stored = match profile.models().len() {

@@ -13,7 +13,7 @@ use crate::store::Store;
 
 /// The policy with one conversation's "always allow" rules, read from the store when the
 /// turn's first tool call is judged: most turns call no tool, and a read before the model
-/// call would delay every answer's first words (issue #19).
+/// call would delay every answer's first words.
 pub(in crate::conversation) struct PolicyGate {
     /// The compiled `[policy]`.
     policy: Arc<Policy>,
