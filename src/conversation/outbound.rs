@@ -250,6 +250,44 @@ impl Outbound {
     }
 }
 
+/// Posts files into one conversation: each upload waits for the chat's governor like any
+/// other write, and its caption is scrubbed. Made by [`Outbound::file_poster`] for the
+/// `send_file` tool.
+#[derive(Clone)]
+pub struct FilePoster {
+    channel: Arc<dyn Channel>,
+    governor: Arc<Governor>,
+    scrubber: Arc<Scrubber>,
+    key: ConversationKey,
+}
+
+impl Outbound {
+    /// A poster of files into `key` on `route`'s channel.
+    pub fn file_poster(&self, route: &Route, key: &ConversationKey) -> FilePoster {
+        FilePoster {
+            channel: Arc::clone(&route.0),
+            governor: Arc::clone(&self.governor),
+            scrubber: Arc::clone(&self.scrubber),
+            key: key.clone(),
+        }
+    }
+}
+
+impl FilePoster {
+    /// `text` with every credential redacted, as everything posted is.
+    pub fn scrub(&self, text: &str) -> String {
+        self.scrubber.scrub(text).into_owned()
+    }
+
+    /// Upload `file` once the chat's budget allows a write.
+    pub async fn post(&self, mut file: OutboundFile) -> Result<MessageRef, FileError> {
+        let limits = self.channel.limits_for(&self.key);
+        self.governor.take(&self.key, &limits).await;
+        file.caption = self.scrub(&file.caption);
+        self.channel.send_file(&self.key, &file).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -326,43 +364,5 @@ mod tests {
             assert!(call.text.contains("conf*[REDACTED]"), "{call:?}");
         }
         assert!(out.route("elsewhere").is_none());
-    }
-}
-
-/// Posts files into one conversation: each upload waits for the chat's governor like any
-/// other write, and its caption is scrubbed. Made by [`Outbound::file_poster`] for the
-/// `send_file` tool.
-#[derive(Clone)]
-pub struct FilePoster {
-    channel: Arc<dyn Channel>,
-    governor: Arc<Governor>,
-    scrubber: Arc<Scrubber>,
-    key: ConversationKey,
-}
-
-impl Outbound {
-    /// A poster of files into `key` on `route`'s channel.
-    pub fn file_poster(&self, route: &Route, key: &ConversationKey) -> FilePoster {
-        FilePoster {
-            channel: Arc::clone(&route.0),
-            governor: Arc::clone(&self.governor),
-            scrubber: Arc::clone(&self.scrubber),
-            key: key.clone(),
-        }
-    }
-}
-
-impl FilePoster {
-    /// `text` with every credential redacted, as everything posted is.
-    pub fn scrub(&self, text: &str) -> String {
-        self.scrubber.scrub(text).into_owned()
-    }
-
-    /// Upload `file` once the chat's budget allows a write.
-    pub async fn post(&self, mut file: OutboundFile) -> Result<MessageRef, FileError> {
-        let limits = self.channel.limits_for(&self.key);
-        self.governor.take(&self.key, &limits).await;
-        file.caption = self.scrub(&file.caption);
-        self.channel.send_file(&self.key, &file).await
     }
 }
