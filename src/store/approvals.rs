@@ -157,29 +157,6 @@ where
     for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
     usize: ColumnIndex<DB::Row>,
 {
-    /// Empty the database's journal (`Dialect::flush_journal`) after a raw value was
-    /// overwritten. The flush reports busy, and leaves the journal as it was, while another
-    /// connection checkpoints (the store's WAL task, `wal.rs`) or reads an older snapshot: it
-    /// runs again until it is done, within the statement bound (then `Timeout`: the caller's
-    /// durable write tries the whole removal again).
-    pub(super) async fn flush_journal(&self) -> Result<(), StoreError> {
-        let flush = DB::DIALECT.flush_journal;
-        if flush.is_empty() {
-            return Ok(());
-        }
-        let started = std::time::Instant::now();
-        loop {
-            let (busy, _, _): (i64, i64, i64) = sqlx::query_as(flush).fetch_one(&self.pool).await?;
-            if busy == 0 {
-                return Ok(());
-            }
-            if started.elapsed() >= self.timeouts.statement {
-                return Err(StoreError::Timeout);
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-        }
-    }
-
     /// Insert approval `a` on `conn` (a pooled connection or an open transaction).
     async fn insert_approval(conn: &mut DB::Connection, a: &Approval) -> Result<(), StoreError> {
         sqlx::query(&format!(
@@ -355,7 +332,7 @@ where
             .bind(id.as_str())
             .execute(&self.pool)
             .await?;
-        self.flush_journal().await
+        DB::flush_journal(self).await
     }
 
     async fn add_allow_rule(

@@ -1,7 +1,9 @@
-//! What differs between the two databases, in one place: the [`Dialect`] (SQL text that is
-//! not the same on both) and the sealed [`Backend`] trait that ties a `sqlx` driver to its
-//! dialect. [`SqlStore`] is the one store type; its queries are written once, generic over
-//! the backend, in `inbox.rs`, `history.rs`, `approvals.rs`, `audit.rs` and `memory.rs`.
+//! Where the two databases part: the [`Dialect`] (SQL text that is not the same on both)
+//! and the sealed [`Backend`] trait, which ties a `sqlx` driver to its dialect and names the
+//! few operations each database does its own way (storing an inbox row, completing a turn,
+//! autosaving a memory, emptying a journal). [`SqlStore`] is the one store type; its queries
+//! are written once, generic over the backend, in the files beside this one. What only one
+//! database needs lives in `sqlite/` or `postgres/`, which implement [`Backend`].
 //!
 //! Why generic code over `sqlx::Pool<DB>` rather than `sqlx::Any` or a macro: the compiler
 //! checks every query body once for both drivers, errors point at ordinary functions, and
@@ -15,9 +17,11 @@
 use sqlx::database::HasStatementCache;
 use sqlx::{Database, Pool, Transaction};
 
-use super::grouped::InsertGroup;
-use super::wal::Checkpointer;
-use super::{Memory, StoreError, Timeouts};
+use switchboard_channel::ConversationKey;
+
+use super::inbox::PendingInsert;
+use super::{Claim, Memory, Spent, StoreError, Timeouts};
+use crate::provider::ChatMessage;
 
 /// SQL text that differs between the databases. Everything else is shared, written with
 /// `$n` placeholders, which both SQLite and PostgreSQL accept.
@@ -38,10 +42,6 @@ pub struct Dialect {
     /// Renders free text as this dialect's search query within a scope (given as stored;
     /// `None` when no words are left).
     pub search_query: fn(scope: &str, text: &str) -> Option<String>,
-    /// Run after a raw value is overwritten so no older copy stays in a journal file
-    /// (SQLite's WAL); empty when the database keeps none a file grep could find. Selects
-    /// one row whose first column is non-zero while the journal could not be emptied.
-    pub flush_journal: &'static str,
     /// Whether free text containing NUL must be escaped (PostgreSQL `text` cannot hold
     /// U+0000); see `text.rs` for the encoding.
     pub escape_nul: bool,
@@ -56,10 +56,6 @@ pub struct Dialect {
     /// first fails without waiting (`SQLITE_BUSY_SNAPSHOT`) if another connection committed
     /// before its first write, which the WAL's background checkpoints make common.
     pub begin_write: &'static str,
-    /// Whether one query may hold several statements, all binding from its one list of
-    /// `$N` parameters (SQLite: they run in one call to the connection's thread). PostgreSQL's
-    /// extended protocol takes one statement per query.
-    pub multi_statement: bool,
 }
 
 mod sealed {
@@ -68,14 +64,62 @@ mod sealed {
     impl Sealed for sqlx::Postgres {}
 }
 
-/// A database `SqlStore` runs on: SQLite or PostgreSQL (sealed).
+/// A finished turn to store: its claim, its messages and what it spent (see
+/// [`Store::complete`](super::Store::complete)).
+#[derive(Debug, Clone, Copy)]
+pub struct Completion<'a> {
+    /// The claim the turn ran under; nothing is written unless it still holds.
+    pub claim: Claim,
+    /// The conversation.
+    pub key: &'a ConversationKey,
+    /// Messages appended to its history.
+    pub messages: &'a [ChatMessage],
+    /// Usage added to its budgets.
+    pub spent: Option<Spent<'a>>,
+    /// Now, Unix ms.
+    pub now_ms: i64,
+}
+
+/// A database `SqlStore` runs on: SQLite or PostgreSQL (sealed). Besides the dialect, the
+/// operations below are the places where the two take different paths for the same
+/// meaning; each implementation says why at that place.
 pub trait Backend: Database + HasStatementCache + sealed::Sealed {
     /// This database's SQL differences.
     const DIALECT: Dialect;
 
+    /// What this database's store keeps beside its pools (SQLite: its write groups and
+    /// WAL task; nothing on PostgreSQL).
+    type Local: Send + Sync;
+
     /// Rows changed by an `INSERT`, `UPDATE` or `DELETE` (an inherent method on each
     /// driver's result type, so it is reached through the backend).
     fn rows_affected(result: &Self::QueryResult) -> u64;
+
+    /// Store a new inbox row, numbered after its conversation's last one; `None` when the
+    /// event was stored before (a redelivery). Runs on the request path.
+    fn insert_event(
+        store: &SqlStore<Self>,
+        row: PendingInsert,
+    ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
+
+    /// Append a finished turn's messages, add its usage and mark its row done, atomically
+    /// and only while its claim holds: whether other events of the conversation are
+    /// unfinished, or `None`, with nothing written, when the claim no longer held.
+    fn complete_turn(
+        store: &SqlStore<Self>,
+        turn: Completion<'_>,
+    ) -> impl Future<Output = Result<Option<bool>, StoreError>> + Send;
+
+    /// Save a memory unless its key exists in its scope; whether it was new.
+    fn autosave(
+        store: &SqlStore<Self>,
+        memory: &Memory,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// After a raw value was overwritten, make sure no older copy stays in a journal file
+    /// that a grep of the data directory could find.
+    fn flush_journal(store: &SqlStore<Self>)
+    -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// The `Store` over one database pool; see [`SqliteStore`](super::SqliteStore) and
@@ -97,38 +141,36 @@ pub trait Backend: Database + HasStatementCache + sealed::Sealed {
 /// ```
 ///
 /// (`Option<T>` needs its own line: `sqlx` implements `Encode` for it per driver.)
-pub struct SqlStore<DB: Database> {
+pub struct SqlStore<DB: Backend> {
     /// The pool of the store's own work: claims, history, recall, completions, sweeps.
     /// Its connections are taken in arrival order and waited for up to `Timeouts::queue`.
     pub(super) pool: Pool<DB>,
     /// The pool of calls on an inbound request's path (the inbox insert, the access lookup,
     /// the readiness ping), which must answer within the platform's patience (Slack retries
-    /// after 3 s) and so never wait in line behind the work. With one pool, at 2,000 events
-    /// a second offered to a gateway that answers 450, thousands of turns queued for its
-    /// connections, and its 1 s acquire timeout refused webhooks with a 500 and failed claims,
-    /// retried after back-offs of up to 6 s (BENCHMARKS.md, "Round two, twenty-second pass").
+    /// after 3 s) and so never wait in line behind the work: with one pool, an overloaded
+    /// gateway's queued turns held every connection, and webhooks were refused with a 500
+    /// (BENCHMARKS.md, "The request path's own pool").
     pub(super) front: Pool<DB>,
     /// The bounds of request-path calls (the pool applies the others itself).
     pub(super) timeouts: Timeouts,
-    /// Inbox inserts waiting to be written as one group (SQLite only, `grouped.rs`).
-    pub(super) inserts: InsertGroup,
-    /// Autosaved memories waiting to be written as one group (SQLite only, `memory.rs`).
-    pub(super) autosaves: InsertGroup<Memory, Result<bool, StoreError>>,
-    /// The WAL's background checkpoints (SQLite only, `wal.rs`).
-    pub(super) checkpointer: Option<Checkpointer>,
+    /// What only this database's store keeps ([`Backend::Local`]).
+    pub(super) local: DB::Local,
 }
 
-impl<DB: Database> SqlStore<DB> {
+impl<DB: Backend> SqlStore<DB> {
     /// A store over open pools of a migrated database configured with `timeouts`: `pool`
     /// for the work, `front` for the request path.
-    pub(super) fn new(pool: Pool<DB>, front: Pool<DB>, timeouts: Timeouts) -> Self {
+    pub(super) fn new(
+        pool: Pool<DB>,
+        front: Pool<DB>,
+        timeouts: Timeouts,
+        local: DB::Local,
+    ) -> Self {
         Self {
             pool,
             front,
             timeouts,
-            inserts: InsertGroup::default(),
-            autosaves: InsertGroup::default(),
-            checkpointer: None,
+            local,
         }
     }
 }

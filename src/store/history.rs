@@ -1,25 +1,18 @@
 //! Conversation history on [`SqlStore`]: the windowed read and the two atomic writes (a
 //! finished turn, a compaction). Called from the `Store` implementation in `inbox.rs`.
 
-use futures::TryStreamExt;
-use futures::future::BoxFuture;
-use sqlx::pool::PoolConnection;
 use sqlx::query::Query;
-use sqlx::{
-    ColumnIndex, Database, Decode, Either, Encode, Executor, IntoArguments, Row, Transaction, Type,
-};
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Transaction, Type};
 use switchboard_channel::ConversationKey;
 
-use super::backend::{Backend, SqlStore};
-use super::cluster::{done_sql, held};
+use super::StoreError;
+use super::backend::{Backend, Completion, SqlStore};
 use super::rows::{MessageRecord, convert};
 use super::text;
-use super::usage::spent_sql;
-use super::{Claim, Spent, StoreError};
 use crate::provider::{ChatMessage, Role};
 
 /// Messages written by one `INSERT` (four parameters each, well under SQLite's limit).
-const ROWS_PER_INSERT: usize = 64;
+pub(super) const ROWS_PER_INSERT: usize = 64;
 
 /// The last `limit` of `messages` (oldest first): the window a turn sees of its history. It
 /// never opens on tool results whose calls fell outside it.
@@ -78,96 +71,43 @@ where
     }
 
     /// Mark the claimed inbox row done, append its turn's messages and add what it spent to
-    /// its budgets, in one transaction that stores nothing when the claim was superseded.
-    pub(super) async fn complete_turn(
-        &self,
-        claim: Claim,
-        key: &ConversationKey,
-        messages: &[ChatMessage],
-        spent: Option<Spent<'_>>,
-        now_ms: i64,
-    ) -> Result<bool, StoreError> {
-        let more = if DB::DIALECT.multi_statement && messages.len() <= ROWS_PER_INSERT {
-            // A trait object: PostgreSQL never comes here, but this future's drop code would
-            // be kept for it all the same inside this function's own (2.9 kB, issue #19).
-            let one_call: BoxFuture<'_, Result<Option<bool>, StoreError>> =
-                Box::pin(self.complete_in_one_call(claim, key, messages, spent, now_ms));
-            one_call.await?
-        } else {
-            let mut tx = self.begin_write().await?;
-            let more =
-                Self::complete_in_steps(&mut tx, claim, key, messages, spent, now_ms).await?;
-            match more {
-                Some(_) => tx.commit().await?,
-                None => tx.rollback().await?,
-            }
-            more
-        };
-        match more {
+    /// its budgets, atomically, the way this database does it best
+    /// ([`Backend::complete_turn`]); nothing is stored when the claim was superseded.
+    pub(super) async fn complete_turn(&self, turn: Completion<'_>) -> Result<bool, StoreError> {
+        match DB::complete_turn(self, turn).await? {
             Some(more) => Ok(more),
-            None => Err(self.refusal(claim).await),
+            None => Err(self.refusal(turn.claim).await),
         }
     }
 
-    /// [`Self::complete_turn`] as one query holding the whole transaction, `BEGIN` to
-    /// `COMMIT` ([`completion_sql`]): SQLite runs it in one call to the connection's thread,
-    /// so the write lock is held only while SQLite works. With `BEGIN` and `COMMIT` as calls
-    /// of their own it was also held across two hand-offs, each waiting for a worker of a
-    /// loaded runtime while every other writer waited on the lock (BENCHMARKS.md, "Round
-    /// two, twentieth pass"). Whether other events of the conversation are unfinished, or
-    /// `None`, with nothing written, when the claim no longer held.
-    async fn complete_in_one_call(
+    /// A finished turn's writes in one transaction, one statement at a time: whether other
+    /// events of the conversation are unfinished, or `None`, with nothing written (rolled
+    /// back), when the fence refused the claim.
+    pub(super) async fn complete_in_steps(
         &self,
-        claim: Claim,
-        key: &ConversationKey,
-        messages: &[ChatMessage],
-        spent: Option<Spent<'_>>,
-        now_ms: i64,
+        turn: Completion<'_>,
     ) -> Result<Option<bool>, StoreError> {
-        let key_text = key.to_string();
-        let spent = spent.filter(|s| !s.scopes.is_empty());
-        let scopes = spent.map_or(0, |s| s.scopes.len());
-        let sql = completion_sql(DB::DIALECT.begin_write, messages.len(), scopes);
-        let query = sqlx::query(&sql)
-            .persistent(messages.len() <= 8)
-            .bind(now_ms)
-            .bind(claim.id)
-            .bind(claim.attempt)
-            .bind(claim.epoch)
-            .bind(key_text.as_str())
-            .bind(key.channel.as_str());
-        let query = match spent {
-            Some(spent) => Self::bind_spent(query, spent),
-            None => query,
-        };
-        let query = Self::bind_messages(query, messages);
-        let mut conn = ClosedUnlessReturned(Some(self.pool.acquire().await?));
-        // Every write but the fence's is guarded by the fence's condition, which they do not
-        // change, so all land or none: the `conversations` upsert returns its row exactly
-        // when the claim held.
-        let mut more = None;
-        let mut results = conn.get().fetch_many(query);
-        while let Some(result) = results.try_next().await? {
-            if let Either::Right(row) = result {
-                more = Some(row.try_get::<i64, _>(0)? > 0);
-            }
+        let mut tx = self.begin_write().await?;
+        let more = Self::write_turn(&mut tx, turn).await?;
+        match more {
+            Some(_) => tx.commit().await?,
+            None => tx.rollback().await?,
         }
-        drop(results);
-        conn.give_back();
         Ok(more)
     }
 
-    /// [`Self::complete_turn`]'s writes one statement at a time (PostgreSQL takes one per
-    /// query): whether other events of the conversation are unfinished, or `None`, with
-    /// nothing written, when the fence refused the claim.
-    async fn complete_in_steps(
+    /// [`Self::complete_in_steps`] inside `tx`.
+    async fn write_turn(
         tx: &mut Transaction<'_, DB>,
-        claim: Claim,
-        key: &ConversationKey,
-        messages: &[ChatMessage],
-        spent: Option<Spent<'_>>,
-        now_ms: i64,
+        turn: Completion<'_>,
     ) -> Result<Option<bool>, StoreError> {
+        let Completion {
+            claim,
+            key,
+            messages,
+            spent,
+            now_ms,
+        } = turn;
         // The fence: this claim, under the conversation lease it was made with.
         if !Self::mark_done_fenced(tx, claim, now_ms).await? {
             return Ok(None);
@@ -231,7 +171,7 @@ where
     }
 
     /// Bind the four parameters of each of `messages`' rows in [`messages_sql`], in order.
-    fn bind_messages<'q>(
+    pub(super) fn bind_messages<'q>(
         mut query: Query<'q, DB, DB::Arguments<'q>>,
         messages: &'q [ChatMessage],
     ) -> Query<'q, DB, DB::Arguments<'q>> {
@@ -248,52 +188,6 @@ where
     }
 }
 
-/// A finished turn's transaction as one query of several statements: `begin`, the
-/// `conversations` row (key `$5`, channel `$6`), the budget usage when it counts against
-/// `scopes` scopes (from `$7`), the `messages` rows, each written only while the claim
-/// (`$2`–`$4`) holds, then the fence marking it done at `$1` ([`done_sql`]), and `COMMIT`.
-fn completion_sql(begin: &str, messages: usize, scopes: usize) -> String {
-    let guard = held(2);
-    let mut sql = format!("{begin}; {}", conversation_sql(5, 6, 1, 2, Some(&guard)));
-    let mut next = 7;
-    if scopes > 0 {
-        sql = format!("{sql}; {}", spent_sql(next, scopes, Some(&guard)));
-        next += 3 + scopes;
-    }
-    if messages > 0 {
-        sql = format!(
-            "{sql}; {}",
-            messages_sql([5, 2, 1], next, messages, Some(&guard))
-        );
-    }
-    format!("{sql}; {}; COMMIT", done_sql())
-}
-
-/// A pooled connection that is closed rather than returned to the pool unless
-/// [`Self::give_back`] is called: a query holding its own `BEGIN` that ended early (an
-/// error, or its future dropped mid-call) may have left its transaction open, and closing
-/// the connection is what rolls it back.
-struct ClosedUnlessReturned<DB: Database>(Option<PoolConnection<DB>>);
-
-impl<DB: Database> ClosedUnlessReturned<DB> {
-    fn get(&mut self) -> &mut DB::Connection {
-        self.0.as_mut().expect("held until given back")
-    }
-
-    /// The query ran to its end: the connection goes back to the pool.
-    fn give_back(mut self) {
-        drop(self.0.take());
-    }
-}
-
-impl<DB: Database> Drop for ClosedUnlessReturned<DB> {
-    fn drop(&mut self) {
-        if let Some(conn) = self.0.take() {
-            drop(conn.detach());
-        }
-    }
-}
-
 /// An `INSERT`'s rows: its `VALUES` list, or, under `guard` (an SQL condition), the same
 /// rows selected only while it holds.
 pub(super) fn insert_rows(values: &str, guard: Option<&str>) -> String {
@@ -306,7 +200,7 @@ pub(super) fn insert_rows(values: &str, guard: Option<&str>) -> String {
 /// Records that a conversation had a turn at `$time`: its row, created on its first.
 /// Returns how many of its events other than inbox row `$inbox` are unfinished (through
 /// the `inbox_unfinished` index), so the actor knows whether to claim again.
-fn conversation_sql(
+pub(super) fn conversation_sql(
     key: usize,
     channel: usize,
     time: usize,
@@ -328,7 +222,12 @@ fn conversation_sql(
 /// a row ([`SqlStore::bind_messages`]), written only while `guard` holds when there is one.
 /// The rows of one `VALUES` list take their ids in list order (selected from it too), which
 /// is the order history is read back in.
-fn messages_sql(shared: [usize; 3], first: usize, rows: usize, guard: Option<&str>) -> String {
+pub(super) fn messages_sql(
+    shared: [usize; 3],
+    first: usize,
+    rows: usize,
+    guard: Option<&str>,
+) -> String {
     let [key, inbox, time] = shared;
     let values: Vec<String> = (0..rows)
         .map(|i| {

@@ -1,6 +1,7 @@
 //! `Store` for [`SqlStore`] on either database: the durable inbox (insert, claim under a
 //! lease, complete, fail, release, counts). History reads and writes live in `history.rs`;
-//! SQLite's grouped inserts in `grouped.rs`.
+//! how a row is inserted is each database's own ([`Backend::insert_event`]: grouped commits
+//! on SQLite, a sequenced and announced insert on PostgreSQL).
 
 use std::time::Duration;
 
@@ -8,14 +9,29 @@ use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
 use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
-use super::backend::{Backend, SqlStore};
-use super::cluster::{INBOX_CHANNEL, held};
-use super::grouped::PendingInsert;
+use super::backend::{Backend, Completion, SqlStore};
+use super::cluster::held;
 use super::rows::{InboxRecord, conversation_key};
 use super::text;
 use super::{Claim, InboxCounts, InboxRow, Insert, Spent, Store, StoreError};
 use crate::ids::InboxKind;
 use crate::provider::ChatMessage;
+
+/// An inbox row waiting to be stored.
+pub struct PendingInsert {
+    /// The configured channel's name.
+    pub channel: String,
+    /// The platform's event id, unique per channel: a redelivery is recognised by it.
+    pub event_id: String,
+    /// The conversation key, as stored.
+    pub key: String,
+    /// The event, serialised.
+    pub payload: String,
+    /// When it was stored, Unix ms.
+    pub now_ms: i64,
+    /// Its [`InboxKind`], as stored.
+    pub kind: &'static str,
+}
 
 /// Selects the next unfinished row of a conversation (by its sequence number) that `$1`
 /// (owner) may take at `$3` (now), skipping the conversation while another live owner holds
@@ -75,74 +91,6 @@ where
             Ok(())
         }
     }
-
-    /// Store an event with the next sequence number of its conversation and announce it to
-    /// other replicas, in one transaction: the sequence row stays locked until commit, so
-    /// numbers follow commit order. A redelivery rolls back (no number is used up). Where one
-    /// process owns the database, [`Self::insert_grouped`] instead.
-    async fn insert_sequenced(
-        &self,
-        event: &ChannelEvent,
-        kind: InboxKind,
-        payload: String,
-        now_ms: i64,
-    ) -> Result<Option<i64>, StoreError> {
-        let key = event.key().to_string();
-        if !DB::DIALECT.shared {
-            let row = PendingInsert {
-                channel: event.key().channel.as_str().to_owned(),
-                event_id: event.event_id().to_owned(),
-                key,
-                payload,
-                now_ms,
-                kind: kind.as_str(),
-            };
-            return self.insert_grouped(row).await;
-        }
-        // On the request path: the front pool, never in line behind the work.
-        let mut tx = self.front.begin_with(DB::DIALECT.begin_write).await?;
-        let seq: i64 = sqlx::query_scalar(
-            "INSERT INTO conversation_seq (key, last_seq) VALUES ($1, 1) \
-             ON CONFLICT (key) DO UPDATE SET last_seq = conversation_seq.last_seq + 1 RETURNING last_seq",
-        )
-        .bind(key.as_str())
-        .fetch_one(&mut *tx)
-        .await?;
-        let id: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at, kind, seq) \
-             VALUES ($1, $2, $3, $4, $5, $5, $6, $7) ON CONFLICT (channel, event_id) DO NOTHING RETURNING id",
-        )
-        .bind(event.key().channel.as_str())
-        .bind(event.event_id())
-        .bind(key.as_str())
-        .bind(payload)
-        .bind(now_ms)
-        .bind(kind.as_str())
-        .bind(seq)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if id.is_none() {
-            tx.rollback().await?;
-            return Ok(None);
-        }
-        // Delivered at commit, so a woken replica finds the row. Only while a replica
-        // holds the conversation: the holder may have looked at the inbox for the last
-        // time already. A free conversation is claimed by the replica that stored the
-        // event, whose actor is woken in-process; announcing every event would wake an
-        // actor for it on every replica, all racing for the same lease (in BENCHMARKS,
-        // two replicas answered a third as many turns per second as one).
-        let sql = format!(
-            "SELECT pg_notify('{INBOX_CHANNEL}', $1) WHERE EXISTS (SELECT 1 FROM \
-             conversation_leases WHERE key = $1 AND lease_until >= {})",
-            DB::DIALECT.now_ms
-        );
-        sqlx::query(&sql)
-            .bind(key.as_str())
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(id)
-    }
 }
 
 #[async_trait]
@@ -166,9 +114,16 @@ where
     ) -> Result<Insert, StoreError> {
         let payload =
             serde_json::to_string(event).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let row = PendingInsert {
+            channel: event.key().channel.as_str().to_owned(),
+            event_id: event.event_id().to_owned(),
+            key: event.key().to_string(),
+            payload,
+            now_ms,
+            kind: kind.as_str(),
+        };
         // On a webhook's path: bounded, so the platform gets a 5xx in time to retry.
-        let insert = self.insert_sequenced(event, kind, payload, now_ms);
-        let id = self.timeouts.bounded(insert).await?;
+        let id = self.timeouts.bounded(DB::insert_event(self, row)).await?;
         Ok(id.map_or(Insert::Duplicate, Insert::Stored))
     }
 
@@ -250,8 +205,14 @@ where
         spent: Option<Spent<'_>>,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        self.complete_turn(claim, key, messages, spent, now_ms)
-            .await
+        self.complete_turn(Completion {
+            claim,
+            key,
+            messages,
+            spent,
+            now_ms,
+        })
+        .await
     }
 
     async fn fail(&self, claim: Claim, error: &str, now_ms: i64) -> Result<(), StoreError> {

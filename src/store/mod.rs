@@ -2,18 +2,22 @@
 //! the audit log, memories and access grants. One `Store` trait (the seam the core sees), one
 //! implementation: [`SqlStore<DB>`], whose queries are written once as ordinary generic
 //! functions over a `sqlx` pool and run on SQLite (embedded default) or PostgreSQL
-//! (replicas). What differs between the two, the row-lock clause of a claim and the
-//! full-text recall query, is a [`Dialect`] value per database; both pass one contract
-//! suite (`tests/e2e/store_contract.rs`).
+//! (replicas). Both pass one contract suite (`tests/e2e/store_contract.rs`).
+//!
+//! The files directly in this folder are the meaning both databases share; what only one of
+//! them needs is in `sqlite/` or `postgres/`. The two part in two ways only: SQL text that
+//! differs (a [`Dialect`] value: the claim's row lock, full-text recall, the clock, how a
+//! write transaction begins), and four operations each does its own way, declared on
+//! [`Backend`] (storing an inbox row, completing a turn, autosaving a memory, emptying a
+//! journal).
 //!
 //! Layout:
 //! - `mod.rs`: the `Store` trait, inbox types, [`connect`].
 //! - `backend.rs`: [`Dialect`], the sealed [`Backend`] trait, [`SqlStore`].
-//! - `sqlite.rs`, `postgres.rs`: connecting and each database's dialect.
 //! - `inbox.rs`: `Store` for `SqlStore` (insert, claim under a lease, finish, counts).
 //! - `history.rs`: history reads and the atomic history writes.
-//! - `approvals.rs`, `audit.rs`, `memory.rs`, `access.rs`, `checkpoints.rs`, `profiles.rs`:
-//!   each half-trait, its types and its SQL.
+//! - `approvals.rs`, `audit.rs`, `memory/`, `access.rs`, `checkpoints.rs`, `profiles.rs`,
+//!   `schedules.rs`, `usage.rs`: each area's part of the store, its types and its SQL.
 //! - `rows.rs`: selected rows as records, converted to the types above.
 //! - `text.rs`: free text stored exactly on both databases (NUL escaped on PostgreSQL).
 //! - `cluster.rs`: [`ClusterStore`], instances, conversation leases (epochs), the fence a
@@ -21,8 +25,9 @@
 //! - `durable.rs`: [`Durable`], the retry policy for writes that follow a visible action,
 //!   and which database errors are transient.
 //! - `timeouts.rs`: [`Timeouts`], the bounded waits on every pool (acquire, statement).
-//! - `wal.rs`: SQLite's WAL checkpoints, run by a task of the store instead of inside the
-//!   commit that crosses the threshold.
+//! - `sqlite/`: connecting, the busy handler, WAL checkpoints in a task, grouped commits,
+//!   the one-call completion.
+//! - `postgres/`: connecting, the sequenced and announced inbox insert.
 
 mod access;
 mod approvals;
@@ -31,7 +36,6 @@ mod backend;
 mod checkpoints;
 mod cluster;
 mod durable;
-mod grouped;
 mod history;
 mod inbox;
 mod memory;
@@ -43,7 +47,6 @@ mod sqlite;
 pub mod text;
 mod timeouts;
 mod usage;
-mod wal;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,7 +57,7 @@ use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 pub use access::{AccessRole, AccessStore, Grant, Pairing, PairingRequest};
 pub use approvals::{Approval, ApprovalCounts, ApprovalStore};
 pub use audit::{AuditEntry, AuditLog};
-pub use backend::{Backend, Dialect, SqlStore};
+pub use backend::{Backend, Completion, Dialect, SqlStore};
 pub use checkpoints::{Checkpoint, CheckpointStore, NewCheckpoint};
 pub use cluster::{ClusterStore, INBOX_CHANNEL, LeaseRow};
 pub use durable::Durable;

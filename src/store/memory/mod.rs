@@ -4,14 +4,11 @@
 //! Queries are built from the words of free text only, so no user input reaches either
 //! search syntax.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Row, Type};
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
 
 use super::StoreError;
 use super::backend::{Backend, SqlStore};
-use super::grouped::Queued;
 use super::rows::{MemoryRecord, convert};
 use super::text;
 use crate::ids::MemoryScope;
@@ -167,10 +164,8 @@ where
     usize: ColumnIndex<DB::Row>,
 {
     async fn remember(&self, m: &Memory, only_new: bool) -> Result<bool, StoreError> {
-        if only_new && !DB::DIALECT.shared {
-            let write = |group| self.write_autosaves(group);
-            let alone = move |m: Arc<Memory>| async move { self.remember_one(&m, true).await };
-            return self.autosaves.submit(m.clone(), write, alone).await;
+        if only_new {
+            return DB::autosave(self, m).await;
         }
         self.remember_one(m, only_new).await
     }
@@ -239,13 +234,6 @@ where
     }
 }
 
-/// Autosaved memories of one group in one statement, bound as one JSON array of `[scope,
-/// key, content, category, updated_at]` arrays; returns the `(scope, key)` of each row it
-/// stored. SQLite only (where replicas share PostgreSQL nothing is grouped).
-const AUTOSAVE_GROUP: &str = "INSERT INTO memories (scope, key, content, category, created_at, updated_at) \
-     SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 4 \
-     FROM json_each($1) WHERE true ON CONFLICT (scope, key) DO NOTHING RETURNING scope, key";
-
 impl<DB> SqlStore<DB>
 where
     DB: Backend,
@@ -259,7 +247,11 @@ where
     usize: ColumnIndex<DB::Row>,
 {
     /// One memory in its own statement (`only_new`: an existing key is left as it is).
-    async fn remember_one(&self, m: &Memory, only_new: bool) -> Result<bool, StoreError> {
+    pub(super) async fn remember_one(
+        &self,
+        m: &Memory,
+        only_new: bool,
+    ) -> Result<bool, StoreError> {
         let sql = if only_new {
             "INSERT INTO memories (scope, key, content, category, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) \
              ON CONFLICT (scope, key) DO NOTHING"
@@ -276,68 +268,6 @@ where
             .execute(&self.pool)
             .await?;
         Ok(DB::rows_affected(&done) > 0)
-    }
-
-    /// Store a group of autosaved memories and tell each caller whether its row was new.
-    ///
-    /// Every transaction that touches SQLite's full-text index writes a new segment of it,
-    /// which later merges fold together: a memory saved in a transaction of its own cost
-    /// three times one saved without the index, sixteen in one transaction a third of that
-    /// each (BENCHMARKS.md, "Round two, twelfth pass"). So the autosaves of turns that end
-    /// together are written together, as the inbox groups its inserts (`grouped.rs`). A
-    /// group whose statement fails is written row by row, so each caller gets its own
-    /// answer.
-    async fn write_autosaves(&self, group: Vec<Queued<Memory, Result<bool, StoreError>>>) {
-        let (rows, answers): (Vec<_>, Vec<_>) = group.into_iter().unzip();
-        if rows.len() > 1 {
-            match self.autosave_group(&rows).await {
-                Ok(stored) => {
-                    for (answer, stored) in answers.into_iter().zip(stored) {
-                        // A caller that stopped waiting needs no answer.
-                        let _ = answer.send(Ok(stored));
-                    }
-                    return;
-                }
-                Err(err) => tracing::debug!(
-                    rows = rows.len(),
-                    error = %err,
-                    "grouped autosave failed; saving its memories one by one"
-                ),
-            }
-        }
-        for (answer, row) in answers.into_iter().zip(&rows) {
-            let _ = answer.send(self.remember_one(row, true).await);
-        }
-    }
-
-    /// `rows` in one statement ([`AUTOSAVE_GROUP`]): for each, whether it was stored (a
-    /// key already there, or earlier in the group, is not).
-    async fn autosave_group(&self, rows: &[Arc<Memory>]) -> Result<Vec<bool>, StoreError> {
-        // Tuples serialize as JSON arrays.
-        let values: Vec<_> = rows
-            .iter()
-            .map(|m| {
-                let (key, content) = (text::put::<DB>(&m.key), text::put::<DB>(&m.content));
-                (m.scope.to_string(), key, content, &m.category, m.updated_at)
-            })
-            .collect();
-        let json =
-            serde_json::to_string(&values).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let inserted = sqlx::query(AUTOSAVE_GROUP)
-            .bind(json)
-            .fetch_all(&self.pool)
-            .await?;
-        let mut stored = vec![false; rows.len()];
-        for r in &inserted {
-            let (scope, key): (String, String) = (r.try_get(0)?, r.try_get(1)?);
-            // The first row of that scope and key not yet accounted for.
-            let at = (values.iter().zip(&stored))
-                .position(|((s, k, ..), done)| !done && *s == scope && *k == key);
-            if let Some(at) = at {
-                stored[at] = true;
-            }
-        }
-        Ok(stored)
     }
 }
 

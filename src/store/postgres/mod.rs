@@ -1,17 +1,20 @@
-//! The scale-out backend: several gateway replicas share one PostgreSQL database. This file
-//! holds everything PostgreSQL-specific: connecting and its [`Dialect`] (claims lock rows
-//! with `FOR UPDATE SKIP LOCKED` so two replicas never take the same event; recall uses
-//! tsvector + ts_rank).
+//! The scale-out backend: several gateway replicas share one PostgreSQL database. Everything
+//! only PostgreSQL needs lives in this folder: connecting and its [`Dialect`] (claims lock
+//! rows with `FOR UPDATE SKIP LOCKED` so two replicas never take the same event; recall uses
+//! tsvector + ts_rank) here, the sequenced and announced inbox insert in `insert.rs`.
+
+mod insert;
 
 use std::str::FromStr;
 
 use sqlx::Postgres;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult};
 
-use super::backend::{Backend, Dialect, SqlStore};
+use super::backend::{Backend, Completion, Dialect, SqlStore};
+use super::inbox::PendingInsert;
 use super::memory::websearch_query;
 use super::timeouts::migrate_at_startup;
-use super::{StoreError, Timeouts};
+use super::{Memory, StoreError, Timeouts};
 
 /// `Store` over PostgreSQL.
 pub type PostgresStore = SqlStore<Postgres>;
@@ -31,17 +34,45 @@ impl Backend for Postgres {
              WHERE scope = $2 AND search @@ q ORDER BY ts_rank(search, q) DESC, id DESC LIMIT $3",
         recall_ranked: true,
         search_query: websearch_query,
-        flush_journal: "",
         escape_nul: true,
         now_ms: "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT",
         shared: true,
         // Row locks are taken by each statement; a read first is no hazard.
         begin_write: "BEGIN",
-        multi_statement: false,
     };
+
+    type Local = ();
 
     fn rows_affected(result: &PgQueryResult) -> u64 {
         result.rows_affected()
+    }
+
+    /// Numbered and announced to the replica holding the conversation (`insert.rs`).
+    async fn insert_event(
+        store: &SqlStore<Postgres>,
+        row: PendingInsert,
+    ) -> Result<Option<i64>, StoreError> {
+        store.insert_sequenced(row).await
+    }
+
+    /// One statement per query: the extended protocol takes no more.
+    async fn complete_turn(
+        store: &SqlStore<Postgres>,
+        turn: Completion<'_>,
+    ) -> Result<Option<bool>, StoreError> {
+        store.complete_in_steps(turn).await
+    }
+
+    /// Each on its own: the full-text index has no per-transaction segments to save on, and
+    /// replicas share the table.
+    async fn autosave(store: &SqlStore<Postgres>, memory: &Memory) -> Result<bool, StoreError> {
+        store.remember_one(memory, true).await
+    }
+
+    /// Nothing to do: PostgreSQL's write-ahead log is not in the data directory a tool or a
+    /// grep of the gateway's files reaches.
+    async fn flush_journal(_: &SqlStore<Postgres>) -> Result<(), StoreError> {
+        Ok(())
     }
 }
 
@@ -74,7 +105,7 @@ impl SqlStore<Postgres> {
             .max_connections(FRONT_CONNECTIONS)
             .acquire_timeout(timeouts.acquire)
             .connect_lazy_with(options);
-        Ok(Self::new(pool, front, timeouts))
+        Ok(Self::new(pool, front, timeouts, ()))
     }
 }
 

@@ -1,6 +1,13 @@
-//! The embedded default: one SQLite file in WAL mode, nothing to install. This file holds
-//! everything SQLite-specific: connection options and its [`Dialect`] (FTS5 + BM25 recall,
-//! no row locks).
+//! The embedded default: one SQLite file in WAL mode, nothing to install. Everything only
+//! SQLite needs lives in this folder: connection options, its [`Dialect`] (FTS5 + BM25
+//! recall, no row locks) and busy handler (here), WAL checkpoints run by a task and the
+//! journal flush (`wal.rs`), grouped commits of inbox inserts (`grouped/`) and autosaves
+//! (`autosave.rs`), and the completion of a turn in one call (`complete.rs`).
+
+mod autosave;
+mod complete;
+mod grouped;
+mod wal;
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
@@ -13,20 +20,20 @@ use sqlx::sqlite::{
     SqliteSynchronous,
 };
 
-use super::backend::{Backend, Dialect, SqlStore};
+use self::grouped::InsertGroup;
+use self::wal::{Checkpointer, WalBounds};
+use super::backend::{Backend, Completion, Dialect, SqlStore};
+use super::history::ROWS_PER_INSERT;
+use super::inbox::PendingInsert;
 use super::memory::fts5_query;
 use super::timeouts::migrate_at_startup;
-use super::wal::{Checkpointer, WalBounds};
-use super::{StoreError, Timeouts};
+use super::{Memory, StoreError, Timeouts};
 
 /// Connections in all: three in the work pool, one in the request path's (see
-/// [`SqlStore`]'s `front`; the inbox insert is one writer, grouped). Each runs on a thread of
-/// its own, and glibc gives each such thread an arena whose free top `malloc_trim` does not
-/// return; sqlx hands idle connections out in turn, so a light load keeps them all open. On
-/// two cores four answer as many turns per second at 1,000 offered and store as many events
-/// as eight did; at twice capacity (2,000 offered) 2 – 8 % fewer, none refused; two answer
-/// 16 % fewer. After a burst of 10,000 conversations four keep 2.6 – 3.9 MB less
-/// (BENCHMARKS.md, "Round two, ninth pass").
+/// [`SqlStore`]'s `front`; the inbox insert is one writer, grouped). SQLite serialises
+/// writers, so more connections mostly add threads (sqlx runs each on one of its own) and
+/// page caches: four answer about as many turns per second as eight, and two clearly fewer
+/// (BENCHMARKS.md, "SQLite connections").
 const MAX_CONNECTIONS: u32 = 4;
 
 /// How long a pooled SQLite connection may sit unused before it is closed.
@@ -47,11 +54,10 @@ impl Backend for Sqlite {
         // are read; `m.scope` is compared too, so a token can never widen what is returned.
         // `held` has its one row only when the scope holds anything: an empty scope (a
         // conversation's first turns) is never searched. FTS5 would look up every word in
-        // every segment of the index all the same, about a sixth of the database threads'
-        // time under load (issue #19, twenty-first pass). `CROSS JOIN` keeps that order and
-        // the search before the lookup by id: SQLite 3.51 (Python's, tried on a copy of the
-        // database) otherwise walks the scope's memories and searches once for each, a
-        // second for a scope of 2,000.
+        // every segment of the index all the same, a large share of the database threads'
+        // time under load. `CROSS JOIN` keeps that order and the search before the lookup
+        // by id: SQLite's planner otherwise may walk the scope's memories and search once
+        // for each, about a second for a scope of 2,000.
         recall_sql: "WITH held AS MATERIALIZED \
              (SELECT 1 WHERE EXISTS (SELECT 1 FROM memories WHERE scope = $2)) \
              SELECT m.scope, m.key, m.content, m.category, m.updated_at \
@@ -59,20 +65,62 @@ impl Backend for Sqlite {
              WHERE memories_fts MATCH $1 AND m.scope = $2 ORDER BY f.rowid LIMIT $3",
         recall_ranked: false,
         search_query: fts5_query,
-        // Copy the WAL into the file (where secure_delete zeroed the old value) and empty it.
-        flush_journal: "PRAGMA wal_checkpoint(TRUNCATE)",
         now_ms: "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
         // One process owns the file; it reclaims everything at start, as before.
         shared: false,
         begin_write: "BEGIN IMMEDIATE",
-        multi_statement: true,
         // SQLite stores NUL inside text as it is.
         escape_nul: false,
     };
 
+    type Local = Local;
+
     fn rows_affected(result: &SqliteQueryResult) -> u64 {
         result.rows_affected()
     }
+
+    /// Grouped with the inserts that arrive meanwhile (`grouped/`): SQLite has one write
+    /// lock, which each insert of its own would take in turn.
+    async fn insert_event(
+        store: &SqlStore<Sqlite>,
+        row: PendingInsert,
+    ) -> Result<Option<i64>, StoreError> {
+        store.insert_grouped(row).await
+    }
+
+    /// In one call to the connection's thread (`complete.rs`), unless the turn has more
+    /// messages than one statement takes.
+    async fn complete_turn(
+        store: &SqlStore<Sqlite>,
+        turn: Completion<'_>,
+    ) -> Result<Option<bool>, StoreError> {
+        if turn.messages.len() <= ROWS_PER_INSERT {
+            store.complete_in_one_call(turn).await
+        } else {
+            store.complete_in_steps(turn).await
+        }
+    }
+
+    /// Grouped with the autosaves of turns that end together (`autosave.rs`).
+    async fn autosave(store: &SqlStore<Sqlite>, memory: &Memory) -> Result<bool, StoreError> {
+        store.autosave_grouped(memory).await
+    }
+
+    /// The WAL keeps the overwritten page until a checkpoint copies it back (`wal.rs`).
+    async fn flush_journal(store: &SqlStore<Sqlite>) -> Result<(), StoreError> {
+        store.flush_wal().await
+    }
+}
+
+/// What SQLite's store keeps beside its pools.
+pub struct Local {
+    /// Inbox inserts waiting to be written as one group.
+    inserts: InsertGroup,
+    /// Autosaved memories waiting to be written as one group.
+    autosaves: InsertGroup<Memory, Result<bool, StoreError>>,
+    /// The WAL's background checkpoints: held so that its task runs as long as the store.
+    #[cfg_attr(not(test), allow(dead_code, reason = "only tests read it"))]
+    checkpointer: Checkpointer,
 }
 
 impl SqlStore<Sqlite> {
@@ -88,7 +136,7 @@ impl SqlStore<Sqlite> {
     }
 
     /// [`Self::connect_with`], checkpointing the WAL at `wal`'s sizes (tests use small ones).
-    pub(super) async fn open(
+    async fn open(
         url: &str,
         timeouts: Timeouts,
         wal: WalBounds,
@@ -110,14 +158,12 @@ impl SqlStore<Sqlite> {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::Db(sqlx::Error::Io(e)))?;
         }
         // Several connections (`MAX_CONNECTIONS`): queries of different conversations overlap
-        // (one connection, tried in issue #19, answered 280 turns/s where eight answered 380).
-        // Each keeps its own page cache, which SQLite throws away whenever another connection
-        // has written, so under load a large cache buys nothing; after the load it stays
-        // allocated as long as the connection lives, and a light steady load keeps every
-        // connection alive. So: 256 KiB each (SQLite's default is 2 MB; 1 MiB kept 5 MB more
-        // after a burst of 10,000 conversations, at the same turns per second), and a
-        // connection idle for `IDLE_CLOSE` is closed, returning its cache (BENCHMARKS.md,
-        // "SQLite connections after a burst" and "Round two, fifth pass").
+        // (one connection answers clearly fewer turns per second). Each keeps its own page
+        // cache, which SQLite throws away whenever another connection has written, so under
+        // load a large cache buys nothing; after the load it stays allocated as long as the
+        // connection lives. So: 256 KiB each (SQLite's default is 2 MB, which kept several MB
+        // more after a burst at the same turns per second), and a connection idle for
+        // `IDLE_CLOSE` is closed, returning its cache.
         let options = options.pragma("cache_size", "-256");
         // Once a burst has grown the WAL past its usual size, it is cut back to that size when
         // it next starts over (SQLite otherwise keeps the file at its largest).
@@ -132,9 +178,8 @@ impl SqlStore<Sqlite> {
                 // sqlx pings a pooled connection when it hands it out (on by default, for
                 // connections a server may have dropped) and again when it takes it back (always).
                 // A SQLite connection is a thread in this process that no one else can close, and
-                // the ping on return already checks it after every use; the ping on acquire was a
-                // third round trip to that thread for every statement (BENCHMARKS.md, "Round two,
-                // tenth pass").
+                // the ping on return already checks it after every use; the ping on acquire would
+                // be a third round trip to that thread for every statement.
                 .test_before_acquire(false)
                 .idle_timeout(IDLE_CLOSE)
                 .acquire_timeout(wait)
@@ -152,9 +197,12 @@ impl SqlStore<Sqlite> {
         };
         let pool = pool_of(MAX_CONNECTIONS - 1, timeouts.queue);
         let front = pool_of(1, timeouts.acquire);
-        let mut store = Self::new(pool.clone(), front, timeouts);
-        store.checkpointer = Some(Checkpointer::start(pool, watch));
-        Ok(store)
+        let local = Local {
+            inserts: InsertGroup::default(),
+            autosaves: InsertGroup::default(),
+            checkpointer: Checkpointer::start(pool.clone(), watch),
+        };
+        Ok(Self::new(pool, front, timeouts, local))
     }
 }
 
@@ -174,7 +222,7 @@ async fn migrate(options: &SqliteConnectOptions) -> Result<(), StoreError> {
 ///
 /// Writers on one file take turns holding its lock for tens of microseconds (a turn's
 /// statements are short), so under load nearly every turn met a busy lock and slept at
-/// least a millisecond for one held a fraction of that (BENCHMARKS.md, issue #19).
+/// least a millisecond for one held a fraction of that.
 fn wait_briefly_when_busy(db: *mut libsqlite3_sys::sqlite3, timeout: Duration) {
     // The timeout rides in the callback's pointer argument (milliseconds as an address),
     // so nothing has to outlive the connection.
@@ -219,223 +267,4 @@ extern "C" fn on_busy(timeout_ms: *mut c_void, tries: c_int) -> c_int {
 }
 
 #[cfg(test)]
-mod tests {
-    use sqlx::Connection;
-
-    use crate::store::{AccessRole, AccessStore, Store};
-
-    use super::*;
-
-    /// With every connection of the work pool taken for longer than the front's acquire
-    /// timeout, an inbox insert, an access lookup and the readiness ping still get a
-    /// connection at once, and a query of the work waits its turn, then runs, instead of
-    /// failing with a timeout.
-    #[tokio::test]
-    async fn work_waits_its_turn_while_the_request_path_goes_past() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/lanes.db", dir.path().display());
-        let hurried = Timeouts {
-            acquire: Duration::from_millis(100),
-            ..Timeouts::default()
-        };
-        let store = SqliteStore::connect_with(&url, hurried).await.unwrap();
-        let mut taken = Vec::new();
-        for _ in 0..store.pool.options().get_max_connections() {
-            taken.push(store.pool.acquire().await.unwrap());
-        }
-
-        let row = super::super::grouped::PendingInsert {
-            channel: "slack".into(),
-            event_id: "Ev1".into(),
-            key: "slack:D1".into(),
-            payload: "{}".into(),
-            now_ms: 1,
-            kind: "message",
-        };
-        let id = store
-            .insert_grouped(row)
-            .await
-            .expect("the insert goes past");
-        assert!(id.is_some());
-        let granted = store.has_grant("slack", "U1", AccessRole::User).await;
-        assert!(!granted.expect("the access lookup goes past"));
-        store.ping().await.expect("the ping goes past");
-
-        let work =
-            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM inbox").fetch_one(&store.pool);
-        let mut work = std::pin::pin!(work);
-        let early = tokio::time::timeout(Duration::from_millis(300), &mut work).await;
-        assert!(
-            early.is_err(),
-            "work took a connection while the work pool was all taken"
-        );
-        taken.pop();
-        assert_eq!(work.await.expect("work runs once a connection is free"), 1);
-    }
-
-    /// Opening the store creates and migrates the file within the start-up wait, not the
-    /// request path's acquire timeout: a start on a slow disk (CI's, once) failed with
-    /// `PoolTimedOut` when both were one. An acquire timeout of one nanosecond leaves no
-    /// time to open any connection, and the store still opens, migrated.
-    #[tokio::test]
-    async fn a_new_file_is_created_and_migrated_whatever_the_acquire_timeout() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/sub/new.db", dir.path().display());
-        let hurried = Timeouts {
-            acquire: Duration::from_nanos(1),
-            queue: Duration::from_nanos(1),
-            ..Timeouts::default()
-        };
-        SqliteStore::connect_with(&url, hurried)
-            .await
-            .expect("the store opens");
-        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
-        let applied: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations")
-            .fetch_one(&mut conn)
-            .await
-            .unwrap();
-        assert_eq!(
-            applied,
-            sqlx::migrate!("migrations/sqlite").iter().count() as i64
-        );
-    }
-
-    /// A transaction opened with `begin_write` holds the write lock from its start, so a
-    /// read first cannot be overtaken: another connection's commit between the read and the
-    /// write would otherwise make the write fail at once with `SQLITE_BUSY_SNAPSHOT` (as
-    /// checkpoints and rewinds did under load). Here the other writer does not wait: with
-    /// a deferred transaction it commits and the transaction's write is refused; with
-    /// `BEGIN IMMEDIATE` it is the one refused, and nothing is lost.
-    #[tokio::test]
-    async fn a_write_transaction_that_reads_first_is_not_overtaken_by_another_commit() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/tx.db", dir.path().display());
-        let store = SqliteStore::connect(&url).await.unwrap();
-        sqlx::query("CREATE TABLE t (x INTEGER)")
-            .execute(&store.pool)
-            .await
-            .unwrap();
-
-        let mut tx = store.begin_write().await.unwrap();
-        let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t")
-            .fetch_one(&mut *tx)
-            .await
-            .unwrap();
-        assert_eq!(seen, 0);
-
-        let mut other = store.pool.acquire().await.unwrap().detach();
-        sqlx::query("PRAGMA busy_timeout = 0")
-            .execute(&mut other)
-            .await
-            .unwrap();
-        let overtaking = sqlx::query("INSERT INTO t VALUES (1)")
-            .execute(&mut other)
-            .await;
-        assert!(
-            overtaking.is_err(),
-            "another connection committed inside the write transaction"
-        );
-
-        sqlx::query("INSERT INTO t VALUES (2)")
-            .execute(&mut *tx)
-            .await
-            .expect("the transaction's own write");
-        tx.commit().await.unwrap();
-        let rows: Vec<i64> = sqlx::query_scalar("SELECT x FROM t")
-            .fetch_all(&mut other)
-            .await
-            .unwrap();
-        assert_eq!(rows, [2]);
-        other.close().await.unwrap();
-    }
-
-    /// A connection's checkpoint (`wal_checkpoint(TRUNCATE)`), begun and held open: it has
-    /// copied the WAL and waits, holding SQLite's checkpoint lock, for `reader` to leave.
-    /// Returns once the lock is seen held (another checkpoint then reports busy at once).
-    async fn hold_the_checkpoint_lock(
-        store: &SqliteStore,
-    ) -> tokio::task::JoinHandle<(i64, i64, i64)> {
-        let mut probe = store.pool.acquire().await.unwrap().detach();
-        loop {
-            let mut holder = store.pool.acquire().await.unwrap().detach();
-            let held = tokio::spawn(async move {
-                let done = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
-                    .fetch_one(&mut holder)
-                    .await
-                    .unwrap();
-                holder.close().await.unwrap();
-                done
-            });
-            // The probe is refused while the holder has the lock; it may also take the lock
-            // first, and the holder then returns at once: begin again.
-            while !held.is_finished() {
-                let (busy, _, _): (i64, i64, i64) =
-                    sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
-                        .fetch_one(&mut probe)
-                        .await
-                        .unwrap();
-                if busy == 1 {
-                    probe.close().await.unwrap();
-                    return held;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-            }
-        }
-    }
-
-    /// The journal flush that follows a decided approval's overwritten raw call runs again
-    /// while another connection holds the checkpoint (the store's WAL task, in production):
-    /// a flush that ran once would report busy and leave the WAL, and the raw call in it,
-    /// as it was (`stored_secrets` caught that race once).
-    #[tokio::test]
-    async fn the_journal_flush_waits_out_another_connections_checkpoint() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/flush.db", dir.path().display());
-        // No checkpoint but this test's: the store's task would take the lock at moments of
-        // its own, and would let the reader below read from the file instead of the WAL.
-        let never = WalBounds {
-            background_at: c_int::MAX,
-            inline_at: c_int::MAX,
-        };
-        let store = SqliteStore::open(&url, Timeouts::default(), never)
-            .await
-            .unwrap();
-        sqlx::query("CREATE TABLE t (x TEXT)")
-            .execute(&store.pool)
-            .await
-            .unwrap();
-        sqlx::query("INSERT INTO t VALUES ('a raw call')")
-            .execute(&store.pool)
-            .await
-            .unwrap();
-        let wal = dir.path().join("flush.db-wal");
-
-        let mut reader = store.pool.acquire().await.unwrap().detach();
-        let mut reading = reader.begin().await.unwrap();
-        let _: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t")
-            .fetch_one(&mut *reading)
-            .await
-            .unwrap();
-        let held = hold_the_checkpoint_lock(&store).await;
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        assert!(!held.is_finished(), "the checkpoint waits for the reader");
-
-        let flush = tokio::spawn(async move {
-            let result = store.flush_journal().await;
-            (store, result)
-        });
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        assert!(
-            !flush.is_finished(),
-            "the flush returned while another connection held the checkpoint"
-        );
-        assert!(std::fs::metadata(&wal).unwrap().len() > 0);
-
-        reading.commit().await.unwrap();
-        assert_eq!(held.await.unwrap().0, 0, "the holder's checkpoint");
-        let (_store, result) = flush.await.unwrap();
-        result.expect("the flush, once the checkpoint was done");
-        assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0, "the WAL emptied");
-        reader.close().await.unwrap();
-    }
-}
+mod tests;

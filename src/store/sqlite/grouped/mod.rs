@@ -3,10 +3,11 @@
 //! Every webhook stores its event before it is acknowledged. Stored one statement each, a
 //! burst of events runs as many write transactions on the pool's connections, which take
 //! SQLite's one write lock in turn, each dropping the others' page caches and waking threads
-//! to wait for it (issue #19, BENCHMARKS.md "Round two, fifth pass"). Grouped, the inserts
-//! that arrive while one group is being written form the next group, written by one caller
-//! on one connection in one statement, and a row no group takes within [`MAX_WAIT`] is
-//! written alone. `inbox.rs` hands its SQLite inserts to [`SqlStore::insert_grouped`].
+//! to wait for it. Grouped, the inserts that arrive while one group is being written form
+//! the next group, written by one caller on one connection in one statement, and a row no
+//! group takes within [`MAX_WAIT`] is written alone. SQLite's
+//! [`Backend::insert_event`](crate::store::Backend::insert_event) is [`SqlStore::insert_grouped`]. PostgreSQL's writers do not serialise on one lock, and its
+//! inserts announce themselves to other replicas, so each is its own transaction there.
 //!
 //! No timer: a request that finds no group being written is written at once, alone, as
 //! before; grouping only happens to requests that would otherwise have waited for the lock.
@@ -17,28 +18,28 @@
 //! its row again; a row that did commit is then found a duplicate, which the inbox treats as
 //! stored.
 //!
-//! The queue ([`InsertGroup`]) is generic over its rows: `memory.rs` groups autosaved
+//! The queue ([`InsertGroup`]) is generic over its rows: `autosave.rs` groups autosaved
 //! memories with it, each group one statement, since every transaction that touches SQLite's
 //! full-text index writes a segment of its own.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
+use sqlx::{Executor, Pool, Row, Sqlite};
 use tokio::sync::{Mutex as AsyncMutex, oneshot};
 
-use super::StoreError;
-use super::backend::{Backend, SqlStore};
+use crate::store::StoreError;
+use crate::store::backend::SqlStore;
+use crate::store::inbox::PendingInsert;
 
 /// Rows in one group at most: the callers queued behind a group wait for all of it, and a
 /// turn's own writes wait behind each of its statements.
 pub(super) const MAX_GROUP: usize = 64;
 
 /// How long a row waits for a group to take it before its caller writes it alone, as every
-/// row was written before grouping. When the runtime is overloaded, each group waits for its
-/// writer's task to be polled again after every statement, and a chain of such groups fell
-/// behind the arrivals: at twice the turns the gateway can answer, 11 % of webhooks timed out
-/// where none had (BENCHMARKS.md, "Round two, fifth pass").
+/// row would be without grouping. When the runtime is overloaded, each group waits for its
+/// writer's task to be polled again after every statement, and a chain of such groups can
+/// fall behind the arrivals until webhooks time out; a row alone never waits for that.
 pub(super) const MAX_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A group's rows in one statement, bound as one JSON array of `[channel, event_id, key,
@@ -61,16 +62,6 @@ const INSERT_GROUP: &str = "WITH base AS MATERIALIZED (SELECT key, last_seq FROM
        COALESCE((SELECT last_seq FROM base WHERE key = r.value ->> 2), 0) + (r.value ->> 6) \
      FROM json_each($1) AS r WHERE true \
      ON CONFLICT (channel, event_id) DO NOTHING RETURNING id, channel, event_id";
-
-/// An inbox row waiting to be stored.
-pub(super) struct PendingInsert {
-    pub channel: String,
-    pub event_id: String,
-    pub key: String,
-    pub payload: String,
-    pub now_ms: i64,
-    pub kind: &'static str,
-}
 
 /// What storing an inbox row came to: its id, or `None` for a redelivery.
 pub(super) type Outcome = Result<Option<i64>, StoreError>;
@@ -191,21 +182,10 @@ fn ranks(rows: &[Arc<PendingInsert>]) -> Vec<i64> {
         .collect()
 }
 
-impl<DB> SqlStore<DB>
-where
-    DB: Backend,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
-    for<'r> i64: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
-    for<'r> Option<i64>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
-    for<'r> String: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
-    for<'r> Option<String>: Type<DB> + Encode<'r, DB> + Decode<'r, DB>,
-    for<'r> &'r str: Type<DB> + Encode<'r, DB> + ColumnIndex<DB::Row>,
-    usize: ColumnIndex<DB::Row>,
-{
-    /// [`Self::insert_sequenced`] where one process owns the database (SQLite), grouped with
-    /// the inserts that arrive while another group is being written (above).
-    pub(super) async fn insert_grouped(
+impl SqlStore<Sqlite> {
+    /// Store `row`, grouped with the inserts that arrive while another group is being
+    /// written (above).
+    pub(in crate::store) async fn insert_grouped(
         &self,
         row: PendingInsert,
     ) -> Result<Option<i64>, StoreError> {
@@ -213,7 +193,7 @@ where
         let alone = move |row: Arc<PendingInsert>| async move {
             Self::insert_in_one_statement(&self.front, &row).await
         };
-        self.inserts.submit(row, write, alone).await
+        self.local.inserts.submit(row, write, alone).await
     }
 
     /// Store `group` and tell each caller its outcome: all its rows in one statement
@@ -251,11 +231,10 @@ where
 
     /// `rows` in one `INSERT` ([`INSERT_GROUP`]); each row's id in order (`None` for a
     /// redelivery). The rows go in as one JSON array, so every group, whatever its size, is
-    /// the same statement and stays prepared on each connection: SQLite compiling a new
-    /// statement for each size took about a tenth of ingest's throughput (BENCHMARKS.md,
-    /// "Round two, eleventh pass").
+    /// the same statement and stays prepared on each connection (SQLite compiling a new
+    /// statement for each size cost a tenth of ingest's throughput).
     async fn insert_group(
-        pool: &Pool<DB>,
+        pool: &Pool<Sqlite>,
         rows: &[Arc<PendingInsert>],
     ) -> Result<Vec<Option<i64>>, StoreError> {
         // Tuples serialize as JSON arrays.
@@ -295,15 +274,14 @@ where
     }
 
     /// One row in one statement: its number taken from `conversation_seq`, which a trigger
-    /// (migration 0015) moves on. A transaction of three statements held SQLite's write lock
-    /// across three hand-offs to the connection's thread while other writers slept in its
-    /// busy handler (BENCHMARKS.md, "The inbox insert in one statement").
+    /// (migration 0015) moves on. A transaction of three statements would hold SQLite's write
+    /// lock across three hand-offs to the connection's thread while other writers wait.
     async fn insert_in_one_statement<'e, E>(
         executor: E,
         row: &PendingInsert,
     ) -> Result<Option<i64>, StoreError>
     where
-        E: Executor<'e, Database = DB>,
+        E: Executor<'e, Database = Sqlite>,
     {
         let id: Option<i64> = sqlx::query_scalar(
             "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at, kind, seq) \
