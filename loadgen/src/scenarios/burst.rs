@@ -24,10 +24,7 @@ pub async fn run(env: &Env) -> anyhow::Result<Vec<Measurement>> {
     let url = events_url(&gateway.base_url());
 
     let started = Instant::now();
-    let sent = send_by_workers(&env.client, &url, n, s.burst_senders, |i| {
-        Dm::first('b', i)
-    })
-    .await;
+    let sent = send_by_workers(&env.client, &url, n, s.burst_senders, |i| Dm::first('b', i)).await;
     let send_secs = started.elapsed().as_secs_f64();
     let refused = sent.iter().filter(|x| x.status != Some(200)).count();
     let answered = wait_turns(gateway, n as f64, Duration::from_secs(60)).await? as u64;
@@ -80,7 +77,12 @@ pub async fn run(env: &Env) -> anyhow::Result<Vec<Measurement>> {
         )
         .target(Target::AtMost(15.0)),
         Measurement::new(NAME, "live conversations when all were answered", "", live),
-        Measurement::new(NAME, "RSS when the last conversation retired", "MB", mb(retired)),
+        Measurement::new(
+            NAME,
+            "RSS when the last conversation retired",
+            "MB",
+            mb(retired),
+        ),
         Measurement::new(
             NAME,
             format!("RSS {} s after retirement", AFTER_RETIRED.as_secs()),
@@ -89,7 +91,10 @@ pub async fn run(env: &Env) -> anyhow::Result<Vec<Measurement>> {
         ),
         Measurement::new(
             NAME,
-            format!("… above RSS before traffic, {} s after retirement", AFTER_RETIRED.as_secs()),
+            format!(
+                "… above RSS before traffic, {} s after retirement",
+                AFTER_RETIRED.as_secs()
+            ),
             "MB",
             mb(settled) - mb(before),
         )
