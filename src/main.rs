@@ -5,14 +5,20 @@ use std::process::ExitCode;
 use clap::Parser;
 use switchboard::cli::{Cli, Command};
 
-/// An allocator that hands freed pages back to the operating system by itself, so the
-/// gateway's memory falls back after a burst of conversations without manual trimming
-/// (glibc's keeps freed small blocks in its arenas).
+/// jemalloc. In the gateway its background thread hands freed pages back to the operating
+/// system a few seconds after they fall idle, so memory comes back down after a burst of
+/// conversations. glibc's allocator keeps what a burst freed in its arenas until a manual
+/// trim; mimalloc returns a thread's freed pages only when that thread allocates again.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The gateway alone: the sandbox supervisor (this binary too) must stay single-threaded.
+    // Should it fail, jemalloc still returns pages, only later (as it allocates again).
+    if let Command::Run(_) = &cli.command {
+        let _ = tikv_jemalloc_ctl::background_thread::write(true);
+    }
     // The sandbox supervisor must stay single-threaded: dispatch it before the runtime starts.
     if let Command::Supervise(args) = &cli.command {
         return switchboard::sandbox::supervise(args);

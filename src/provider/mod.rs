@@ -24,6 +24,10 @@ pub use openai::OpenAiProvider;
 
 use crate::config::{ProviderConfig, ProviderKind};
 
+/// Idle connections to the LLM host kept for reuse: enough for a steady load's calls in
+/// flight; after a burst the rest are closed as their calls end.
+const IDLE_CONNECTIONS: usize = 16;
+
 /// Who wrote a message in a conversation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -280,6 +284,9 @@ impl HttpSettings {
         Ok(reqwest::Client::builder()
             .connect_timeout(self.timeout.min(Duration::from_secs(10)))
             .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
+            // Over HTTP/1.1 every call in flight has a connection of its own; after a burst
+            // of turns the pool would keep them all open for its idle timeout.
+            .pool_max_idle_per_host(IDLE_CONNECTIONS)
             .build()?)
     }
 }

@@ -12,6 +12,11 @@ use switchboard_channel::ChannelError;
 /// Wait this long after a 429 or `ratelimited` that names no `Retry-After`.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 
+/// Idle connections to the Web API kept for reuse. Over HTTP/1.1 every call in flight has a
+/// connection of its own, and after a burst of answers the pool would otherwise keep them all
+/// open for its idle timeout.
+const IDLE_CONNECTIONS: usize = 16;
+
 /// The fields of a Web API reply the channel reads.
 #[derive(Deserialize, Debug, Default)]
 pub struct Reply {
@@ -41,6 +46,7 @@ impl WebApi {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(30))
+            .pool_max_idle_per_host(IDLE_CONNECTIONS)
             .build()
             .unwrap_or_default();
         Self {

@@ -33,6 +33,8 @@ pub async fn run(env: &Env) -> anyhow::Result<Vec<Measurement>> {
         .metric("switchboard_active_conversations", "")
         .await?;
     let peak = gateway.peak_rss_kb()?;
+    // Mostly sockets: over HTTP/1.1 each LLM and Slack call in flight has a connection.
+    let descriptors = open_descriptors(gateway.pid());
     note(format!(
         "{NAME}: {n} sent by {} senders in {send_secs:.1} s ({refused} not 200), {answered} \
          answered after {answer_secs:.1} s, {live} live; peak {:.1} MB",
@@ -50,6 +52,7 @@ pub async fn run(env: &Env) -> anyhow::Result<Vec<Measurement>> {
             .await?;
     }
     let retired = gateway.rss_kb()?;
+    let descriptors_retired = open_descriptors(gateway.pid());
     tokio::time::sleep(AFTER_RETIRED).await;
     let settled = gateway.rss_kb()?;
     note(format!(
@@ -77,6 +80,18 @@ pub async fn run(env: &Env) -> anyhow::Result<Vec<Measurement>> {
         )
         .target(Target::AtMost(15.0)),
         Measurement::new(NAME, "live conversations when all were answered", "", live),
+        Measurement::new(
+            NAME,
+            "open descriptors when all were answered (mostly pooled connections)",
+            "",
+            descriptors,
+        ),
+        Measurement::new(
+            NAME,
+            "open descriptors when the last conversation retired",
+            "",
+            descriptors_retired,
+        ),
         Measurement::new(
             NAME,
             "RSS when the last conversation retired",
@@ -112,4 +127,9 @@ pub async fn run(env: &Env) -> anyhow::Result<Vec<Measurement>> {
             n.saturating_sub(answered) as f64,
         ),
     ])
+}
+
+/// How many file descriptors process `pid` has open (NaN when /proc cannot say).
+fn open_descriptors(pid: u32) -> f64 {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(f64::NAN, |dir| dir.count() as f64)
 }
