@@ -222,5 +222,5 @@ async fn slack_events_with_an_empty_or_control_character_id_get_400_and_are_not_
         (0, 0, 1, 0),
         "only the good event was stored"
     );
-    assert_eq!(app.slack.messages(fine.channel).len(), 1);
+    assert_eq!(app.gateway.slack().messages(fine.channel).len(), 1);
 }
