@@ -9,7 +9,7 @@ use switchboard::store::{self, Store};
 use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, Place, UserRef};
 use switchboard_standins::FakeChannel;
 
-pub use crate::app::{Killable, TestApp, free_port, start, start_with_clock, test_config};
+pub use crate::app::{TestApp, free_port, test_config};
 
 /// Generous upper bound for anything a test waits for.
 pub const WAIT: Duration = Duration::from_secs(15);

@@ -60,27 +60,6 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Start a gateway for `config` with `channel` (and no other channel unless the config
-/// describes one).
-pub async fn start(config: &Config, channel: &Arc<FakeChannel>) -> RunningGateway {
-    start_with_clock(config, channel, Clock::wall()).await
-}
-
-/// Start a gateway for `config` with `channel`, reading time from `clock`.
-pub async fn start_with_clock(
-    config: &Config,
-    channel: &Arc<FakeChannel>,
-    clock: Clock,
-) -> RunningGateway {
-    let parts = Parts {
-        config: config.clone(),
-        fake: Arc::clone(channel),
-        tools: Vec::new(),
-        clock,
-    };
-    parts.start(bind(any_port()).await).await.0
-}
-
 /// A gateway running on its own runtime, so a test can kill it without any graceful step,
 /// the way `kill -9` would.
 pub struct Killable {
@@ -88,26 +67,6 @@ pub struct Killable {
 }
 
 impl Killable {
-    /// Start `config` with `channel` on a fresh runtime.
-    pub async fn start(config: &Config, channel: &Arc<FakeChannel>) -> Self {
-        Self::start_with_clock(config, channel, Clock::wall()).await
-    }
-
-    /// Start `config` with `channel` on a fresh runtime, reading time from `clock`.
-    pub async fn start_with_clock(
-        config: &Config,
-        channel: &Arc<FakeChannel>,
-        clock: Clock,
-    ) -> Self {
-        let parts = Parts {
-            config: config.clone(),
-            fake: Arc::clone(channel),
-            tools: Vec::new(),
-            clock,
-        };
-        Self::spawn(parts, any_port()).await.0
-    }
-
     /// Start `parts` on a fresh runtime, listening on `addr`; returns the address it serves
     /// HTTP on and the channels it built.
     pub(super) async fn spawn(

@@ -27,8 +27,8 @@ use switchboard_standins::{FakeChannel, FakeLlm};
 
 pub use builder::Builder;
 pub use config::{Table, example_table, quoted, test_config};
-pub use life::{Killable, free_port, start, start_with_clock};
-use life::{Parts, any_port, bind};
+pub use life::free_port;
+use life::{Killable, Parts, any_port, bind};
 
 /// A gateway under test and the stand-ins it talks to; they stop when it is dropped.
 pub struct TestApp {
@@ -190,6 +190,16 @@ impl TestApp {
     pub async fn restart(&mut self) {
         self.stop().await;
         self.start().await;
+    }
+
+    /// Another replica beside this app's gateway, in this runtime: the same config (database,
+    /// LLM, stand-ins) as instance `name`, on its own `channel`, as a second process behind
+    /// the same platform would run. The test shuts it down.
+    pub async fn replica(&self, name: &str, channel: &Arc<FakeChannel>) -> RunningGateway {
+        let mut parts = self.parts();
+        parts.config.gateway.instance_id = Some(name.into());
+        parts.fake = Arc::clone(channel);
+        parts.start(bind(any_port()).await).await.0
     }
 
     /// Kill the killable life mid-flight: no shutdown, no inbox release.
