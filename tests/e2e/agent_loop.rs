@@ -246,7 +246,7 @@ async fn tool_progress_shows_in_the_draft_and_is_cleared_before_the_answer() {
         .push(Reply::text("It is 42."));
     let chat = key("tools");
     channel.say(&chat, "u1", "what is 20+22").await.unwrap();
-    wait_transcript(&channel, &chat, |t| t == ["It is 42."]).await;
+    wait_transcript(channel, &chat, |t| t == ["It is 42."]).await;
     let texts: Vec<String> = channel
         .writes()
         .iter()

@@ -52,7 +52,7 @@ async fn credentials_streamed_two_characters_at_a_time_never_show_more_than_six(
     let chat = key("holdback");
     channel.say(&chat, "u1", "show me the keys").await.unwrap();
 
-    let transcript = wait_transcript(&channel, &chat, |t| {
+    let transcript = wait_transcript(channel, &chat, |t| {
         t.last().is_some_and(|m| m.ends_with("Done."))
     })
     .await;

@@ -156,7 +156,7 @@ async fn prompt_guided_calls_in_every_format_are_executed_and_never_shown() {
     let channel = &app.channel;
     let chat = key("guided");
     channel.say(&chat, "u1", "write four files").await.unwrap();
-    wait_transcript(&channel, &chat, |t| t == ["All four files are written."]).await;
+    wait_transcript(channel, &chat, |t| t == ["All four files are written."]).await;
     for (name, content) in [("a", "A"), ("b", "B"), ("c", "C"), ("d", "D")] {
         let path = app.dir().join(format!("workspaces/fake/guided/{name}.txt"));
         assert_eq!(

@@ -135,7 +135,7 @@ async fn answered_history(url: Option<&str>) -> Vec<ChatMessage> {
             attachments: Vec::new(),
         });
         channel.inject(event).await.expect("stored");
-        wait_transcript(&channel, &key, |t| t.len() == i + 1).await;
+        wait_transcript(channel, &key, |t| t.len() == i + 1).await;
     }
     wait_inbox_idle(&gateway.store()).await;
     let transcript = channel.transcript(&key);

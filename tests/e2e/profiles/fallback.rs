@@ -45,7 +45,7 @@ async fn a_provider_answering_429_then_503_hands_the_turn_to_the_next_which_answ
         .say(&key("c1"), "u1", "are you there?")
         .await
         .unwrap();
-    let transcript = wait_transcript(&channel, &key("c1"), |t| {
+    let transcript = wait_transcript(channel, &key("c1"), |t| {
         t.iter().any(|m| m.contains("The backup answers."))
     })
     .await;
@@ -80,7 +80,7 @@ async fn a_stream_cut_after_the_first_token_ends_with_the_error_line_and_no_seco
         .say(&key("c2"), "u1", "tell me a story")
         .await
         .unwrap();
-    let transcript = wait_transcript(&channel, &key("c2"), |t| {
+    let transcript = wait_transcript(channel, &key("c2"), |t| {
         t.iter().any(|m| m.contains("Sorry"))
     })
     .await;
@@ -109,7 +109,7 @@ async fn the_anthropic_provider_sends_text_only_user_content_as_a_plain_string()
         .say(&key("c3"), "u1", "plain words please")
         .await
         .unwrap();
-    wait_transcript(&channel, &key("c3"), |t| {
+    wait_transcript(channel, &key("c3"), |t| {
         t.iter().any(|m| m.contains("plain words please"))
     })
     .await;

@@ -238,7 +238,7 @@ async fn an_operator_job_runs_in_its_conversation_every_time_it_is_due() {
         llm.push(Reply::text(format!("Digest {round}: all quiet.")));
         clock.advance(Duration::from_secs(600));
         let want = format!("Digest {round}: all quiet.");
-        wait_transcript(&channel, &ops, |t| t.last().is_some_and(|m| *m == want)).await;
+        wait_transcript(channel, &ops, |t| t.last().is_some_and(|m| *m == want)).await;
     }
     let asked = llm.requests()[0]["messages"].to_string();
     assert!(
