@@ -45,6 +45,15 @@ impl<S> Platform<S> {
     }
 }
 
+/// The stand-in in `slot`, started by `start` if the test did not hand one over (a future
+/// does nothing until awaited, so an unneeded `start` costs nothing).
+async fn started<S>(slot: &mut Option<S>, start: impl Future<Output = S>) -> &S {
+    if slot.is_none() {
+        *slot = Some(start.await);
+    }
+    slot.as_ref().expect("started")
+}
+
 /// Gathers a test's choices; [`Builder::start`] starts the stand-ins and the gateway.
 #[derive(Default)]
 pub struct Builder {
@@ -153,10 +162,7 @@ impl Builder {
     async fn tables(&mut self) -> String {
         let mut text = String::new();
         if let Some(table) = self.slack.table() {
-            if self.slack.standin.is_none() {
-                self.slack.standin = Some(FakeSlack::start().await);
-            }
-            let slack = self.slack.standin.as_ref().expect("started");
+            let slack = started(&mut self.slack.standin, FakeSlack::start()).await;
             let fixed = [
                 ("bot_token", quoted(FAKE_BOT_TOKEN)),
                 ("signing_secret", quoted(FAKE_SIGNING_SECRET)),
@@ -165,10 +171,7 @@ impl Builder {
             text.push_str(&table.render("slack", "slack", &fixed));
         }
         if let Some(table) = self.telegram.table() {
-            if self.telegram.standin.is_none() {
-                self.telegram.standin = Some(FakeTelegram::start().await);
-            }
-            let tg = self.telegram.standin.as_ref().expect("started");
+            let tg = started(&mut self.telegram.standin, FakeTelegram::start()).await;
             let fixed = [
                 ("token", quoted(telegram::FAKE_BOT_TOKEN)),
                 ("api_url", quoted(&tg.api_url())),
@@ -177,10 +180,7 @@ impl Builder {
             text.push_str(&table.render("telegram", "telegram", &fixed));
         }
         if let Some(table) = self.discord.table() {
-            if self.discord.standin.is_none() {
-                self.discord.standin = Some(FakeDiscord::start().await);
-            }
-            let dc = self.discord.standin.as_ref().expect("started");
+            let dc = started(&mut self.discord.standin, FakeDiscord::start()).await;
             let fixed = [
                 ("token", quoted(discord::FAKE_TOKEN)),
                 ("api_url", quoted(&dc.api_url())),
