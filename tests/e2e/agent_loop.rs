@@ -7,12 +7,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use switchboard::Gateway;
 use switchboard::agent::{AgentError, AgentEvent, AgentLoop, Gate, Resolution, Tool, ToolResult};
 use switchboard::config::{EnvString, ProviderConfig, Secret};
 use switchboard::policy::{Decider, Decision, Matched, RuleList, Verdict};
 use switchboard::provider::{self, ChatMessage, Provider, Role, ToolCall};
-use switchboard_standins::{FakeChannel, FakeLlm, Op, Reply};
+use switchboard_standins::{FakeLlm, Op, Reply};
 
 use crate::helpers::{TestApp, key, wait_inbox_idle, wait_transcript};
 
@@ -236,26 +235,18 @@ async fn a_tool_call_cut_off_by_max_tokens_is_never_executed() {
 
 #[tokio::test]
 async fn tool_progress_shows_in_the_draft_and_is_cleared_before_the_answer() {
-    let app = TestApp::spawn_with("[policy]\nmode = \"autonomous\"\n").await;
-    let channel = FakeChannel::new("fake");
-    let mut config = app.config.clone();
-    config.gateway.database_url = EnvString(format!(
-        "sqlite://{}/tools.db",
-        tempfile::tempdir().unwrap().keep().display()
-    ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let gateway = Gateway::new(config)
-        .channel(channel.clone())
+    let app = TestApp::builder()
+        .config("[policy]\nmode = \"autonomous\"\n")
         .tool(Add::new(false, Duration::from_millis(200)))
-        .start(listener)
-        .await
-        .unwrap();
+        .start()
+        .await;
+    let (channel, gateway) = (&app.channel, app.gateway());
     app.llm
         .push(Reply::tool_call("add", json!({"a": 20, "b": 22})))
         .push(Reply::text("It is 42."));
     let chat = key("tools");
     channel.say(&chat, "u1", "what is 20+22").await.unwrap();
-    wait_transcript(&channel, &chat, |t| t == ["It is 42."]).await;
+    wait_transcript(channel, &chat, |t| t == ["It is 42."]).await;
     let texts: Vec<String> = channel
         .writes()
         .iter()
@@ -271,7 +262,7 @@ async fn tool_progress_shows_in_the_draft_and_is_cleared_before_the_answer() {
         vec![Role::User, Role::Assistant, Role::Tool, Role::Assistant]
     );
     assert_eq!(history[1].tool_calls[0].name, "add");
-    gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 /// Asks about every call, naming a rule, as a policy with `ask = ["add"]` would.

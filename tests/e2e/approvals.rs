@@ -9,13 +9,10 @@ use serde_json::json;
 use switchboard_channel::{ConversationKey, Limits};
 use switchboard_standins::{FakeChannel, Reply};
 
-use switchboard::RunningGateway;
 use switchboard::clock::Clock;
 
 use crate::audit::wait_audit;
-use crate::helpers::{
-    Killable, TestApp, WAIT, key, start, wait_inbox_idle, wait_transcript, wall_ms,
-};
+use crate::helpers::{TestApp, WAIT, key, wait_inbox_idle, wait_transcript, wall_ms};
 
 pub(crate) const POLICY: &str = "[tools]\nenabled = [\"shell\"]\n[policy]\nmode = \"guarded\"\napproval_timeout_secs = 300\n[policy.approvers]\nfake = [\"admin\"]\n";
 
@@ -352,70 +349,64 @@ async fn messages_sent_while_an_approval_waits_are_answered_after_it_in_order() 
     assert!(t.iter().any(|m| m == "Approved answer."));
 }
 
-/// A gateway killed once `chat`'s turn is suspended on an approval and stored (its inbox
-/// row done), not at an arbitrary time; the model runs a shell command, then answers
-/// "Resumed after restart." Returns the approval's "Approve once" payload.
-async fn crash_while_waiting(
-    app: &TestApp,
-    channel: &Arc<FakeChannel>,
-    chat: &ConversationKey,
-) -> String {
+/// An app whose first life can be killed, with buttons and the guarded shell.
+async fn killable_app() -> TestApp {
+    let builder = TestApp::builder().fake(buttons_channel()).config(POLICY);
+    builder.killable().start().await
+}
+
+/// The app's killable life killed once `chat`'s turn is suspended on an approval and stored
+/// (its inbox row done), not at an arbitrary time; the model runs a shell command, then
+/// answers "Resumed after restart." Returns the approval's "Approve once" payload.
+async fn crash_while_waiting(app: &mut TestApp, chat: &ConversationKey) -> String {
     app.llm
         .push(Reply::tool_call(
             "shell",
             json!({"command": "echo run >> log.txt"}),
         ))
         .push(Reply::text("Resumed after restart."));
-    let first = Killable::start(&app.config, channel).await;
+    let channel = Arc::clone(&app.channel);
     channel.say(chat, "alice", "log something").await.unwrap();
-    let (once, _, _) = prompt(channel, chat).await;
+    let (once, _, _) = prompt(&channel, chat).await;
     let db = switchboard::store::connect(&app.config.gateway.database_url)
         .await
         .unwrap();
     wait_inbox_idle(&db).await;
-    first.kill();
+    app.kill();
     once
 }
 
-/// After [`crash_while_waiting`]: the turn resumed once, and its command ran exactly once.
-async fn resumed_once(
-    app: &TestApp,
-    channel: &FakeChannel,
-    chat: &ConversationKey,
-    second: RunningGateway,
-) {
-    wait_transcript(channel, chat, |t| {
+/// After [`crash_while_waiting`] and a restart: the turn resumed once, and its command ran
+/// exactly once.
+async fn resumed_once(app: TestApp, chat: &ConversationKey) {
+    wait_transcript(&app.channel, chat, |t| {
         t.last().is_some_and(|m| m == "Resumed after restart.")
     })
     .await;
-    wait_inbox_idle(&second.store()).await;
-    let log = std::fs::read_to_string(workspace_file(app, &chat.chat, "log.txt")).unwrap();
+    wait_inbox_idle(&app.store()).await;
+    let log = std::fs::read_to_string(workspace_file(&app, &chat.chat, "log.txt")).unwrap();
     assert_eq!(log, "run\n", "the tool ran exactly once");
-    assert!(second.store().pending_approvals().await.unwrap().is_empty());
-    second.shutdown().await;
+    assert!(app.store().pending_approvals().await.unwrap().is_empty());
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_pending_approval_survives_a_crash_and_completes_exactly_once() {
-    let channel = buttons_channel();
-    let mut app = TestApp::spawn_on(channel.clone(), POLICY).await;
-    app.gateway.take().unwrap().shutdown().await;
+    let mut app = killable_app().await;
     let chat = key("crash");
-    let once = crash_while_waiting(&app, &channel, &chat).await;
-    let second = start(&app.config, &channel).await;
-    channel.press(&chat, "alice", &once).await.unwrap();
-    channel.press(&chat, "alice", &once).await.unwrap();
-    resumed_once(&app, &channel, &chat, second).await;
+    let once = crash_while_waiting(&mut app, &chat).await;
+    app.start().await;
+    app.channel.press(&chat, "alice", &once).await.unwrap();
+    app.channel.press(&chat, "alice", &once).await.unwrap();
+    resumed_once(app, &chat).await;
 }
 
 #[tokio::test]
 async fn a_prompt_nobody_saw_before_a_crash_is_posted_at_the_next_start() {
     use sqlx::Connection;
-    let channel = buttons_channel();
-    let mut app = TestApp::spawn_on(channel.clone(), POLICY).await;
-    app.gateway.take().unwrap().shutdown().await;
+    let mut app = killable_app().await;
     let chat = key("unseen");
-    crash_while_waiting(&app, &channel, &chat).await;
+    crash_while_waiting(&mut app, &chat).await;
     // As if it had died between storing the request and posting its prompt.
     let url = &app.config.gateway.database_url;
     let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
@@ -426,10 +417,10 @@ async fn a_prompt_nobody_saw_before_a_crash_is_posted_at_the_next_start() {
     assert_eq!(unseen.rows_affected(), 1);
     drop(conn);
     let prompts = |t: &[String]| t.iter().filter(|m| m.contains("Approval needed")).count();
-    let second = start(&app.config, &channel).await;
+    app.start().await;
     // Posted at start-up, with nothing else arriving in the conversation.
-    wait_transcript(&channel, &chat, |t| prompts(t) == 2).await;
-    let (once, _, _) = prompt(&channel, &chat).await;
-    channel.press(&chat, "alice", &once).await.unwrap();
-    resumed_once(&app, &channel, &chat, second).await;
+    wait_transcript(&app.channel, &chat, |t| prompts(t) == 2).await;
+    let (once, _, _) = prompt(&app.channel, &chat).await;
+    app.channel.press(&chat, "alice", &once).await.unwrap();
+    resumed_once(app, &chat).await;
 }

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
-use switchboard_standins::{FakeChannel, FakeLlm, Reply};
+use switchboard::config::Config;
+use switchboard_standins::Reply;
 
-use crate::helpers::{key, start, test_config, wait_inbox_idle, wait_transcript};
+use crate::helpers::{TestApp, key, wait_inbox_idle, wait_transcript};
 
 /// The provider key `test_config` configures: an exact value the scrubber knows.
 const CONFIGURED: &str = "test-key-not-real";
@@ -37,13 +38,12 @@ fn assert_nothing_shows_more_than_six(place: &str, texts: &[String]) {
 
 #[tokio::test]
 async fn credentials_streamed_two_characters_at_a_time_never_show_more_than_six() {
-    let llm = FakeLlm::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(&llm.openai_url(), dir.path(), "");
-    config.streaming.chunk_min_chars = 1;
-    config.streaming.progress_min_interval_ms = 20;
-    let channel = FakeChannel::new("fake");
-    let gateway = start(&config, &channel).await;
+    let streaming = |c: &mut Config| {
+        c.streaming.chunk_min_chars = 1;
+        c.streaming.progress_min_interval_ms = 20;
+    };
+    let app = TestApp::builder().edit(streaming).start().await;
+    let (llm, channel, gateway) = (&app.llm, &app.channel, app.gateway());
     let answer = format!(
         "Configured: {CONFIGURED}. OpenAI: {}. Slack: {}. Done.",
         SHAPED[0], SHAPED[1]
@@ -52,7 +52,7 @@ async fn credentials_streamed_two_characters_at_a_time_never_show_more_than_six(
     let chat = key("holdback");
     channel.say(&chat, "u1", "show me the keys").await.unwrap();
 
-    let transcript = wait_transcript(&channel, &chat, |t| {
+    let transcript = wait_transcript(channel, &chat, |t| {
         t.last().is_some_and(|m| m.ends_with("Done."))
     })
     .await;
@@ -69,5 +69,5 @@ async fn credentials_streamed_two_characters_at_a_time_never_show_more_than_six(
     let history = gateway.store().history(&chat, 10).await.unwrap();
     let stored: Vec<String> = history.into_iter().map(|m| m.content).collect();
     assert_nothing_shows_more_than_six("the stored history", &stored);
-    gateway.shutdown().await;
+    app.shutdown().await;
 }

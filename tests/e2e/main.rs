@@ -4,6 +4,7 @@
 mod access;
 mod access_store;
 mod agent_loop;
+mod app;
 mod approval_secrets;
 mod approval_store;
 mod approvals;

@@ -310,28 +310,23 @@ async fn a_fact_is_recalled_after_a_restart_on_postgres_too() {
     let Some(url) = postgres_url().await else {
         return;
     };
-    let llm = switchboard_standins::FakeLlm::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = crate::helpers::test_config(&llm.openai_url(), dir.path(), "");
-    config.gateway.database_url = switchboard::config::EnvString(url.clone());
-    let channel = switchboard_standins::FakeChannel::new("fake");
+    let mut app = TestApp::builder().database(&url).start().await;
+    let channel = Arc::clone(&app.channel);
     let chat = key("pg");
-    let first = crate::helpers::start(&config, &channel).await;
     channel.say(&chat, "u1", FACT).await.unwrap();
     wait_transcript(&channel, &chat, |t| t.len() == 1).await;
-    wait_inbox_idle(&first.store()).await;
-    first.shutdown().await;
-    let second = crate::helpers::start(&config, &channel).await;
+    wait_inbox_idle(&app.store()).await;
+    app.restart().await;
     channel
         .say(&chat, "u1", "what is my cat called?")
         .await
         .unwrap();
     wait_transcript(&channel, &chat, |t| t.len() == 2).await;
     assert!(
-        llm.requests().pop().unwrap()["messages"]
+        app.llm.requests().pop().unwrap()["messages"]
             .to_string()
             .contains("called Miso")
     );
-    second.shutdown().await;
+    app.shutdown().await;
     drop_postgres(&url).await;
 }

@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::channels;
-use switchboard_standins::telegram::{FAKE_BOT_TOKEN, FakeTelegram, FakeUser, UserMessage};
+use switchboard_standins::telegram::{FakeUser, UserMessage};
 use switchboard_standins::{FakeLlm, Op, Reply};
 
-use crate::helpers::{TestApp, WAIT, key, test_config, wait_transcript};
+use crate::app::Table;
+use crate::helpers::{TestApp, WAIT, key, wait_transcript};
 
 const TOOLS: &str = "[tools]\nenabled = [\"shell\", \"todo\"]\n[policy]\nmode = \"autonomous\"\n";
 
@@ -102,24 +102,14 @@ async fn a_three_item_plan_is_ticked_off_at_the_top_of_the_draft_and_kept_in_the
 
 #[tokio::test]
 async fn the_plan_is_drafted_and_kept_on_the_telegram_stand_in() {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let extra = format!(
-        "{TOOLS}[channels.telegram]\nkind = \"telegram\"\ntoken = \"{FAKE_BOT_TOKEN}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\ndm_policy = \"open\"\npoll_timeout_secs = 1\n",
-        tg.api_url()
-    );
-    let config = test_config(&llm.openai_url(), dir.path(), &extra);
-    let mut gateway = switchboard::Gateway::new(config.clone());
-    for channel in channels::from_config(&config).unwrap() {
-        gateway = gateway.channel(channel);
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let _running = gateway.start(listener).await.unwrap();
+    let app = TestApp::builder()
+        .config(TOOLS)
+        .telegram(Table::open())
+        .start()
+        .await;
+    let (tg, llm) = (app.telegram(), &app.llm);
     // Telegram allows about one edit a second per chat.
-    script(&llm, Duration::from_millis(1300));
+    script(llm, Duration::from_millis(1300));
     tg.inject(&UserMessage::private(
         FakeUser::human(1001, "alice"),
         "fix it",

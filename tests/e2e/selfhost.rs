@@ -7,13 +7,12 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard::Gateway;
-use switchboard::channels;
-use switchboard::config::Secret;
-use switchboard_standins::slack::{FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, Failure, FakeSlack};
-use switchboard_standins::{FakeChannel, FakeLlm, Reply};
+use switchboard::config::{Config, Secret};
+use switchboard_standins::slack::{Failure, FakeSlack};
+use switchboard_standins::{FakeLlm, Reply};
 
-use crate::helpers::{TestApp, WAIT, free_port, key, test_config, wait_transcript};
+use crate::app::Table;
+use crate::helpers::{TestApp, WAIT, free_port, key, wait_transcript};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
@@ -121,22 +120,9 @@ async fn metrics_parse_as_prometheus_text_and_counters_move_with_traffic() {
 async fn healthcheck_fails_while_a_channel_cannot_receive_and_passes_once_it_can() {
     let slack = FakeSlack::start().await;
     slack.fail_next(3, Failure::ServerError);
-    let llm = FakeLlm::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let extra = format!(
-        "[channels.slack]\nkind = \"slack\"\nbot_token = \"{FAKE_BOT_TOKEN}\"\nsigning_secret = \"{FAKE_SIGNING_SECRET}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\ndm_policy = \"open\"\ngroup_policy = \"open\"\n",
-        slack.api_url()
-    );
-    let config = test_config(&llm.openai_url(), dir.path(), &extra);
-    let mut gateway = Gateway::new(config.clone());
-    for channel in channels::from_config(&config).unwrap() {
-        gateway = gateway.channel(channel);
-    }
-    let gateway = gateway
-        .start(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap())
-        .await
-        .unwrap();
-    let url = format!("http://{}/readyz", gateway.addr());
+    let builder = TestApp::builder().slack_standin(slack);
+    let mut app = builder.slack(Table::open()).start().await;
+    let url = app.url("/readyz");
     // tokio's Command: the gateway shares this test's runtime and must keep serving meanwhile.
     let check = || async {
         tokio::process::Command::new(BIN)
@@ -157,22 +143,15 @@ async fn healthcheck_fails_while_a_channel_cannot_receive_and_passes_once_it_can
         assert!(std::time::Instant::now() < deadline, "never became ready");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    gateway.shutdown().await;
+    app.stop().await;
     assert_eq!(check().await, Some(1), "a stopped gateway is not ready");
 }
 
 #[tokio::test]
 async fn with_a_metrics_token_a_scrape_needs_it_even_from_loopback() {
-    let llm = FakeLlm::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(&llm.openai_url(), dir.path(), "");
-    config.gateway.metrics_token = Secret::new("scrape-token-123");
-    let gateway = Gateway::new(config)
-        .channel(FakeChannel::new("fake"))
-        .start(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap())
-        .await
-        .unwrap();
-    let url = format!("http://{}/metrics", gateway.addr());
+    let token = |c: &mut Config| c.gateway.metrics_token = Secret::new("scrape-token-123");
+    let app = TestApp::builder().edit(token).start().await;
+    let url = app.url("/metrics");
     let client = reqwest::Client::new();
     let bare = client.get(&url).send().await.unwrap();
     assert_eq!(bare.status().as_u16(), 403);
@@ -186,7 +165,7 @@ async fn with_a_metrics_token_a_scrape_needs_it_even_from_loopback() {
         .unwrap();
     assert_eq!(scraped.status().as_u16(), 200);
     assert!(scraped.text().await.unwrap().contains("switchboard_"));
-    gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]

@@ -4,52 +4,22 @@
 
 use std::time::Duration;
 
-use switchboard::channels;
-use switchboard::config::Config;
-use switchboard::{Gateway, RunningGateway};
-use switchboard_standins::slack::{
-    FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack, SignedRequest, SlackMessage, dm_event,
-};
-use switchboard_standins::{FakeLlm, Reply};
+use switchboard_standins::Reply;
+use switchboard_standins::slack::{FAKE_SIGNING_SECRET, SignedRequest, SlackMessage, dm_event};
 
-use crate::helpers::{WAIT, test_config, wait_inbox_idle};
+use crate::app::{Table, TestApp};
+use crate::helpers::{WAIT, wait_inbox_idle};
 
-struct SlackApp {
-    gateway: RunningGateway,
-    slack: FakeSlack,
-    llm: FakeLlm,
-    events_url: String,
-    _dir: tempfile::TempDir,
+/// Where Slack delivers events for the channel named `slack`.
+const EVENTS: &str = "/slack/slack/events";
+
+async fn spawn() -> TestApp {
+    TestApp::builder().slack(Table::open()).start().await
 }
 
-async fn spawn(extra: &str) -> SlackApp {
-    let slack = FakeSlack::start().await;
-    let llm = FakeLlm::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let channel = format!(
-        "[channels.slack]\nkind = \"slack\"\nbot_token = \"{FAKE_BOT_TOKEN}\"\nsigning_secret = \"{FAKE_SIGNING_SECRET}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\ndm_policy = \"open\"\ngroup_policy = \"open\"\n{extra}",
-        slack.api_url()
-    );
-    let config: Config = test_config(&llm.openai_url(), dir.path(), &channel);
-    let mut gateway = Gateway::new(config.clone());
-    for channel in channels::from_config(&config).unwrap() {
-        gateway = gateway.channel(channel);
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let gateway = gateway.start(listener).await.unwrap();
-    let events_url = format!("http://{}/slack/slack/events", gateway.addr());
-    SlackApp {
-        gateway,
-        slack,
-        llm,
-        events_url,
-        _dir: dir,
-    }
-}
-
-async fn post(app: &SlackApp, request: SignedRequest, secret: &str) -> u16 {
+async fn post(app: &TestApp, request: SignedRequest, secret: &str) -> u16 {
     request
-        .build(&reqwest::Client::new(), &app.events_url, secret)
+        .build(&reqwest::Client::new(), &app.url(EVENTS), secret)
         .send()
         .await
         .unwrap()
@@ -59,7 +29,7 @@ async fn post(app: &SlackApp, request: SignedRequest, secret: &str) -> u16 {
 
 #[tokio::test]
 async fn a_signed_dm_gets_a_streamed_answer_at_top_level() {
-    let app = spawn("").await;
+    let app = spawn().await;
     let answer: String = (1..=12)
         .map(|i| format!("Part {i} of the answer. "))
         .collect();
@@ -78,20 +48,20 @@ async fn a_signed_dm_gets_a_streamed_answer_at_top_level() {
         .await,
         200
     );
-    wait_inbox_idle(&app.gateway.store()).await;
-    let messages = app.slack.messages(msg.channel);
+    wait_inbox_idle(&app.store()).await;
+    let messages = app.slack().messages(msg.channel);
     assert_eq!(messages.len(), 1, "{messages:#?}");
     assert_eq!(messages[0].thread_ts, None, "a DM is answered at top level");
     assert_eq!(messages[0].text.trim(), answer.trim());
     assert!(
-        !app.slack.calls_to("chat.update").is_empty(),
+        !app.slack().calls_to("chat.update").is_empty(),
         "the answer streamed into the draft"
     );
 }
 
 #[tokio::test]
 async fn an_event_delivered_three_times_is_answered_once() {
-    let app = spawn("").await;
+    let app = spawn().await;
     let msg = SlackMessage {
         event_id: "Ev0REPEAT",
         text: "once please",
@@ -113,14 +83,14 @@ async fn an_event_delivered_three_times_is_answered_once() {
             200
         );
     }
-    wait_inbox_idle(&app.gateway.store()).await;
-    assert_eq!(app.slack.calls_to("chat.postMessage").len(), 1);
+    wait_inbox_idle(&app.store()).await;
+    assert_eq!(app.slack().calls_to("chat.postMessage").len(), 1);
     assert_eq!(app.llm.requests().len(), 1);
 }
 
 #[tokio::test]
 async fn bad_signatures_stale_timestamps_and_missing_headers_get_401_and_store_nothing() {
-    let app = spawn("").await;
+    let app = spawn().await;
     let event = dm_event(&SlackMessage::default());
     assert_eq!(
         post(&app, SignedRequest::event(&event), "wrong-secret").await,
@@ -137,19 +107,19 @@ async fn bad_signatures_stale_timestamps_and_missing_headers_get_401_and_store_n
         401
     );
     let unsigned = reqwest::Client::new()
-        .post(&app.events_url)
+        .post(app.url(EVENTS))
         .body(event.to_string())
         .send()
         .await
         .unwrap();
     assert_eq!(unsigned.status(), 401);
-    let counts = app.gateway.store().inbox_counts().await.unwrap();
+    let counts = app.store().inbox_counts().await.unwrap();
     assert_eq!(counts.pending + counts.processing + counts.done, 0);
 }
 
 #[tokio::test]
 async fn malformed_json_is_400_and_an_oversized_body_is_413() {
-    let app = spawn("").await;
+    let app = spawn().await;
     let bad = SignedRequest::raw("{not json", "application/json");
     assert_eq!(post(&app, bad, FAKE_SIGNING_SECRET).await, 400);
     let huge = SignedRequest::raw(vec![b' '; 2 * 1024 * 1024], "application/json");

@@ -1,6 +1,7 @@
 //! The spine end to end: message in → streamed draft → final answer → history stored, and the
 //! promises around it (dedup, restart, ordering, concurrency, limits).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard::provider::Role;
@@ -9,10 +10,7 @@ use switchboard_standins::{FakeChannel, Op, Reply};
 
 use switchboard::clock::Clock;
 
-use crate::helpers::{
-    Killable, TestApp, WAIT, key, start, start_with_clock, wait_inbox_idle, wait_transcript,
-    wall_ms,
-};
+use crate::helpers::{TestApp, WAIT, key, wait_inbox_idle, wait_transcript, wall_ms};
 
 fn long_answer() -> String {
     (1..=30)
@@ -171,14 +169,11 @@ async fn two_conversations_are_answered_concurrently() {
 
 #[tokio::test]
 async fn a_gateway_killed_mid_turn_answers_exactly_once_after_restart() {
-    let channel = FakeChannel::new("fake");
-    let app = TestApp::spawn_on(channel.clone(), "").await;
-    // Use the app's config and database, but run the first life on a killable runtime.
-    app.gateway.unwrap().shutdown().await;
+    let mut app = TestApp::builder().killable().start().await;
+    let channel = Arc::clone(&app.channel);
     let slow = long_answer();
     app.llm
         .push(Reply::paced(slow.clone(), 10, Duration::from_millis(40)));
-    let first = Killable::start(&app.config, &channel).await;
     let chat = key("crash");
     channel.say(&chat, "u1", "long please").await.unwrap();
     // Killed after the draft was posted and edited, before the answer finished.
@@ -187,44 +182,42 @@ async fn a_gateway_killed_mid_turn_answers_exactly_once_after_restart() {
             .wait_until(WAIT, |c| c.iter().filter(|c| c.op == Op::Edit).count() >= 1)
             .await
     );
-    first.kill();
+    app.kill();
 
     app.llm.push(Reply::text(slow.clone()));
-    let second = start(&app.config, &channel).await;
+    app.start().await;
     let transcript = wait_transcript(&channel, &chat, |t| t.len() == 1 && t[0] == slow).await;
     assert_eq!(
         transcript.len(),
         1,
         "the restarted turn edits the draft it already posted"
     );
-    wait_inbox_idle(&second.store()).await;
+    wait_inbox_idle(&app.store()).await;
     assert_eq!(
         channel.writes().iter().filter(|c| c.op == Op::Send).count(),
         1
     );
-    let history = second.store().history(&chat, 10).await.unwrap();
+    let history = app.store().history(&chat, 10).await.unwrap();
     assert_eq!(
         history.len(),
         2,
         "user + assistant stored once: {history:#?}"
     );
-    second.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn an_event_held_by_a_dead_replica_is_taken_over_once_its_lease_runs_out() {
-    let channel = FakeChannel::new("fake");
-    let app = TestApp::spawn_on(channel.clone(), "").await;
-    app.gateway.unwrap().shutdown().await;
     // Both replicas read one manual clock; nothing waits for the 600 s lease in real time.
     let clock = Clock::manual(wall_ms());
-    let replica = |name: &str| {
-        let mut config = app.config.clone();
-        config.gateway.instance_id = Some(name.into());
-        config
-    };
+    let mut app = TestApp::builder()
+        .clock(clock.clone())
+        .edit(|c| c.gateway.instance_id = Some("a".into()))
+        .killable()
+        .start()
+        .await;
+    let channel = Arc::clone(&app.channel);
     app.llm.push(Reply::Stall(Duration::from_secs(30)));
-    let first = Killable::start_with_clock(&replica("a"), &channel, clock.clone()).await;
     let chat = key("lease");
     channel.say(&chat, "u1", "are you there").await.unwrap();
     assert!(
@@ -233,17 +226,18 @@ async fn an_event_held_by_a_dead_replica_is_taken_over_once_its_lease_runs_out()
             .await,
         "replica a claimed the event"
     );
-    first.kill();
-    let second = start_with_clock(&replica("b"), &channel, clock.clone()).await;
-    let registry = second.registry();
+    app.kill();
+    app.config.gateway.instance_id = Some("b".into());
+    app.start().await;
+    let registry = app.gateway().registry();
     assert_eq!(registry.sweep().await.unwrap(), 0, "a's lease still holds");
     clock.advance(Duration::from_secs(599));
     assert_eq!(registry.sweep().await.unwrap(), 0, "one second left");
     clock.advance(Duration::from_secs(2));
     assert_eq!(registry.sweep().await.unwrap(), 1, "the lease ran out");
     wait_transcript(&channel, &chat, |t| t == ["You said: are you there"]).await;
-    wait_inbox_idle(&second.store()).await;
-    second.shutdown().await;
+    wait_inbox_idle(&app.store()).await;
+    app.shutdown().await;
 }
 
 #[tokio::test]

@@ -3,14 +3,14 @@
 //! password, repeated in the model's answer); afterwards the whole SQLite file (with its
 //! `-wal`) and every PostgreSQL table are searched for them. Zero hits.
 
+use std::sync::Arc;
+
 use serde_json::json;
-use switchboard::config::{Config, EnvString};
+use switchboard::config::EnvString;
 use switchboard_standins::{FakeLlm, Reply};
 
 use crate::approvals::{buttons_channel, prompt};
-use crate::helpers::{
-    drop_postgres, key, postgres_url, start, test_config, wait_inbox_idle, wait_transcript,
-};
+use crate::helpers::{TestApp, drop_postgres, key, postgres_url, wait_inbox_idle, wait_transcript};
 
 /// The provider key `test_config` configures.
 const CONFIGURED: &str = "test-key-not-real";
@@ -32,20 +32,29 @@ fn planted() -> Vec<&'static str> {
     all
 }
 
-/// The test config with the URL password in the provider's `base_url`.
-fn config_for(llm: &FakeLlm, dir: &std::path::Path) -> Config {
-    let mut config = test_config(&llm.openai_url(), dir, TOOLS);
+/// A gateway with approval buttons and [`TOOLS`], the URL password in the provider's
+/// `base_url`, on SQLite or on `database_url`.
+async fn spawn(database_url: Option<&str>) -> TestApp {
+    let llm = FakeLlm::start().await;
     let url = llm
         .openai_url()
         .replacen("://", &format!("://proxy:{DB_PASSWORD}@"), 1);
-    config.provider.base_url = Some(EnvString(url));
-    config
+    let mut builder = TestApp::builder()
+        .llm(llm)
+        .fake(buttons_channel())
+        .config(TOOLS)
+        .edit(|c| c.provider.base_url = Some(EnvString(url)));
+    if let Some(db) = database_url {
+        builder = builder.database(db);
+    }
+    builder.start().await
 }
 
-/// Run the session against `config`'s database.
-async fn session(config: &Config, llm: &FakeLlm) {
+/// Run the session, then stop the gateway (its files stay for the search).
+async fn session(app: &mut TestApp) {
+    let (llm, channel) = (&app.llm, Arc::clone(&app.channel));
     let chat = key("stored");
-    let workspace = config.gateway.data_dir.join("workspaces/fake/stored");
+    let workspace = app.config.gateway.data_dir.join("workspaces/fake/stored");
     std::fs::create_dir_all(&workspace).unwrap();
     let file = format!("OPENAI={}\nGITHUB={}\n", SHAPED[0], SHAPED[1]);
     std::fs::write(workspace.join("secrets.env"), file).unwrap();
@@ -61,8 +70,6 @@ async fn session(config: &Config, llm: &FakeLlm) {
         "Keys: {}. Done.",
         planted().join(", ")
     )));
-    let channel = buttons_channel();
-    let gateway = start(config, &channel).await;
     let text = format!("my slack token is {} and db pass {DB_PASSWORD}", SHAPED[2]);
     channel.say(&chat, "alice", &text).await.unwrap();
     let (once, _, _) = prompt(&channel, &chat).await;
@@ -78,9 +85,9 @@ async fn session(config: &Config, llm: &FakeLlm) {
         CONFIGURED,
         "the approved call ran with the real value"
     );
-    wait_inbox_idle(&gateway.store()).await;
+    wait_inbox_idle(&app.store()).await;
     tokio::time::sleep(std::time::Duration::from_millis(200)).await; // the call is forgotten
-    gateway.shutdown().await;
+    app.stop().await;
 }
 
 fn assert_no_hits(place: &str, haystack: &[u8]) {
@@ -93,12 +100,10 @@ fn assert_no_hits(place: &str, haystack: &[u8]) {
 
 #[tokio::test]
 async fn the_sqlite_file_and_its_wal_hold_none_of_the_planted_secrets() {
-    let llm = FakeLlm::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let config = config_for(&llm, dir.path());
-    session(&config, &llm).await;
+    let mut app = spawn(None).await;
+    session(&mut app).await;
     for name in ["test.db", "test.db-wal"] {
-        if let Ok(bytes) = std::fs::read(dir.path().join(name)) {
+        if let Ok(bytes) = std::fs::read(app.dir().join(name)) {
             assert_no_hits(name, &bytes);
         }
     }
@@ -109,12 +114,9 @@ async fn no_postgresql_table_holds_any_of_the_planted_secrets() {
     let Some(url) = postgres_url().await else {
         return;
     };
-    let llm = FakeLlm::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = config_for(&llm, dir.path());
     let with_password = url.replacen("://postgres@", &format!("://postgres:{DB_PASSWORD}@"), 1);
-    config.gateway.database_url = EnvString(with_password.clone());
-    session(&config, &llm).await;
+    let mut app = spawn(Some(&with_password)).await;
+    session(&mut app).await;
     let rows = all_rows(&with_password).await;
     assert!(rows.contains("alice"), "the tables were read: {rows}");
     assert_no_hits("PostgreSQL", rows.as_bytes());

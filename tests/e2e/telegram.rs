@@ -5,58 +5,18 @@
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard::channels;
-use switchboard::config::Config;
-use switchboard::{Gateway, RunningGateway};
-use switchboard_standins::telegram::{
-    Click, FAKE_BOT_TOKEN, Failure, FakeTelegram, FakeUser, UserMessage,
-};
-use switchboard_standins::{FakeLlm, Reply};
+use switchboard_standins::Reply;
+use switchboard_standins::telegram::{Click, Failure, FakeTelegram, FakeUser, UserMessage};
 
-use crate::helpers::{Killable, WAIT, test_config, wait_inbox_idle};
+use crate::app::{Builder, Table, TestApp, quoted};
+use crate::helpers::{WAIT, wait_inbox_idle};
 
-struct TgApp {
-    gateway: Option<RunningGateway>,
-    tg: FakeTelegram,
-    llm: FakeLlm,
-    config: Config,
-    _dir: tempfile::TempDir,
+async fn spawn(extra: &str) -> TestApp {
+    builder(extra).start().await
 }
 
-fn config(tg: &FakeTelegram, llm: &FakeLlm, dir: &tempfile::TempDir, extra: &str) -> Config {
-    let channel = format!(
-        "{extra}[channels.telegram]\nkind = \"telegram\"\ntoken = \"{FAKE_BOT_TOKEN}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\ndm_policy = \"open\"\ngroup_policy = \"open\"\npoll_timeout_secs = 1\n",
-        tg.api_url()
-    );
-    test_config(&llm.openai_url(), dir.path(), &channel)
-}
-
-async fn start(config: &Config) -> RunningGateway {
-    let mut gateway = Gateway::new(config.clone());
-    for channel in channels::from_config(config).unwrap() {
-        gateway = gateway.channel(channel);
-    }
-    gateway
-        .start(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap())
-        .await
-        .unwrap()
-}
-
-async fn spawn(extra: &str) -> TgApp {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let config = config(&tg, &llm, &dir, extra);
-    let gateway = start(&config).await;
-    TgApp {
-        gateway: Some(gateway),
-        tg,
-        llm,
-        config,
-        _dir: dir,
-    }
+fn builder(extra: &str) -> Builder {
+    TestApp::builder().telegram(Table::open()).config(extra)
 }
 
 fn alice() -> FakeUser {
@@ -96,13 +56,17 @@ async fn a_private_chat_gets_a_streamed_answer_in_one_edited_message() {
         .collect();
     app.llm
         .push(Reply::paced(answer, 30, Duration::from_millis(30)));
-    app.tg.inject(&UserMessage::private(alice(), "hello"));
-    let texts = wait_messages(&app.tg, 1001, |t| t.len() == 1 && t[0].contains("Line 15")).await;
+    app.telegram()
+        .inject(&UserMessage::private(alice(), "hello"));
+    let texts = wait_messages(app.telegram(), 1001, |t| {
+        t.len() == 1 && t[0].contains("Line 15")
+    })
+    .await;
     assert!(
         texts[0].contains("streamed answer") && !texts[0].contains("**"),
         "rendered as HTML: {texts:?}"
     );
-    let msg = &app.tg.messages(1001)[0];
+    let msg = &app.telegram().messages(1001)[0];
     assert!(
         msg.edits >= 1 && msg.parse_mode.as_deref() == Some("HTML"),
         "{msg:#?}"
@@ -122,8 +86,9 @@ async fn a_6000_character_answer_arrives_as_two_valid_messages_with_the_fence_in
     assert!(answer.chars().count() > 5000);
     app.llm
         .push(Reply::paced(answer, 500, Duration::from_millis(5)));
-    app.tg.inject(&UserMessage::private(alice(), "long please"));
-    let texts = wait_messages(&app.tg, 1001, |t| {
+    app.telegram()
+        .inject(&UserMessage::private(alice(), "long please"));
+    let texts = wait_messages(app.telegram(), 1001, |t| {
         t.last().is_some_and(|m| m.ends_with("Done."))
     })
     .await;
@@ -133,7 +98,7 @@ async fn a_6000_character_answer_arrives_as_two_valid_messages_with_the_fence_in
         .map(|t| t.lines().filter(|l| l.starts_with("let value_")).count())
         .sum();
     assert_eq!(lines, 120, "every code line arrived once");
-    for m in app.tg.messages(1001) {
+    for m in app.telegram().messages(1001) {
         assert!(m.text.encode_utf16().count() <= 4096);
         assert_eq!(
             m.raw.matches("<pre>").count(),
@@ -143,7 +108,7 @@ async fn a_6000_character_answer_arrives_as_two_valid_messages_with_the_fence_in
         );
     }
     assert!(
-        app.tg
+        app.telegram()
             .calls()
             .iter()
             .all(|c| c.outcome.is_ok() || c.method == "getUpdates"),
@@ -160,10 +125,12 @@ async fn a_429_storm_during_streaming_still_delivers_the_final_answer() {
     app.llm
         .push(Reply::paced(answer.clone(), 20, Duration::from_millis(20)));
     for _ in 0..6 {
-        app.tg.fail_next("editMessageText", Failure::RetryAfter(1));
+        app.telegram()
+            .fail_next("editMessageText", Failure::RetryAfter(1));
     }
-    app.tg.inject(&UserMessage::private(alice(), "stream"));
-    let texts = wait_messages(&app.tg, 1001, |t| {
+    app.telegram()
+        .inject(&UserMessage::private(alice(), "stream"));
+    let texts = wait_messages(app.telegram(), 1001, |t| {
         t.len() == 1 && t[0].contains("Sentence 20")
     })
     .await;
@@ -172,14 +139,9 @@ async fn a_429_storm_during_streaming_still_delivers_the_final_answer() {
 
 #[tokio::test]
 async fn a_restart_between_fetching_and_answering_produces_exactly_one_answer() {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let config = config(&tg, &llm, &dir, "");
+    let mut app = builder("").killable().start().await;
+    let (tg, llm) = (app.telegram(), &app.llm);
     llm.push(Reply::Stall(Duration::from_secs(30)));
-    let first = Killable::start_from_config(&config).await;
     tg.inject(&UserMessage::private(alice(), "are you there?"));
     let deadline = std::time::Instant::now() + WAIT;
     while llm.requests().is_empty() {
@@ -189,15 +151,16 @@ async fn a_restart_between_fetching_and_answering_produces_exactly_one_answer() 
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    first.kill();
-    llm.push(Reply::text("Yes, here."));
-    let second = start(&config).await;
-    wait_messages(&tg, 1001, |t| t == ["Yes, here."]).await;
-    wait_inbox_idle(&second.store()).await;
+    app.kill();
+    app.llm.push(Reply::text("Yes, here."));
+    app.start().await;
+    let (tg, llm) = (app.telegram(), &app.llm);
+    wait_messages(tg, 1001, |t| t == ["Yes, here."]).await;
+    wait_inbox_idle(&app.store()).await;
     tokio::time::sleep(Duration::from_millis(1500)).await; // another poll round: nothing new
     assert_eq!(tg.messages(1001).len(), 1, "exactly one answer");
     assert_eq!(llm.requests().len(), 2, "the stalled call, then one answer");
-    second.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
@@ -211,11 +174,12 @@ async fn an_approval_button_press_through_telegram_runs_the_tool() {
             json!({"command": "touch tg.txt"}),
         ))
         .push(Reply::text("Made it."));
-    app.tg.inject(&UserMessage::private(alice(), "make a file"));
+    app.telegram()
+        .inject(&UserMessage::private(alice(), "make a file"));
     let deadline = std::time::Instant::now() + WAIT;
     let prompt = loop {
         if let Some(m) = app
-            .tg
+            .telegram()
             .messages(1001)
             .into_iter()
             .find(|m| m.reply_markup.is_some())
@@ -230,9 +194,12 @@ async fn an_approval_button_press_through_telegram_runs_the_tool() {
         .as_str()
         .unwrap()
         .to_owned();
-    let pressed = app.tg.click(&Click::on(&prompt, alice(), &approve));
-    wait_messages(&app.tg, 1001, |t| t.last().is_some_and(|m| m == "Made it.")).await;
-    let answers = app.tg.calls_to("answerCallbackQuery");
+    let pressed = app.telegram().click(&Click::on(&prompt, alice(), &approve));
+    wait_messages(app.telegram(), 1001, |t| {
+        t.last().is_some_and(|m| m == "Made it.")
+    })
+    .await;
+    let answers = app.telegram().calls_to("answerCallbackQuery");
     assert!(
         answers.iter().any(|c| c
             .params
@@ -246,30 +213,18 @@ async fn an_approval_button_press_through_telegram_runs_the_tool() {
         .data_dir
         .join("workspaces/telegram/1001/tg.txt");
     assert!(workspace.exists());
-    app.gateway.unwrap().shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn draft_transport_streams_through_send_message_draft_and_sends_the_final_answer_once() {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let mut config = config(&tg, &llm, &dir, "");
-    if let Some(switchboard::config::ChannelConfig::Telegram(t)) =
-        config.channels.get_mut("telegram")
-    {
-        t.draft_transport = switchboard_telegram::DraftTransport::Draft;
-    }
-    let gateway = start(&config).await;
+    let table = Table::open().set("draft_transport", quoted("draft"));
+    let app = TestApp::builder().telegram(table).start().await;
+    let (tg, llm) = (app.telegram(), &app.llm);
     let answer: String = (1..=12).map(|i| format!("Draft line {i}.\n")).collect();
     llm.push(Reply::paced(answer, 20, Duration::from_millis(40)));
     tg.inject(&UserMessage::private(alice(), "draft please"));
-    let texts = wait_messages(&tg, 1001, |t| {
-        t.len() == 1 && t[0].contains("Draft line 12")
-    })
-    .await;
+    let texts = wait_messages(tg, 1001, |t| t.len() == 1 && t[0].contains("Draft line 12")).await;
     assert_eq!(texts.len(), 1);
     assert!(
         !tg.drafts().is_empty(),
@@ -284,5 +239,5 @@ async fn draft_transport_streams_through_send_message_draft_and_sends_the_final_
         1,
         "the final answer is sent once"
     );
-    gateway.shutdown().await;
+    app.shutdown().await;
 }

@@ -137,9 +137,11 @@ async fn slash_stop_kills_a_running_sleep() {
 
 #[tokio::test]
 async fn prompt_guided_calls_in_every_format_are_executed_and_never_shown() {
-    let app = TestApp::spawn_with(SHELL_ONLY).await;
-    let mut config = app.config.clone();
-    config.provider.native_tools = false;
+    let builder = TestApp::builder().config(SHELL_ONLY);
+    let app = builder
+        .edit(|c| c.provider.native_tools = false)
+        .start()
+        .await;
     let formats = [
         "I'll write it.\n<tool_call>{\"name\": \"file_write\", \"arguments\": {\"path\": \"a.txt\", \"content\": \"A\"}}</tool_call>",
         "Next.\n<function_calls>\n<invoke name=\"file_write\">\n<parameter name=\"path\">b.txt</parameter>\n<parameter name=\"content\">B</parameter>\n</invoke>\n</function_calls>",
@@ -151,19 +153,12 @@ async fn prompt_guided_calls_in_every_format_are_executed_and_never_shown() {
             .push(Reply::paced(text, 3, Duration::from_millis(1)));
     }
     app.llm.push(Reply::text("All four files are written."));
-    let channel = switchboard_standins::FakeChannel::new("fake");
-    let dir = tempfile::tempdir().unwrap();
-    config.gateway.database_url =
-        switchboard::config::EnvString(format!("sqlite://{}/pg.db", dir.path().display()));
-    config.gateway.data_dir = dir.path().to_path_buf();
-    let gateway = crate::helpers::start(&config, &channel).await;
+    let channel = &app.channel;
     let chat = key("guided");
     channel.say(&chat, "u1", "write four files").await.unwrap();
-    wait_transcript(&channel, &chat, |t| t == ["All four files are written."]).await;
+    wait_transcript(channel, &chat, |t| t == ["All four files are written."]).await;
     for (name, content) in [("a", "A"), ("b", "B"), ("c", "C"), ("d", "D")] {
-        let path = dir
-            .path()
-            .join(format!("workspaces/fake/guided/{name}.txt"));
+        let path = app.dir().join(format!("workspaces/fake/guided/{name}.txt"));
         assert_eq!(
             std::fs::read_to_string(&path).unwrap_or_default(),
             content,
@@ -190,5 +185,5 @@ async fn prompt_guided_calls_in_every_format_are_executed_and_never_shown() {
             );
         }
     }
-    gateway.shutdown().await;
+    app.shutdown().await;
 }

@@ -12,34 +12,7 @@ mod telegram;
 use switchboard::access::cli::{AccessAction, apply};
 use switchboard::store::Store;
 
-/// The example config's `[channels.<name>]` table, with `replace`d keys set to new values
-/// and every other line kept as shipped.
-pub(crate) fn example_table(name: &str, replace: &[(&str, String)]) -> String {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/config/switchboard.example.toml"
-    );
-    let example = std::fs::read_to_string(path).expect("the example config exists");
-    let start = example
-        .find(&format!("[channels.{name}]"))
-        .expect("the example config has the table");
-    let rest = &example[start..];
-    let end = rest[1..].find("\n[").map_or(rest.len(), |i| i + 1);
-    let mut table = String::new();
-    for line in rest[..end].lines() {
-        let key = line.split('=').next().unwrap_or_default().trim();
-        match replace.iter().find(|(k, _)| *k == key) {
-            Some((k, v)) => table.push_str(&format!("{k} = {v}\n")),
-            None => table.push_str(&format!("{line}\n")),
-        }
-    }
-    table
-}
-
-/// `text` as a TOML string.
-pub(crate) fn quoted(text: &str) -> String {
-    format!("{text:?}")
-}
+use crate::app::example_table;
 
 /// The pairing code in the bot's reply (`switchboard access allow <channel> <code>`).
 fn code_in(reply: &str, channel: &str) -> String {

@@ -3,56 +3,26 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::channels;
-use switchboard::config::Config;
-use switchboard::{Gateway, RunningGateway};
+use switchboard_standins::Reply;
 use switchboard_standins::slack::{
-    ButtonClick, FAKE_BOT_TOKEN, FAKE_BOT_USER_ID, FAKE_SIGNING_SECRET, FakeMessage, FakeSlack,
-    SignedRequest, SlackMessage, block_actions, dm_event, mention_event,
+    ButtonClick, FAKE_BOT_USER_ID, FakeMessage, FakeSlack, SignedRequest, SlackMessage,
+    block_actions, dm_event, mention_event,
 };
-use switchboard_standins::{FakeLlm, Reply};
 
-use super::{allow, code_in, example_table, quoted, shell_runs};
-use crate::helpers::{WAIT, test_config, wait_inbox_idle};
+use super::{allow, code_in, shell_runs};
+use crate::app::{Table, TestApp};
+use crate::helpers::{WAIT, wait_inbox_idle};
 
 const CHANNEL: &str = "C0TESTCHAN";
 
-fn config(
-    slack: &FakeSlack,
-    llm: &FakeLlm,
-    dir: &tempfile::TempDir,
-    extra: &[(&str, String)],
-) -> Config {
-    let mut keys = vec![
-        ("bot_token", quoted(FAKE_BOT_TOKEN)),
-        ("signing_secret", quoted(FAKE_SIGNING_SECRET)),
-        ("api_url", quoted(&slack.api_url())),
-    ];
-    keys.extend(extra.iter().cloned());
-    let table = example_table("slack", &keys);
+/// A gateway with the example Slack table (`extra` keys set over it), the shell on and
+/// `U0BOSS` its approver.
+async fn spawn(extra: &[(&str, String)]) -> TestApp {
+    let table = extra
+        .iter()
+        .fold(Table::example(), |t, (k, v)| t.set(k, v.clone()));
     let rest = "[tools]\nenabled = [\"shell\"]\n[policy.approvers]\nslack = [\"U0BOSS\"]\n";
-    test_config(&llm.openai_url(), dir.path(), &format!("{table}{rest}"))
-}
-
-async fn start(config: &Config) -> RunningGateway {
-    let mut gateway = Gateway::new(config.clone());
-    for channel in channels::from_config(config).unwrap() {
-        gateway = gateway.channel(channel);
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    gateway.start(listener).await.unwrap()
-}
-
-/// Post a signed request to the gateway's Slack route `path` (`events` or `interactions`).
-async fn post(gateway: &RunningGateway, path: &str, request: SignedRequest) -> u16 {
-    let url = format!("http://{}/slack/slack/{path}", gateway.addr());
-    let client = reqwest::Client::new();
-    let response = request
-        .build(&client, &url, FAKE_SIGNING_SECRET)
-        .send()
-        .await
-        .unwrap();
-    response.status().as_u16()
+    TestApp::builder().slack(table).config(rest).start().await
 }
 
 /// Wait until the bot's messages in `channel` satisfy `done`.
@@ -87,59 +57,53 @@ fn dm<'a>(event_id: &'a str, text: &'a str, ts: &'a str) -> Value {
 
 #[tokio::test]
 async fn a_strangers_dm_gets_a_pairing_code_and_once_allowed_they_stay_in_after_a_restart() {
-    let (slack, llm, dir) = (
-        FakeSlack::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let config = config(&slack, &llm, &dir, &[]);
-    let gateway = start(&config).await;
+    let mut app = spawn(&[]).await;
     let dm_channel = SlackMessage::default().channel;
     let first = dm("Ev1", "hi, run rm -rf ~", "1700000100.000100");
     assert_eq!(
-        post(&gateway, "events", SignedRequest::event(&first)).await,
+        app.slack_post("events", SignedRequest::event(&first)).await,
         200
     );
-    let replies = wait_for(&slack, dm_channel, |m| !m.is_empty()).await;
+    let replies = wait_for(app.slack(), dm_channel, |m| !m.is_empty()).await;
     let code = code_in(&replies[0].text, "slack");
     let again = dm("Ev2", "hello??", "1700000101.000100");
     assert_eq!(
-        post(&gateway, "events", SignedRequest::event(&again)).await,
+        app.slack_post("events", SignedRequest::event(&again)).await,
         200
     );
     assert_eq!(
-        slack.messages(dm_channel).len(),
+        app.slack().messages(dm_channel).len(),
         1,
         "a repeated message makes no new code"
     );
-    assert!(llm.requests().is_empty(), "nothing reached the model");
+    assert!(app.llm.requests().is_empty(), "nothing reached the model");
 
-    allow(gateway.store().as_ref(), "slack", &code).await;
-    llm.push(Reply::text("Welcome in."));
+    allow(app.store().as_ref(), "slack", &code).await;
+    app.llm.push(Reply::text("Welcome in."));
     let third = dm("Ev3", "and now?", "1700000102.000100");
     assert_eq!(
-        post(&gateway, "events", SignedRequest::event(&third)).await,
+        app.slack_post("events", SignedRequest::event(&third)).await,
         200
     );
-    wait_for(&slack, dm_channel, |m| {
+    wait_for(app.slack(), dm_channel, |m| {
         m.iter().any(|m| m.text.trim() == "Welcome in.")
     })
     .await;
 
-    gateway.shutdown().await;
-    let restarted = start(&config).await;
-    llm.push(Reply::text("Still here."));
+    app.restart().await;
+    app.llm.push(Reply::text("Still here."));
     let fourth = dm("Ev4", "after the restart", "1700000103.000100");
     assert_eq!(
-        post(&restarted, "events", SignedRequest::event(&fourth)).await,
+        app.slack_post("events", SignedRequest::event(&fourth))
+            .await,
         200
     );
-    wait_for(&slack, dm_channel, |m| {
+    wait_for(app.slack(), dm_channel, |m| {
         m.iter().any(|m| m.text.trim() == "Still here.")
     })
     .await;
-    assert_eq!(llm.requests().len(), 2);
-    restarted.shutdown().await;
+    assert_eq!(app.llm.requests().len(), 2);
+    app.shutdown().await;
 }
 
 /// The value of the first button on the bot's prompt in `channel`.
@@ -165,21 +129,17 @@ fn press(user: &str, message: &FakeMessage, value: &str, trigger: &str) -> Signe
 
 #[tokio::test]
 async fn in_a_channel_the_requesters_own_press_is_refused_privately_and_an_approvers_runs_once() {
-    let (slack, llm, dir) = (
-        FakeSlack::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
     let listed = [
         ("allowed_users", "[\"U0TESTUSER\"]".to_owned()),
         ("allowed_channels", format!("[\"{CHANNEL}\"]")),
     ];
-    let gateway = start(&config(&slack, &llm, &dir, &listed)).await;
-    llm.push(Reply::tool_call(
-        "shell",
-        json!({"command": "touch chan.txt"}),
-    ))
-    .push(Reply::text("Made it."));
+    let app = spawn(&listed).await;
+    app.llm
+        .push(Reply::tool_call(
+            "shell",
+            json!({"command": "touch chan.txt"}),
+        ))
+        .push(Reply::text("Made it."));
     let text = format!("<@{FAKE_BOT_USER_ID}> make a file");
     let ask = mention_event(&SlackMessage {
         channel: CHANNEL,
@@ -187,15 +147,18 @@ async fn in_a_channel_the_requesters_own_press_is_refused_privately_and_an_appro
         ..SlackMessage::default()
     });
     assert_eq!(
-        post(&gateway, "events", SignedRequest::event(&ask)).await,
+        app.slack_post("events", SignedRequest::event(&ask)).await,
         200
     );
-    wait_for(&slack, CHANNEL, |_| prompt(&slack).is_some()).await;
-    let (message, value) = prompt(&slack).unwrap();
+    wait_for(app.slack(), CHANNEL, |_| prompt(app.slack()).is_some()).await;
+    let (message, value) = prompt(app.slack()).unwrap();
 
     let own = press("U0TESTUSER", &message, &value, "1.1.own");
-    assert_eq!(post(&gateway, "interactions", own).await, 200);
-    let private = slack.wait_for_calls("chat.postEphemeral", 1, WAIT).await;
+    assert_eq!(app.slack_post("interactions", own).await, 200);
+    let private = app
+        .slack()
+        .wait_for_calls("chat.postEphemeral", 1, WAIT)
+        .await;
     assert_eq!(private[0].body["user"], "U0TESTUSER");
     assert!(
         private[0].body["text"]
@@ -203,18 +166,18 @@ async fn in_a_channel_the_requesters_own_press_is_refused_privately_and_an_appro
             .unwrap()
             .starts_with("Not yours")
     );
-    assert!(prompt(&slack).is_some(), "the buttons stay");
-    assert_eq!(shell_runs(gateway.store().as_ref()).await, 0);
+    assert!(prompt(app.slack()).is_some(), "the buttons stay");
+    assert_eq!(shell_runs(app.store().as_ref()).await, 0);
 
     let boss = press("U0BOSS", &message, &value, "1.2.boss");
-    assert_eq!(post(&gateway, "interactions", boss).await, 200);
-    wait_for(&slack, CHANNEL, |m| {
+    assert_eq!(app.slack_post("interactions", boss).await, 200);
+    wait_for(app.slack(), CHANNEL, |m| {
         m.iter().any(|m| m.text.trim() == "Made it.")
     })
     .await;
     let again = press("U0BOSS", &message, &value, "1.3.boss");
-    assert_eq!(post(&gateway, "interactions", again).await, 200);
-    wait_inbox_idle(&gateway.store()).await;
-    assert_eq!(shell_runs(gateway.store().as_ref()).await, 1, "runs once");
-    gateway.shutdown().await;
+    assert_eq!(app.slack_post("interactions", again).await, 200);
+    wait_inbox_idle(&app.store()).await;
+    assert_eq!(shell_runs(app.store().as_ref()).await, 1, "runs once");
+    app.shutdown().await;
 }

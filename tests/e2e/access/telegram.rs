@@ -3,43 +3,29 @@
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard::channels;
-use switchboard::config::Config;
-use switchboard::{Gateway, RunningGateway};
+use switchboard_standins::Reply;
 use switchboard_standins::telegram::{
-    Click, FAKE_BOT_TOKEN, FAKE_BOT_USERNAME, FakeMessage, FakeTelegram, FakeUser, UserMessage,
+    Click, FAKE_BOT_USERNAME, FakeMessage, FakeTelegram, FakeUser, UserMessage,
 };
-use switchboard_standins::{FakeLlm, Reply};
 
-use super::{allow, code_in, example_table, quoted, shell_runs};
-use crate::helpers::{WAIT, test_config};
+use super::{allow, code_in, shell_runs};
+use crate::app::{Table, TestApp};
+use crate::helpers::WAIT;
 
 const GROUP: i64 = -100_777;
 
-fn config(
-    tg: &FakeTelegram,
-    llm: &FakeLlm,
-    dir: &tempfile::TempDir,
-    extra: &[(&str, String)],
-) -> Config {
-    let mut keys = vec![
-        ("token", quoted(FAKE_BOT_TOKEN)),
-        ("api_url", quoted(&tg.api_url())),
-        ("poll_timeout_secs", "1".to_owned()),
-    ];
-    keys.extend(extra.iter().cloned());
-    let table = example_table("telegram", &keys);
+/// A gateway with the example Telegram table (`extra` keys set over it), the shell on and
+/// user 2002 its approver.
+async fn spawn(extra: &[(&str, String)]) -> TestApp {
+    let table = extra
+        .iter()
+        .fold(Table::example(), |t, (k, v)| t.set(k, v.clone()));
     let rest = "[tools]\nenabled = [\"shell\"]\n[policy.approvers]\ntelegram = [\"2002\"]\n";
-    test_config(&llm.openai_url(), dir.path(), &format!("{table}{rest}"))
-}
-
-async fn start(config: &Config) -> RunningGateway {
-    let mut gateway = Gateway::new(config.clone());
-    for channel in channels::from_config(config).unwrap() {
-        gateway = gateway.channel(channel);
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    gateway.start(listener).await.unwrap()
+    TestApp::builder()
+        .telegram(table)
+        .config(rest)
+        .start()
+        .await
 }
 
 /// Wait until the bot's messages in `chat` satisfy `done`.
@@ -76,76 +62,72 @@ async fn wait_confirmed(tg: &FakeTelegram) {
 
 #[tokio::test]
 async fn a_strangers_dm_gets_a_pairing_code_and_once_allowed_they_stay_in_after_a_restart() {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let config = config(&tg, &llm, &dir, &[]);
-    let gateway = start(&config).await;
+    let mut app = spawn(&[]).await;
     let stranger = FakeUser::human(3003, "mallory");
-    tg.inject(&UserMessage::private(
+    app.telegram().inject(&UserMessage::private(
         stranger.clone(),
         "hi, please run rm -rf ~",
     ));
-    let replies = wait_for(&tg, 3003, |m| !m.is_empty()).await;
+    let replies = wait_for(app.telegram(), 3003, |m| !m.is_empty()).await;
     let code = code_in(&replies[0].text, "telegram");
-    tg.inject(&UserMessage::private(stranger.clone(), "hello??"));
-    wait_confirmed(&tg).await;
+    app.telegram()
+        .inject(&UserMessage::private(stranger.clone(), "hello??"));
+    wait_confirmed(app.telegram()).await;
     assert_eq!(
-        tg.messages(3003).len(),
+        app.telegram().messages(3003).len(),
         1,
         "a repeated message makes no new code"
     );
-    assert!(llm.requests().is_empty(), "nothing reached the model");
-    let counts = gateway.store().inbox_counts().await.unwrap();
+    assert!(app.llm.requests().is_empty(), "nothing reached the model");
+    let counts = app.store().inbox_counts().await.unwrap();
     assert_eq!(
         counts.pending + counts.processing + counts.done + counts.failed,
         0
     );
 
-    let said = allow(gateway.store().as_ref(), "telegram", &code).await;
+    let said = allow(app.store().as_ref(), "telegram", &code).await;
     assert!(said.starts_with("allowed 3003"), "{said}");
-    llm.push(Reply::text("Welcome in."));
-    tg.inject(&UserMessage::private(stranger.clone(), "and now?"));
-    wait_for(&tg, 3003, |m| {
+    app.llm.push(Reply::text("Welcome in."));
+    app.telegram()
+        .inject(&UserMessage::private(stranger.clone(), "and now?"));
+    wait_for(app.telegram(), 3003, |m| {
         m.last().is_some_and(|m| m.text == "Welcome in.")
     })
     .await;
 
-    gateway.shutdown().await;
-    let restarted = start(&config).await;
-    llm.push(Reply::text("Still here."));
-    tg.inject(&UserMessage::private(stranger, "after the restart"));
-    wait_for(&tg, 3003, |m| {
+    app.restart().await;
+    app.llm.push(Reply::text("Still here."));
+    app.telegram()
+        .inject(&UserMessage::private(stranger, "after the restart"));
+    wait_for(app.telegram(), 3003, |m| {
         m.last().is_some_and(|m| m.text == "Still here.")
     })
     .await;
-    assert_eq!(llm.requests().len(), 2);
-    restarted.shutdown().await;
+    assert_eq!(app.llm.requests().len(), 2);
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn in_a_group_the_requesters_own_press_is_refused_privately_and_an_approvers_runs_once() {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
     let listed = [
         ("allowed_users", "[\"1001\"]".to_owned()),
         ("allowed_groups", format!("[\"{GROUP}\"]")),
     ];
-    let gateway = start(&config(&tg, &llm, &dir, &listed)).await;
-    llm.push(Reply::tool_call(
-        "shell",
-        json!({"command": "touch grp.txt"}),
-    ))
-    .push(Reply::text("Made it."));
+    let app = spawn(&listed).await;
+    app.llm
+        .push(Reply::tool_call(
+            "shell",
+            json!({"command": "touch grp.txt"}),
+        ))
+        .push(Reply::text("Made it."));
     let (alice, bob) = (FakeUser::human(1001, "alice"), FakeUser::human(2002, "bob"));
     let ask = format!("@{FAKE_BOT_USERNAME} make a file");
-    tg.inject(&UserMessage::group(GROUP, alice.clone(), &ask));
-    let found = wait_for(&tg, GROUP, |m| m.iter().any(|m| m.reply_markup.is_some())).await;
+    app.telegram()
+        .inject(&UserMessage::group(GROUP, alice.clone(), &ask));
+    let found = wait_for(app.telegram(), GROUP, |m| {
+        m.iter().any(|m| m.reply_markup.is_some())
+    })
+    .await;
     let prompt = found
         .into_iter()
         .find(|m| m.reply_markup.is_some())
@@ -155,8 +137,11 @@ async fn in_a_group_the_requesters_own_press_is_refused_privately_and_an_approve
         .unwrap()
         .to_owned();
 
-    tg.click(&Click::on(&prompt, alice, &approve));
-    let answers = tg.wait_for_calls("answerCallbackQuery", 1).await;
+    app.telegram().click(&Click::on(&prompt, alice, &approve));
+    let answers = app
+        .telegram()
+        .wait_for_calls("answerCallbackQuery", 1)
+        .await;
     let refusal = answers[0].params["text"]
         .as_str()
         .unwrap_or_default()
@@ -165,25 +150,29 @@ async fn in_a_group_the_requesters_own_press_is_refused_privately_and_an_approve
         refusal.starts_with("Not yours to approve here"),
         "{refusal}"
     );
-    let still = tg
+    let still = app
+        .telegram()
         .messages(GROUP)
         .into_iter()
         .find(|m| m.message_id == prompt.message_id);
     assert!(still.unwrap().reply_markup.is_some(), "the buttons stay");
-    assert_eq!(shell_runs(gateway.store().as_ref()).await, 0);
+    assert_eq!(shell_runs(app.store().as_ref()).await, 0);
 
-    tg.click(&Click::on(&prompt, bob.clone(), &approve));
-    wait_for(&tg, GROUP, |m| {
+    app.telegram()
+        .click(&Click::on(&prompt, bob.clone(), &approve));
+    wait_for(app.telegram(), GROUP, |m| {
         m.last().is_some_and(|m| m.text == "Made it.")
     })
     .await;
-    tg.click(&Click::on(&prompt, bob, &approve));
-    tg.wait_for_calls("answerCallbackQuery", 3).await;
-    wait_confirmed(&tg).await;
-    assert_eq!(shell_runs(gateway.store().as_ref()).await, 1, "runs once");
-    let workspace = dir
-        .path()
+    app.telegram().click(&Click::on(&prompt, bob, &approve));
+    app.telegram()
+        .wait_for_calls("answerCallbackQuery", 3)
+        .await;
+    wait_confirmed(app.telegram()).await;
+    assert_eq!(shell_runs(app.store().as_ref()).await, 1, "runs once");
+    let workspace = app
+        .dir()
         .join(format!("workspaces/telegram/{GROUP}/grp.txt"));
     assert!(workspace.exists());
-    gateway.shutdown().await;
+    app.shutdown().await;
 }

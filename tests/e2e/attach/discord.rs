@@ -4,60 +4,31 @@
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard::channels;
-use switchboard::{Gateway, RunningGateway};
-use switchboard_standins::discord::{FAKE_TOKEN, FakeDiscord, FakeUser, IncomingMessage};
+use switchboard_standins::Reply;
+use switchboard_standins::discord::{FakeUser, IncomingMessage};
 use switchboard_standins::files::{csv, pdf_with_text, tiny_png};
-use switchboard_standins::{FakeLlm, Reply};
 
 use super::{binary_bytes, image_url, png_data_url, request_text};
-use crate::helpers::{WAIT, test_config};
+use crate::app::{Table, TestApp};
+use crate::helpers::WAIT;
 
 const DM: &str = "1200000000000000001";
 
-struct App {
-    gateway: RunningGateway,
-    discord: FakeDiscord,
-    llm: FakeLlm,
-    dir: tempfile::TempDir,
-}
-
-async fn spawn(extra: &str) -> App {
-    let (discord, llm, dir) = (
-        FakeDiscord::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let channel = format!(
-        "{extra}[channels.discord]\nkind = \"discord\"\ntoken = \"{FAKE_TOKEN}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\ndm_policy = \"open\"\n",
-        discord.api_url()
-    );
-    let mut config = test_config(&llm.openai_url(), dir.path(), &channel);
-    config.provider.vision = true;
-    let mut gateway = Gateway::new(config.clone());
-    for channel in channels::from_config(&config).unwrap() {
-        gateway = gateway.channel(channel);
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let gateway = gateway.start(listener).await.unwrap();
-    discord.wait_for_session(WAIT).await;
-    App {
-        gateway,
-        discord,
-        llm,
-        dir,
-    }
+/// A gateway with a Discord channel open to everyone and a vision model.
+async fn spawn(extra: &str) -> TestApp {
+    let builder = TestApp::builder().discord(Table::open()).config(extra);
+    builder.edit(|c| c.provider.vision = true).start().await
 }
 
 fn bob() -> FakeUser {
     FakeUser::new("1000000000000000042", "bob")
 }
 
-async fn wait_texts(app: &App, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+async fn wait_texts(app: &TestApp, done: impl Fn(&[String]) -> bool) -> Vec<String> {
     let deadline = std::time::Instant::now() + WAIT;
     loop {
         let texts: Vec<String> = app
-            .discord
+            .discord()
             .messages(DM)
             .into_iter()
             .map(|m| m.content)
@@ -73,9 +44,9 @@ async fn wait_texts(app: &App, done: impl Fn(&[String]) -> bool) -> Vec<String> 
 #[tokio::test]
 async fn a_csv_attached_in_a_discord_dm_is_fetched_from_its_url_and_read_by_the_model() {
     let app = spawn("").await;
-    let file = app.discord.add_file("figures.csv", "text/csv", &csv());
+    let file = app.discord().add_file("figures.csv", "text/csv", &csv());
     let id = app
-        .discord
+        .discord()
         .send_message(&IncomingMessage::dm(DM, &bob(), "which quarter?").with_attachment(file));
     let path = format!("inbox/m{id}-0-figures.csv");
     app.llm
@@ -89,17 +60,19 @@ async fn a_csv_attached_in_a_discord_dm_is_fetched_from_its_url_and_read_by_the_
         second.contains("Q2,112"),
         "the model read the CSV: {second}"
     );
-    assert_eq!(app.discord.cdn_downloads(), 1, "downloads from the CDN");
-    app.gateway.shutdown().await;
+    assert_eq!(app.discord().cdn_downloads(), 1, "downloads from the CDN");
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_3_mb_pdf_attached_on_discord_is_saved_and_the_model_reads_its_extracted_text() {
     let app = spawn("").await;
     let pdf = pdf_with_text("Revenue grew twelve percent", 3 * 1024 * 1024);
-    let file = app.discord.add_file("report.pdf", "application/pdf", &pdf);
+    let file = app
+        .discord()
+        .add_file("report.pdf", "application/pdf", &pdf);
     let id = app
-        .discord
+        .discord()
         .send_message(&IncomingMessage::dm(DM, &bob(), "summarise this").with_attachment(file));
     let text_path = format!("inbox/m{id}-0-report.pdf.txt");
     app.llm
@@ -116,17 +89,17 @@ async fn a_3_mb_pdf_attached_on_discord_is_saved_and_the_model_reads_its_extract
         request_text(&requests, 1).contains("Revenue grew twelve percent"),
         "the PDF's text was read"
     );
-    let ws = app.dir.path().join(format!("workspaces/discord/{DM}"));
+    let ws = app.dir().join(format!("workspaces/discord/{DM}"));
     let saved = std::fs::read(ws.join(text_path.trim_end_matches(".txt"))).unwrap();
     assert_eq!(saved, pdf, "the PDF was saved byte for byte");
-    app.gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn send_file_posts_a_multipart_attachment_with_the_bytes_intact() {
     let app = spawn("[tools]\nenabled = [\"send_file\"]\n[policy]\nmode = \"autonomous\"\n").await;
     let bytes = binary_bytes();
-    let ws = app.dir.path().join(format!("workspaces/discord/{DM}"));
+    let ws = app.dir().join(format!("workspaces/discord/{DM}"));
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(ws.join("report.bin"), &bytes).unwrap();
     app.llm
@@ -135,35 +108,35 @@ async fn send_file_posts_a_multipart_attachment_with_the_bytes_intact() {
             json!({ "path": "report.bin", "caption": "Here it is" }),
         ))
         .push(Reply::text("Sent."));
-    app.discord
+    app.discord()
         .send_message(&IncomingMessage::dm(DM, &bob(), "send the report"));
     let deadline = std::time::Instant::now() + WAIT;
-    while app.discord.sent_files().is_empty() {
+    while app.discord().sent_files().is_empty() {
         assert!(std::time::Instant::now() < deadline, "no file was posted");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let sent = app.discord.sent_files();
+    let sent = app.discord().sent_files();
     assert_eq!(sent[0].bytes, bytes, "every byte arrived");
     assert_eq!(
         (sent[0].name.as_str(), sent[0].content.as_str()),
         ("report.bin", "Here it is")
     );
     assert_eq!(sent[0].channel_id, DM);
-    app.gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn an_image_attached_on_discord_with_a_caption_reaches_a_vision_model_as_an_image_part() {
     let app = spawn("").await;
     let file = app
-        .discord
+        .discord()
         .add_file("screenshot.png", "image/png", &tiny_png());
     app.llm.push(Reply::text("A red dot."));
-    app.discord
+    app.discord()
         .send_message(&IncomingMessage::dm(DM, &bob(), "what is this?").with_attachment(file));
     wait_texts(&app, |t| t == ["A red dot."]).await;
     let requests = app.llm.requests();
     assert_eq!(image_url(&requests, 0), Some(png_data_url(&tiny_png())));
     assert!(request_text(&requests, 0).contains("what is this?"));
-    app.gateway.shutdown().await;
+    app.shutdown().await;
 }

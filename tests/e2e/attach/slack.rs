@@ -4,51 +4,21 @@
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard::channels;
-use switchboard::{Gateway, RunningGateway};
+use switchboard_standins::Reply;
 use switchboard_standins::files::{csv, pdf_with_text, tiny_png};
-use switchboard_standins::slack::{
-    FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack, SignedRequest, SlackMessage, dm_event,
-};
-use switchboard_standins::{FakeLlm, Reply};
+use switchboard_standins::slack::{SignedRequest, SlackMessage, dm_event};
 
 use super::{binary_bytes, image_url, png_data_url, request_text};
-use crate::helpers::{WAIT, test_config};
+use crate::app::{Table, TestApp};
+use crate::helpers::WAIT;
 
-struct App {
-    gateway: RunningGateway,
-    slack: FakeSlack,
-    llm: FakeLlm,
-    dir: tempfile::TempDir,
+/// A gateway with a Slack channel open to everyone and a vision model.
+async fn spawn(extra: &str) -> TestApp {
+    let builder = TestApp::builder().slack(Table::open()).config(extra);
+    builder.edit(|c| c.provider.vision = true).start().await
 }
 
-async fn spawn(extra: &str) -> App {
-    let (slack, llm, dir) = (
-        FakeSlack::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let channel = format!(
-        "{extra}[channels.slack]\nkind = \"slack\"\nbot_token = \"{FAKE_BOT_TOKEN}\"\nsigning_secret = \"{FAKE_SIGNING_SECRET}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\ndm_policy = \"open\"\n",
-        slack.api_url()
-    );
-    let mut config = test_config(&llm.openai_url(), dir.path(), &channel);
-    config.provider.vision = true;
-    let mut gateway = Gateway::new(config.clone());
-    for channel in channels::from_config(&config).unwrap() {
-        gateway = gateway.channel(channel);
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let gateway = gateway.start(listener).await.unwrap();
-    App {
-        gateway,
-        slack,
-        llm,
-        dir,
-    }
-}
-
-async fn post_dm(app: &App, text: &str, files: Vec<serde_json::Value>) {
+async fn post_dm(app: &TestApp, text: &str, files: Vec<serde_json::Value>) {
     let msg = SlackMessage {
         text,
         ..SlackMessage::default()
@@ -58,21 +28,15 @@ async fn post_dm(app: &App, text: &str, files: Vec<serde_json::Value>) {
         event["event"]["subtype"] = json!("file_share");
         event["event"]["files"] = json!(files);
     }
-    let url = format!("http://{}/slack/slack/events", app.gateway.addr());
-    let status = SignedRequest::event(&event)
-        .build(&reqwest::Client::new(), &url, FAKE_SIGNING_SECRET)
-        .send()
-        .await
-        .unwrap()
-        .status();
-    assert_eq!(status.as_u16(), 200);
+    let status = app.slack_post("events", SignedRequest::event(&event)).await;
+    assert_eq!(status, 200);
 }
 
-async fn wait_texts(app: &App, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+async fn wait_texts(app: &TestApp, done: impl Fn(&[String]) -> bool) -> Vec<String> {
     let deadline = std::time::Instant::now() + WAIT;
     loop {
         let texts: Vec<String> = app
-            .slack
+            .slack()
             .messages("D0TESTDM")
             .into_iter()
             .map(|m| m.text)
@@ -88,7 +52,7 @@ async fn wait_texts(app: &App, done: impl Fn(&[String]) -> bool) -> Vec<String> 
 #[tokio::test]
 async fn a_csv_shared_in_a_slack_dm_is_fetched_with_the_bot_token_and_read_by_the_model() {
     let app = spawn("").await;
-    let file = app.slack.add_file("figures.csv", "text/csv", &csv());
+    let file = app.slack().add_file("figures.csv", "text/csv", &csv());
     let path = "inbox/Ev0TEST0001-0-figures.csv";
     app.llm
         .push(Reply::tool_call("file_read", json!({ "path": path })))
@@ -105,15 +69,15 @@ async fn a_csv_shared_in_a_slack_dm_is_fetched_with_the_bot_token_and_read_by_th
         request_text(&requests, 1).contains("Q2,112"),
         "the model read the CSV"
     );
-    assert_eq!(app.slack.file_downloads(), 1);
-    app.gateway.shutdown().await;
+    assert_eq!(app.slack().file_downloads(), 1);
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_3_mb_pdf_shared_in_slack_is_saved_and_the_model_reads_its_extracted_text() {
     let app = spawn("").await;
     let pdf = pdf_with_text("Revenue grew twelve percent", 3 * 1024 * 1024);
-    let file = app.slack.add_file("report.pdf", "application/pdf", &pdf);
+    let file = app.slack().add_file("report.pdf", "application/pdf", &pdf);
     let text_path = "inbox/Ev0TEST0001-0-report.pdf.txt";
     app.llm
         .push(Reply::tool_call("file_read", json!({ "path": text_path })))
@@ -130,17 +94,17 @@ async fn a_3_mb_pdf_shared_in_slack_is_saved_and_the_model_reads_its_extracted_t
         request_text(&requests, 1).contains("Revenue grew twelve percent"),
         "the PDF's text was read"
     );
-    let ws = app.dir.path().join("workspaces/slack/D0TESTDM");
+    let ws = app.dir().join("workspaces/slack/D0TESTDM");
     let saved = std::fs::read(ws.join(text_path.trim_end_matches(".txt"))).unwrap();
     assert_eq!(saved, pdf, "the PDF was saved byte for byte");
-    app.gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn send_file_uploads_through_the_external_upload_flow_with_the_bytes_intact() {
     let app = spawn("[tools]\nenabled = [\"send_file\"]\n[policy]\nmode = \"autonomous\"\n").await;
     let bytes = binary_bytes();
-    let ws = app.dir.path().join("workspaces/slack/D0TESTDM");
+    let ws = app.dir().join("workspaces/slack/D0TESTDM");
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(ws.join("chart.png"), &bytes).unwrap();
     app.llm
@@ -151,20 +115,20 @@ async fn send_file_uploads_through_the_external_upload_flow_with_the_bytes_intac
         .push(Reply::text("Sent."));
     post_dm(&app, "send me the chart", Vec::new()).await;
     wait_texts(&app, |t| t.iter().any(|m| m == "Sent.")).await;
-    let uploaded = app.slack.uploaded_files();
+    let uploaded = app.slack().uploaded_files();
     assert_eq!(uploaded.len(), 1, "{uploaded:?}");
     assert_eq!(uploaded[0].bytes, bytes, "every byte arrived");
     assert_eq!(uploaded[0].name, "chart.png");
     assert_eq!(uploaded[0].channel, "D0TESTDM");
     assert_eq!(uploaded[0].initial_comment.as_deref(), Some("Your chart"));
-    app.gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn an_image_shared_in_slack_with_a_caption_reaches_a_vision_model_as_an_image_part() {
     let app = spawn("").await;
     let file = app
-        .slack
+        .slack()
         .add_file("screenshot.png", "image/png", &tiny_png());
     app.llm.push(Reply::text("A red dot."));
     post_dm(&app, "what's wrong here?", vec![file]).await;
@@ -172,14 +136,14 @@ async fn an_image_shared_in_slack_with_a_caption_reaches_a_vision_model_as_an_im
     let requests = app.llm.requests();
     assert_eq!(image_url(&requests, 0), Some(png_data_url(&tiny_png())));
     assert!(request_text(&requests, 0).contains("what's wrong here?"));
-    app.gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_private_file_refused_with_403_gets_one_short_line_and_the_text_is_answered() {
     let app = spawn("").await;
-    let file = app.slack.add_file("secret.txt", "text/plain", b"hidden");
-    app.slack.forbid_file_downloads();
+    let file = app.slack().add_file("secret.txt", "text/plain", b"hidden");
+    app.slack().forbid_file_downloads();
     app.llm.push(Reply::text("Answered."));
     post_dm(&app, "read it", vec![file]).await;
     let texts = wait_texts(&app, |t| t.len() == 2 && t[1] == "Answered.").await;
@@ -188,5 +152,5 @@ async fn a_private_file_refused_with_403_gets_one_short_line_and_the_text_is_ans
         "{texts:?}"
     );
     assert_eq!(texts[1], "Answered.");
-    app.gateway.shutdown().await;
+    app.shutdown().await;
 }

@@ -4,18 +4,15 @@
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard::channels;
-use switchboard::config::Config;
-use switchboard::{Gateway, RunningGateway};
+use switchboard::config::{EnvString, Secret, TranscriptionConfig};
+use switchboard_standins::Reply;
 use switchboard_standins::files::{csv, pdf_with_text, tiny_png};
-use switchboard_standins::telegram::{
-    DownloadMode, FAKE_BOT_TOKEN, FakeTelegram, FakeUser, SentFile, UserMessage,
-};
+use switchboard_standins::telegram::{DownloadMode, FakeTelegram, FakeUser, SentFile, UserMessage};
 use switchboard_standins::transcribe::{FAKE_TRANSCRIPTION_KEY, FakeTranscriber};
-use switchboard_standins::{FakeLlm, Reply};
 
 use super::{binary_bytes, image_url, inbox_files, png_data_url, request_text};
-use crate::helpers::{Killable, WAIT, test_config, wait_inbox_idle};
+use crate::app::{Table, TestApp};
+use crate::helpers::{WAIT, wait_inbox_idle};
 
 pub(super) const ALICE: i64 = 1001;
 
@@ -23,28 +20,14 @@ pub(super) fn alice() -> FakeUser {
     FakeUser::human(1001, "alice")
 }
 
-pub(super) fn channel_section(tg: &FakeTelegram, extra: &str) -> String {
-    format!(
-        "[channels.telegram]\nkind = \"telegram\"\ntoken = \"{FAKE_BOT_TOKEN}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\ndm_policy = \"open\"\npoll_timeout_secs = 1\n{extra}",
-        tg.api_url()
-    )
+/// A gateway with a Telegram channel open to Alice's DMs.
+async fn spawn() -> TestApp {
+    TestApp::builder().telegram(Table::open()).start().await
 }
 
-fn config(tg: &FakeTelegram, llm: &FakeLlm, dir: &tempfile::TempDir, extra: &str) -> Config {
-    test_config(&llm.openai_url(), dir.path(), &channel_section(tg, extra))
-}
-
-pub(super) async fn start(config: &Config) -> RunningGateway {
-    let mut gateway = Gateway::new(config.clone());
-    for channel in channels::from_config(config).unwrap() {
-        gateway = gateway.channel(channel);
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    gateway.start(listener).await.unwrap()
-}
-
-pub(super) fn workspace(dir: &tempfile::TempDir) -> std::path::PathBuf {
-    dir.path().join("workspaces/telegram/1001")
+/// Alice's conversation workspace.
+pub(super) fn workspace(app: &TestApp) -> std::path::PathBuf {
+    app.dir().join("workspaces/telegram/1001")
 }
 
 /// Wait until the bot's visible messages to Alice satisfy `done`.
@@ -73,13 +56,8 @@ pub(super) async fn wait_messages(
 
 #[tokio::test]
 async fn a_csv_and_a_3_mb_pdf_land_in_the_workspace_and_the_model_reads_both() {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let config = config(&tg, &llm, &dir, "");
-    let gateway = start(&config).await;
+    let app = spawn().await;
+    let (tg, llm) = (app.telegram(), &app.llm);
     let pdf = pdf_with_text("Revenue grew twelve percent", 3 * 1024 * 1024);
     assert!(pdf.len() >= 3 * 1024 * 1024);
 
@@ -93,7 +71,7 @@ async fn a_csv_and_a_3_mb_pdf_land_in_the_workspace_and_the_model_reads_both() {
     let csv_path = format!("inbox/u{}-0-figures.csv", sent.update_id);
     llm.push(Reply::tool_call("file_read", json!({ "path": csv_path })))
         .push(Reply::text("The total is 309."));
-    wait_messages(&tg, |t| t.iter().any(|m| m.contains("309"))).await;
+    wait_messages(tg, |t| t.iter().any(|m| m.contains("309"))).await;
 
     let pdf_id = tg.add_file("report.pdf", &pdf);
     let sent = tg.inject(&UserMessage::private(alice(), "").with_document(
@@ -105,7 +83,7 @@ async fn a_csv_and_a_3_mb_pdf_land_in_the_workspace_and_the_model_reads_both() {
     let text_path = format!("inbox/u{}-0-report.pdf.txt", sent.update_id);
     llm.push(Reply::tool_call("file_read", json!({ "path": text_path })))
         .push(Reply::text("It says revenue grew."));
-    wait_messages(&tg, |t| t.iter().any(|m| m.contains("revenue grew"))).await;
+    wait_messages(tg, |t| t.iter().any(|m| m.contains("revenue grew"))).await;
 
     let requests = llm.requests();
     let first = request_text(&requests, 0);
@@ -126,20 +104,16 @@ async fn a_csv_and_a_3_mb_pdf_land_in_the_workspace_and_the_model_reads_both() {
         request_text(&requests, 3).contains("Revenue grew twelve percent"),
         "the PDF's text was read"
     );
-    let saved = std::fs::read(workspace(&dir).join(text_path.trim_end_matches(".txt"))).unwrap();
+    let saved = std::fs::read(workspace(&app).join(text_path.trim_end_matches(".txt"))).unwrap();
     assert_eq!(saved, pdf, "the PDF was saved byte for byte");
-    gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_file_over_the_channel_limit_gets_the_refusal_line_and_the_caption_is_still_answered() {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let config = config(&tg, &llm, &dir, "max_attachment_bytes = 1000\n");
-    let gateway = start(&config).await;
+    let table = Table::open().set("max_attachment_bytes", "1000");
+    let app = TestApp::builder().telegram(table).start().await;
+    let (tg, llm) = (app.telegram(), &app.llm);
     let id = tg.add_file("big.bin", &[7u8; 5000]);
     tg.inject(
         &UserMessage::private(alice(), "what is this?").with_document(
@@ -150,7 +124,7 @@ async fn a_file_over_the_channel_limit_gets_the_refusal_line_and_the_caption_is_
         ),
     );
     llm.push(Reply::text("I could not get the file."));
-    let texts = wait_messages(&tg, |t| t.len() == 2 && t[1] == "I could not get the file.").await;
+    let texts = wait_messages(tg, |t| t.len() == 2 && t[1] == "I could not get the file.").await;
     assert!(
         texts[0].contains("big.bin") && texts[0].contains("larger than the 1000 B limit"),
         "{texts:?}"
@@ -162,20 +136,15 @@ async fn a_file_over_the_channel_limit_gets_the_refusal_line_and_the_caption_is_
         "{request}"
     );
     assert_eq!(tg.downloads(), 0, "nothing over the limit is downloaded");
-    assert!(inbox_files(&workspace(&dir)).is_empty());
-    gateway.shutdown().await;
+    assert!(inbox_files(&workspace(&app)).is_empty());
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn an_expired_file_and_a_download_cut_midway_each_give_one_short_line_and_the_text_is_answered()
  {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let config = config(&tg, &llm, &dir, "");
-    let gateway = start(&config).await;
+    let app = spawn().await;
+    let (tg, llm) = (app.telegram(), &app.llm);
     let gone = tg.add_file("old.txt", b"old");
     tg.expire_file(&gone);
     tg.inject(&UserMessage::private(alice(), "read this").with_document(
@@ -185,7 +154,7 @@ async fn an_expired_file_and_a_download_cut_midway_each_give_one_short_line_and_
         3,
     ));
     llm.push(Reply::text("Answered anyway."));
-    let texts = wait_messages(&tg, |t| t.len() == 2 && t[1] == "Answered anyway.").await;
+    let texts = wait_messages(tg, |t| t.len() == 2 && t[1] == "Answered anyway.").await;
     assert!(
         texts[0].contains("old.txt") && texts[0].contains("no longer has it"),
         "{texts:?}"
@@ -201,29 +170,26 @@ async fn an_expired_file_and_a_download_cut_midway_each_give_one_short_line_and_
         4096,
     ));
     llm.push(Reply::text("Answered again."));
-    let texts = wait_messages(&tg, |t| t.len() == 4 && t[3] == "Answered again.").await;
+    let texts = wait_messages(tg, |t| t.len() == 4 && t[3] == "Answered again.").await;
     assert!(
         texts[2].contains("half.txt") && texts[2].contains("midway"),
         "{texts:?}"
     );
     assert_eq!(texts[3], "Answered again.");
     assert!(
-        inbox_files(&workspace(&dir)).is_empty(),
+        inbox_files(&workspace(&app)).is_empty(),
         "no partial file is left"
     );
-    gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_restart_between_storing_the_event_and_downloading_the_file_processes_it_once() {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let config = config(&tg, &llm, &dir, "");
-    tg.set_download_mode(DownloadMode::Hold);
-    let first = Killable::start_from_config(&config).await;
+    let held = FakeTelegram::start().await;
+    held.set_download_mode(DownloadMode::Hold);
+    let builder = TestApp::builder().telegram_standin(held);
+    let mut app = builder.telegram(Table::open()).killable().start().await;
+    let tg = app.telegram();
     let id = tg.add_file("notes.txt", b"remember the milk");
     tg.inject(&UserMessage::private(alice(), "keep this").with_document(
         &id,
@@ -239,22 +205,24 @@ async fn a_restart_between_storing_the_event_and_downloading_the_file_processes_
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    first.kill();
+    app.kill();
+    let (tg, llm) = (app.telegram(), &app.llm);
     assert!(
         llm.requests().is_empty(),
         "the model was not called before the file arrived"
     );
     tg.set_download_mode(DownloadMode::Serve);
     llm.push(Reply::text("Kept."));
-    let second = start(&config).await;
-    wait_messages(&tg, |t| t == ["Kept."]).await;
-    wait_inbox_idle(&second.store()).await;
+    app.start().await;
+    let (tg, llm) = (app.telegram(), &app.llm);
+    wait_messages(tg, |t| t == ["Kept."]).await;
+    wait_inbox_idle(&app.store()).await;
     assert_eq!(llm.requests().len(), 1, "one turn");
-    let files = inbox_files(&workspace(&dir));
+    let files = inbox_files(&workspace(&app));
     assert_eq!(files.len(), 1, "{files:?}");
-    let saved = std::fs::read(workspace(&dir).join("inbox").join(&files[0])).unwrap();
+    let saved = std::fs::read(workspace(&app).join("inbox").join(&files[0])).unwrap();
     assert_eq!(saved, b"remember the milk");
-    second.shutdown().await;
+    app.shutdown().await;
 }
 
 /// The model calls `send_file` for `name` (written to the workspace with `bytes`) with
@@ -264,29 +232,24 @@ pub(super) async fn send_file_through_telegram(
     bytes: &[u8],
     caption: &str,
 ) -> Vec<SentFile> {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
     let extra = "[tools]\nenabled = [\"send_file\"]\n[policy]\nmode = \"autonomous\"\n";
-    let config = test_config(
-        &llm.openai_url(),
-        dir.path(),
-        &format!("{extra}{}", channel_section(&tg, "")),
-    );
-    let gateway = start(&config).await;
-    std::fs::create_dir_all(workspace(&dir)).unwrap();
-    std::fs::write(workspace(&dir).join(name), bytes).unwrap();
+    let mut app = TestApp::builder()
+        .telegram(Table::open())
+        .config(extra)
+        .start()
+        .await;
+    let (tg, llm) = (app.telegram(), &app.llm);
+    std::fs::create_dir_all(workspace(&app)).unwrap();
+    std::fs::write(workspace(&app).join(name), bytes).unwrap();
     llm.push(Reply::tool_call(
         "send_file",
         json!({ "path": name, "caption": caption }),
     ))
     .push(Reply::text("Sent it."));
     tg.inject(&UserMessage::private(alice(), "send the file"));
-    wait_messages(&tg, |t| t.iter().any(|m| m == "Sent it.")).await;
-    gateway.shutdown().await;
-    tg.sent_files()
+    wait_messages(tg, |t| t.iter().any(|m| m == "Sent it.")).await;
+    app.stop().await;
+    app.telegram().sent_files()
 }
 
 #[tokio::test]
@@ -305,23 +268,18 @@ async fn send_file_posts_a_generated_file_as_a_document_with_the_bytes_intact() 
 #[tokio::test]
 async fn a_photo_with_a_caption_reaches_a_vision_model_as_an_image_part_and_history_keeps_only_the_reference()
  {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let mut config = config(&tg, &llm, &dir, "");
-    config.provider.vision = true;
-    let gateway = start(&config).await;
+    let builder = TestApp::builder().telegram(Table::open());
+    let app = builder.edit(|c| c.provider.vision = true).start().await;
+    let (tg, llm) = (app.telegram(), &app.llm);
     let id = tg.add_file("photo.jpg", &tiny_png());
     tg.inject(
         &UserMessage::private(alice(), "what is this?").with_photo_file(&id, tiny_png().len()),
     );
     llm.push(Reply::text("A red dot."));
-    wait_messages(&tg, |t| t == ["A red dot."]).await;
+    wait_messages(tg, |t| t == ["A red dot."]).await;
     tg.inject(&UserMessage::private(alice(), "and now?"));
     llm.push(Reply::text("Still a red dot."));
-    wait_messages(&tg, |t| t.len() == 2 && t[1] == "Still a red dot.").await;
+    wait_messages(tg, |t| t.len() == 2 && t[1] == "Still a red dot.").await;
     let requests = llm.requests();
     assert_eq!(
         image_url(&requests, 0),
@@ -338,25 +296,24 @@ async fn a_photo_with_a_caption_reaches_a_vision_model_as_an_image_part_and_hist
         request_text(&requests, 1).contains("inbox/"),
         "the stored message names the file"
     );
-    gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_voice_note_is_transcribed_and_answered_with_its_transcript_heading_the_reply() {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
     let stt = FakeTranscriber::start("What is the capital of France?").await;
-    let mut config = config(&tg, &llm, &dir, "");
-    config.transcription = Some(switchboard::config::TranscriptionConfig {
-        base_url: switchboard::config::EnvString(stt.base_url()),
-        model: switchboard::config::EnvString("whisper-1".into()),
-        api_key: switchboard::config::Secret::new(FAKE_TRANSCRIPTION_KEY),
+    let transcription = TranscriptionConfig {
+        base_url: EnvString(stt.base_url()),
+        model: EnvString("whisper-1".into()),
+        api_key: Secret::new(FAKE_TRANSCRIPTION_KEY),
         timeout_secs: 5,
-    });
-    let gateway = start(&config).await;
+    };
+    let builder = TestApp::builder().telegram(Table::open());
+    let app = builder
+        .edit(|c| c.transcription = Some(transcription))
+        .start()
+        .await;
+    let (tg, llm) = (app.telegram(), &app.llm);
     let audio: Vec<u8> = b"OggS"
         .iter()
         .copied()
@@ -365,7 +322,7 @@ async fn a_voice_note_is_transcribed_and_answered_with_its_transcript_heading_th
     let id = tg.add_file("voice.ogg", &audio);
     tg.inject(&UserMessage::private(alice(), "").with_voice(&id, audio.len()));
     llm.push(Reply::text("Paris."));
-    let texts = wait_messages(&tg, |t| t.iter().any(|m| m.ends_with("Paris."))).await;
+    let texts = wait_messages(tg, |t| t.iter().any(|m| m.ends_with("Paris."))).await;
     assert_eq!(
         texts,
         ["🎤 “What is the capital of France?”\n\nParis."],
@@ -386,26 +343,22 @@ async fn a_voice_note_is_transcribed_and_answered_with_its_transcript_heading_th
         request.contains("voice") && request.contains("inbox/"),
         "{request}"
     );
-    gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn without_transcription_a_voice_note_is_saved_and_described() {
-    let (tg, llm, dir) = (
-        FakeTelegram::start().await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
-    let gateway = start(&config(&tg, &llm, &dir, "")).await;
+    let app = spawn().await;
+    let (tg, llm) = (app.telegram(), &app.llm);
     let id = tg.add_file("voice.ogg", b"OggS-not-really");
     tg.inject(&UserMessage::private(alice(), "").with_voice(&id, 15));
     llm.push(Reply::text("I got a voice note."));
-    wait_messages(&tg, |t| t == ["I got a voice note."]).await;
+    wait_messages(tg, |t| t == ["I got a voice note."]).await;
     let request = request_text(&llm.requests(), 0);
     assert!(
         request.contains("Attached voice") && request.contains("audio/ogg"),
         "{request}"
     );
-    assert_eq!(inbox_files(&workspace(&dir)).len(), 1);
-    gateway.shutdown().await;
+    assert_eq!(inbox_files(&workspace(&app)).len(), 1);
+    app.shutdown().await;
 }

@@ -4,29 +4,17 @@
 //! holds an actor for the conversation; the choices alternate over several rounds, so a
 //! replica answering from what it read at start would show the old one.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard::RunningGateway;
 use switchboard_channel::ConversationKey;
 use switchboard_standins::{FakeChannel, FakeLlm};
 
-use super::replicas::replica_with;
+use super::replicas::replica_a;
 use crate::helpers::{WAIT, drop_postgres, key, postgres_url};
 
 /// Two models to choose from (on the replicas' short leases).
 const MODELS: &str = "[agents.default]\nmodels = [\"fake-model\", \"fake-large\"]\n";
-
-async fn replica(
-    db: &str,
-    llm: &FakeLlm,
-    dir: &Path,
-    name: &str,
-    channel: &Arc<FakeChannel>,
-) -> RunningGateway {
-    replica_with(db, llm, dir, name, channel, MODELS).await
-}
 
 /// Wait until one of `channels` shows a message in `chat` containing `text`.
 async fn wait_shown(channels: &[&Arc<FakeChannel>; 2], chat: &ConversationKey, text: &str) {
@@ -79,10 +67,9 @@ async fn model_and_tz_set_on_one_replica_reach_the_actor_on_the_other() {
     let Some(db) = postgres_url().await else {
         return;
     };
-    let (llm, dir) = (FakeLlm::start().await, tempfile::tempdir().unwrap());
     let (ca, cb) = (FakeChannel::new("fake"), FakeChannel::new("fake"));
-    let a = replica(&db, &llm, dir.path(), "a", &ca).await;
-    let b = replica(&db, &llm, dir.path(), "b", &cb).await;
+    let mut a = replica_a(&db, &ca, MODELS).await;
+    let b = a.replica("b", &cb).await;
     let channels = [&ca, &cb];
     let chat = key("choices");
     ca.say_with_id(&chat, "u1", "hello 0", "ev-hello")
@@ -118,7 +105,7 @@ async fn model_and_tz_set_on_one_replica_reach_the_actor_on_the_other() {
                 .await
                 .unwrap();
             wait_shown(&channels, &chat, &format!("You said: {text}")).await;
-            assert_eq!(last_model(&llm), model, "round {round}");
+            assert_eq!(last_model(&a.llm), model, "round {round}");
             asked += 1;
             let id = format!("ev-tz-ask-{round}-{ask}");
             other.say_with_id(&chat, "u1", "/tz", &id).await.unwrap();
@@ -127,7 +114,7 @@ async fn model_and_tz_set_on_one_replica_reach_the_actor_on_the_other() {
             assert_eq!(right, ask + 1, "round {round}: {:#?}", ca.transcript(&chat));
         }
     }
-    a.shutdown().await;
+    a.stop().await;
     b.shutdown().await;
     drop_postgres(&db).await;
 }

@@ -3,26 +3,25 @@
 
 use std::time::Duration;
 
-use switchboard::config::EnvString;
 use switchboard::ids::InboxKind;
 use switchboard::store;
 use switchboard_channel::{ChannelEvent, Inbound, UserRef};
-use switchboard_standins::{FakeChannel, FakeLlm};
 
-use crate::helpers::{WAIT, drop_postgres, key, postgres_url, start, test_config, wall_ms};
+use crate::helpers::{TestApp, WAIT, drop_postgres, key, postgres_url, wall_ms};
 
 #[tokio::test]
 async fn without_the_listener_an_event_stored_elsewhere_waits_for_the_poll() {
     let Some(db) = postgres_url().await else {
         return;
     };
-    let (llm, dir) = (FakeLlm::start().await, tempfile::tempdir().unwrap());
-    let channel = FakeChannel::new("fake");
     let cluster = "[cluster]\nlease_ttl_ms = 3000\nrenew_ms = 500\nheartbeat_ms = 500\npoll_ms = 2000\nlisten = false\n";
-    let mut config = test_config(&llm.openai_url(), dir.path(), cluster);
-    config.gateway.database_url = EnvString(db.clone());
-    config.gateway.instance_id = Some("polling".into());
-    let gateway = start(&config, &channel).await;
+    let app = TestApp::builder()
+        .config(cluster)
+        .database(&db)
+        .edit(|c| c.gateway.instance_id = Some("polling".into()))
+        .start()
+        .await;
+    let channel = &app.channel;
     // The start-up rescan has run; the next look is 1.5–2.5 s later.
     let writer = store::connect(&db).await.unwrap();
     let chat = key("polled");
@@ -60,6 +59,6 @@ async fn without_the_listener_an_event_stored_elsewhere_waits_for_the_poll() {
         "{:?}",
         stored.elapsed()
     );
-    gateway.shutdown().await;
+    app.shutdown().await;
     drop_postgres(&db).await;
 }

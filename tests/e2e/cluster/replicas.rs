@@ -4,50 +4,33 @@
 //! conversation another one stored an event for, and a replica shutting down hands its conversation over at once. The fallback
 //! poll is set far beyond every wait here, so only a `NOTIFY` can explain a prompt answer.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard::RunningGateway;
-use switchboard::config::EnvString;
 use switchboard::ids::InboxKind;
 use switchboard::provider::Role;
 use switchboard::store;
 use switchboard_channel::{ConversationKey, Delivery};
-use switchboard_standins::{FakeChannel, FakeLlm, Op, Reply};
+use switchboard_standins::{FakeChannel, Op, Reply};
 
 use crate::helpers::{
-    WAIT, direct_message, drop_postgres, key, postgres_url, start, test_config, wait_inbox_idle,
-    wall_ms,
+    TestApp, WAIT, direct_message, drop_postgres, key, postgres_url, wait_inbox_idle, wall_ms,
 };
 
 /// Short leases, a fallback poll no test waits for.
 const CLUSTER: &str =
     "[cluster]\nlease_ttl_ms = 3000\nrenew_ms = 500\nheartbeat_ms = 500\npoll_ms = 600000\n";
 
-async fn replica(
-    db: &str,
-    llm: &FakeLlm,
-    dir: &Path,
-    name: &str,
-    channel: &Arc<FakeChannel>,
-) -> RunningGateway {
-    replica_with(db, llm, dir, name, channel, "").await
-}
-
-/// An in-process replica `name` on database `db`, with [`CLUSTER`] and `extra` config.
-pub(super) async fn replica_with(
-    db: &str,
-    llm: &FakeLlm,
-    dir: &Path,
-    name: &str,
-    channel: &Arc<FakeChannel>,
-    extra: &str,
-) -> RunningGateway {
-    let mut config = test_config(&llm.openai_url(), dir, &format!("{CLUSTER}{extra}"));
-    config.gateway.database_url = EnvString(db.to_owned());
-    config.gateway.instance_id = Some(name.into());
-    start(&config, channel).await
+/// Replica `a` on database `db` with [`CLUSTER`] and `extra` config, on `channel`; the
+/// others come from [`TestApp::replica`] and share its LLM stand-in.
+pub(super) async fn replica_a(db: &str, channel: &Arc<FakeChannel>, extra: &str) -> TestApp {
+    TestApp::builder()
+        .config(&format!("{CLUSTER}{extra}"))
+        .database(db)
+        .fake(Arc::clone(channel))
+        .edit(|c| c.gateway.instance_id = Some("a".into()))
+        .start()
+        .await
 }
 
 /// Every visible answer for `chat` on both channel objects.
@@ -73,10 +56,9 @@ async fn events_spread_over_two_replicas_are_answered_exactly_once_in_order() {
     let Some(db) = postgres_url().await else {
         return;
     };
-    let (llm, dir) = (FakeLlm::start().await, tempfile::tempdir().unwrap());
     let (ca, cb) = (FakeChannel::new("fake"), FakeChannel::new("fake"));
-    let a = replica(&db, &llm, dir.path(), "a", &ca).await;
-    let b = replica(&db, &llm, dir.path(), "b", &cb).await;
+    let mut a = replica_a(&db, &ca, "").await;
+    let b = a.replica("b", &cb).await;
     let chat = key("spread");
     for i in 0..6 {
         let channel = if i % 2 == 0 { &ca } else { &cb };
@@ -117,7 +99,7 @@ async fn events_spread_over_two_replicas_are_answered_exactly_once_in_order() {
         .map(|m| m.content.as_str())
         .collect();
     assert_eq!(asked, ["m0", "m1", "m2", "m3", "m4", "m5", "m6"]);
-    a.shutdown().await;
+    a.stop().await;
     b.shutdown().await;
     drop_postgres(&db).await;
 }
@@ -127,10 +109,9 @@ async fn an_event_stored_elsewhere_wakes_the_replica_holding_the_conversation_th
     let Some(db) = postgres_url().await else {
         return;
     };
-    let (llm, dir) = (FakeLlm::start().await, tempfile::tempdir().unwrap());
     let (ca, cb) = (FakeChannel::new("fake"), FakeChannel::new("fake"));
-    let a = replica(&db, &llm, dir.path(), "a", &ca).await;
-    let b = replica(&db, &llm, dir.path(), "b", &cb).await;
+    let mut a = replica_a(&db, &ca, "").await;
+    let b = a.replica("b", &cb).await;
     // Stored by a third writer (as a webhook on another replica would) while b holds the
     // conversation: no local wake-up anywhere, only the NOTIFY reaches b.
     let writer = store::connect(&db).await.unwrap();
@@ -146,7 +127,7 @@ async fn an_event_stored_elsewhere_wakes_the_replica_holding_the_conversation_th
         .await
         .unwrap();
     wait_answers(&[&cb], &chat, &["You said: wake up".to_owned()]).await;
-    a.shutdown().await;
+    a.stop().await;
     b.shutdown().await;
     drop_postgres(&db).await;
 }
@@ -186,12 +167,11 @@ async fn a_replica_shutting_down_hands_its_conversation_to_another_at_once() {
     let Some(db) = postgres_url().await else {
         return;
     };
-    let (llm, dir) = (FakeLlm::start().await, tempfile::tempdir().unwrap());
     // One platform: both replicas post to (and edit on) the same channel stand-in; events
     // reach whichever replica started last.
     let channel = FakeChannel::new("fake");
-    llm.push(Reply::Stall(Duration::from_secs(30)));
-    let a = replica(&db, &llm, dir.path(), "a", &channel).await;
+    let mut a = replica_a(&db, &channel, "").await;
+    a.llm.push(Reply::Stall(Duration::from_secs(30)));
     let chat = key("handover");
     channel
         .say_with_id(&chat, "u1", "are you there", "h-1")
@@ -199,12 +179,12 @@ async fn a_replica_shutting_down_hands_its_conversation_to_another_at_once() {
         .unwrap();
     let typing = channel.wait_until(WAIT, |c| c.iter().any(|c| c.op == Op::Typing));
     assert!(typing.await, "replica a runs the turn");
-    let b = replica(&db, &llm, dir.path(), "b", &channel).await;
+    let b = a.replica("b", &channel).await;
     let lease = b.store().conversation_lease(&chat).await.unwrap().unwrap();
     assert_eq!((lease.owner.as_str(), lease.live), ("a", true));
     // Grace is 1 s: a's turn is handed back and its lease given up with a NOTIFY; b takes
     // over at once (the fallback poll is minutes away) and edits the message a posted.
-    a.shutdown().await;
+    a.stop().await;
     let answer = ["You said: are you there".to_owned()];
     wait_answers(&[&channel], &chat, &answer).await;
     let sends = channel.writes().iter().filter(|c| c.op == Op::Send).count();
@@ -226,10 +206,9 @@ async fn a_replica_that_loses_its_lease_mid_turn_drops_the_turn_without_writing(
     let Some(db) = postgres_url().await else {
         return;
     };
-    let (llm, dir) = (FakeLlm::start().await, tempfile::tempdir().unwrap());
     let channel = FakeChannel::new("fake");
-    llm.push(Reply::Stall(Duration::from_secs(60)));
-    let a = replica(&db, &llm, dir.path(), "a", &channel).await;
+    let a = replica_a(&db, &channel, "").await;
+    a.llm.push(Reply::Stall(Duration::from_secs(60)));
     let chat = key("lost");
     channel
         .say_with_id(&chat, "u1", "still there", "l-1")

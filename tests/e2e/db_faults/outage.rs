@@ -7,55 +7,34 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard::config::{Config, EnvString};
-use switchboard::{Gateway, RunningGateway, channels};
-use switchboard_standins::slack::{
-    FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack, SignedRequest, SlackMessage, dm_event,
-};
-use switchboard_standins::{FakeLlm, TcpProxy};
+use switchboard_standins::TcpProxy;
+use switchboard_standins::slack::{FAKE_SIGNING_SECRET, SignedRequest, SlackMessage, dm_event};
 use tokio::time::Instant;
 
 use super::proxied;
-use crate::helpers::{drop_postgres, postgres_url, test_config};
+use crate::app::{Table, TestApp};
+use crate::helpers::{drop_postgres, postgres_url};
 
-/// A gateway with one Slack channel (open to everyone) on the given database.
+/// A gateway with one Slack channel (open to everyone) on the given database, and one HTTP
+/// client for every request (as Slack keeps its connections).
 pub struct SlackApp {
-    pub gateway: RunningGateway,
-    pub slack: FakeSlack,
+    pub gateway: TestApp,
     pub events_url: String,
     client: reqwest::Client,
-    _llm: FakeLlm,
-    _dir: tempfile::TempDir,
 }
 
 impl SlackApp {
     /// Start on SQLite, or on the PostgreSQL `database_url` when given.
     pub async fn spawn(database_url: Option<&str>) -> Self {
-        let slack = FakeSlack::start().await;
-        let llm = FakeLlm::start().await;
-        let dir = tempfile::tempdir().unwrap();
-        let channel = format!(
-            "[channels.slack]\nkind = \"slack\"\nbot_token = \"{FAKE_BOT_TOKEN}\"\nsigning_secret = \"{FAKE_SIGNING_SECRET}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\ndm_policy = \"open\"\n",
-            slack.api_url()
-        );
-        let mut config: Config = test_config(&llm.openai_url(), dir.path(), &channel);
+        let mut builder = TestApp::builder().slack(Table::open());
         if let Some(url) = database_url {
-            config.gateway.database_url = EnvString(url.to_owned());
+            builder = builder.database(url);
         }
-        let mut gateway = Gateway::new(config.clone());
-        for channel in channels::from_config(&config).unwrap() {
-            gateway = gateway.channel(channel);
-        }
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let gateway = gateway.start(listener).await.unwrap();
-        let events_url = format!("http://{}/slack/slack/events", gateway.addr());
+        let gateway = builder.start().await;
         Self {
+            events_url: gateway.url("/slack/slack/events"),
             gateway,
-            slack,
-            events_url,
             client: reqwest::Client::new(),
-            _llm: llm,
-            _dir: dir,
         }
     }
 
@@ -79,7 +58,7 @@ impl SlackApp {
     /// `/readyz`: status, body, and how long it took.
     async fn readyz(&self) -> (u16, Value, Duration) {
         let started = Instant::now();
-        let url = format!("http://{}/readyz", self.gateway.addr());
+        let url = self.gateway.url("/readyz");
         let reply = self
             .client
             .get(url)
@@ -264,7 +243,8 @@ async fn retry_refused(app: &SlackApp, sent: &[Sent], acks: &[(usize, u16, Durat
 async fn check_answered_once(app: &SlackApp, sent: &[Sent]) {
     let answers = |s: &Sent| {
         let answer = format!("You said: {}", s.text);
-        app.slack
+        app.gateway
+            .slack()
             .messages(&s.channel)
             .into_iter()
             .filter(|m| m.text.trim() == answer)

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard::config::EnvString;
 use switchboard::ids::{InboxKind, MemoryScope};
 use switchboard::provider::{ChatMessage, Role};
 use switchboard::store::{AccessRole, Grant, Memory, Store};
@@ -13,12 +12,9 @@ use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, Place, UserRef
 use switchboard_standins::slack::{
     FAKE_SIGNING_SECRET, SignedRequest, SlackMessage, dm_event, url_verification,
 };
-use switchboard_standins::{FakeChannel, FakeLlm};
 
 use super::outage::SlackApp;
-use crate::helpers::{
-    drop_postgres, postgres_url, start, test_config, wait_inbox_idle, wait_transcript,
-};
+use crate::helpers::{TestApp, drop_postgres, postgres_url, wait_inbox_idle, wait_transcript};
 use crate::store_contract::on_both_databases;
 
 /// Texts no database may change: NUL, C0/C1 controls, ESC sequences, DEL, emoji with
@@ -119,14 +115,12 @@ async fn hostile_messages_are_answered_and_stored_identically_on_sqlite_and_post
 /// Send every hostile text through a gateway on SQLite (or the PostgreSQL `url`), check each
 /// answer, and return the conversation's stored history.
 async fn answered_history(url: Option<&str>) -> Vec<ChatMessage> {
-    let llm = FakeLlm::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(&llm.openai_url(), dir.path(), "");
+    let mut builder = TestApp::builder();
     if let Some(url) = url {
-        config.gateway.database_url = EnvString(url.to_owned());
+        builder = builder.database(url);
     }
-    let channel = FakeChannel::new("fake");
-    let gateway = start(&config, &channel).await;
+    let app = builder.start().await;
+    let (channel, gateway) = (&app.channel, app.gateway());
     let key = ConversationKey::new("fake", "hostile");
     for (i, text) in HOSTILE.iter().enumerate() {
         let event = ChannelEvent::Message(Inbound {
@@ -141,13 +135,13 @@ async fn answered_history(url: Option<&str>) -> Vec<ChatMessage> {
             attachments: Vec::new(),
         });
         channel.inject(event).await.expect("stored");
-        wait_transcript(&channel, &key, |t| t.len() == i + 1).await;
+        wait_transcript(channel, &key, |t| t.len() == i + 1).await;
     }
     wait_inbox_idle(&gateway.store()).await;
     let transcript = channel.transcript(&key);
     let history = gateway.store().history(&key, 100).await.unwrap();
     let counts = gateway.store().inbox_counts().await.unwrap();
-    gateway.shutdown().await;
+    app.shutdown().await;
     assert_eq!((counts.done, counts.failed), (HOSTILE.len() as i64, 0));
     let expected: Vec<ChatMessage> = HOSTILE
         .iter()
@@ -222,5 +216,5 @@ async fn slack_events_with_an_empty_or_control_character_id_get_400_and_are_not_
         (0, 0, 1, 0),
         "only the good event was stored"
     );
-    assert_eq!(app.slack.messages(fine.channel).len(), 1);
+    assert_eq!(app.gateway.slack().messages(fine.channel).len(), 1);
 }

@@ -4,75 +4,46 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::channels;
-use switchboard::config::Config;
-use switchboard::{Gateway, RunningGateway};
-use switchboard_standins::slack::{
-    FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeMessage, FakeSlack, SignedRequest, SlackMessage,
-    dm_event,
-};
-use switchboard_standins::{FakeLlm, Reply};
+use switchboard_standins::Reply;
+use switchboard_standins::slack::{FakeMessage, SignedRequest, SlackMessage, dm_event};
 
 use super::{everything_server, everything_table};
-use crate::helpers::{WAIT, test_config};
+use crate::app::{Table, TestApp};
+use crate::helpers::WAIT;
 
-struct App {
-    gateway: RunningGateway,
-    slack: FakeSlack,
-    llm: FakeLlm,
-    _dir: tempfile::TempDir,
-}
-
-async fn spawn(policy: &str) -> Option<App> {
+/// A gateway with an open Slack channel, no built-in tools, `policy` lines under `[policy]`
+/// and the reference server; `None` where the server is not installed.
+async fn spawn(policy: &str) -> Option<TestApp> {
     let entry = everything_server()?;
-    let slack = FakeSlack::start().await;
-    let llm = FakeLlm::start().await;
-    let dir = tempfile::tempdir().unwrap();
     let extra = format!(
-        "[channels.slack]\nkind = \"slack\"\nbot_token = \"{FAKE_BOT_TOKEN}\"\n\
-         signing_secret = \"{FAKE_SIGNING_SECRET}\"\napi_url = \"{}\"\n\
-         allowed_users = [\"*\"]\ndm_policy = \"open\"\ngroup_policy = \"open\"\n\
-         [tools]\nenabled = []\n[policy]\n{policy}\n{}",
-        slack.api_url(),
+        "[tools]\nenabled = []\n[policy]\n{policy}\n{}",
         everything_table(&entry)
     );
-    let config: Config = test_config(&llm.openai_url(), dir.path(), &extra);
-    let mut gateway = Gateway::new(config.clone());
-    for channel in channels::from_config(&config).unwrap() {
-        gateway = gateway.channel(channel);
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let gateway = gateway.start(listener).await.unwrap();
-    Some(App {
-        gateway,
-        slack,
-        llm,
-        _dir: dir,
-    })
+    Some(
+        TestApp::builder()
+            .slack(Table::open())
+            .config(&extra)
+            .start()
+            .await,
+    )
 }
 
-async fn dm(app: &App, event_id: &str, text: &str, ts: &str) {
+async fn dm(app: &TestApp, event_id: &str, text: &str, ts: &str) {
     let event = dm_event(&SlackMessage {
         event_id,
         text,
         ts,
         ..SlackMessage::default()
     });
-    let url = format!("http://{}/slack/slack/events", app.gateway.addr());
-    let status = SignedRequest::event(&event)
-        .build(&reqwest::Client::new(), &url, FAKE_SIGNING_SECRET)
-        .send()
-        .await
-        .unwrap()
-        .status();
+    let status = app.slack_post("events", SignedRequest::event(&event)).await;
     assert_eq!(status, 200);
 }
 
-async fn wait_for(app: &App, done: impl Fn(&[FakeMessage]) -> bool) -> Vec<FakeMessage> {
+async fn wait_for(app: &TestApp, done: impl Fn(&[FakeMessage]) -> bool) -> Vec<FakeMessage> {
     let channel = SlackMessage::default().channel;
     let deadline = std::time::Instant::now() + WAIT * 2;
     loop {
-        let messages = app.slack.messages(channel);
+        let messages = app.slack().messages(channel);
         if done(&messages) {
             return messages;
         }
@@ -125,14 +96,14 @@ async fn the_model_sees_and_calls_the_reference_servers_tool_and_the_answer_carr
     let result = tool_message(requests.last().unwrap()).unwrap();
     assert!(result.contains("Echo: hello mcp"), "{result}");
 
-    let audit = app.gateway.store().audit(None, 50).await.unwrap();
+    let audit = app.store().audit(None, 50).await.unwrap();
     assert!(
         audit
             .iter()
             .any(|e| e.tool == "everything__echo" && e.status == "ok"),
         "{audit:#?}"
     );
-    let base = format!("http://{}", app.gateway.addr());
+    let base = app.url("");
     let ready: Value = reqwest::get(format!("{base}/readyz"))
         .await
         .unwrap()
@@ -157,7 +128,7 @@ async fn the_model_sees_and_calls_the_reference_servers_tool_and_the_answer_carr
         metrics.contains("switchboard_mcp_calls_total{outcome=\"ok\",server=\"everything\"} 1"),
         "{metrics}"
     );
-    app.gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
@@ -191,5 +162,5 @@ async fn an_ask_rule_on_an_mcp_tool_shows_approval_buttons_with_the_servers_read
         1,
         "nothing ran before the approval"
     );
-    app.gateway.shutdown().await;
+    app.shutdown().await;
 }

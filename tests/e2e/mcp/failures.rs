@@ -57,9 +57,7 @@ async fn an_http_server_answering_500_gives_a_clear_error_and_the_conversation_g
         "/mcp",
         post(flaky).get(|| async { StatusCode::METHOD_NOT_ALLOWED }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let url = format!("http://{}/mcp", switchboard_standins::serve(router).await);
     let table = format!("[mcp.servers.flaky]\nurl = \"{url}\"\ntimeout_secs = 5\n");
     let app = TestApp::spawn_with(&format!("{ALLOW}{table}")).await;
     let result = call(&app, "h", "flaky__boom", json!({})).await;

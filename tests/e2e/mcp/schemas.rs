@@ -49,9 +49,7 @@ async fn arguments_are_checked_against_the_servers_schema_before_it_is_called() 
             post(server).get(|| async { StatusCode::METHOD_NOT_ALLOWED }),
         )
         .with_state(calls.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let url = format!("http://{}/mcp", switchboard_standins::serve(router).await);
     let config = format!(
         "[tools]\nenabled = []\n[policy]\nallow = [\"mcp(*)\"]\n\
          [mcp.servers.schemas]\nurl = \"{url}\"\ntimeout_secs = 5\n"

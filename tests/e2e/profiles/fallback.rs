@@ -3,16 +3,15 @@
 //! stream breaks after the first token does not: the person gets the error line, and the
 //! fallback is never asked.
 
-use std::sync::Arc;
-
-use switchboard::config::{Config, ProviderKind};
-use switchboard_standins::{FakeChannel, FakeLlm, Reply};
+use switchboard::config::{Config, EnvString, ProviderKind};
+use switchboard_standins::{FakeLlm, Reply};
 
 use super::request_saying;
-use crate::helpers::{key, start, test_config, wait_inbox_idle, wait_transcript};
+use crate::helpers::{TestApp, key, wait_inbox_idle, wait_transcript};
 
-/// A gateway whose default profile falls back from the primary stand-in to `backup`.
-fn config(primary: &FakeLlm, backup: &FakeLlm, dir: &tempfile::TempDir) -> Config {
+/// A gateway whose default profile falls back from the app's LLM stand-in (retried once) to
+/// `backup`.
+async fn spawn(backup: &FakeLlm) -> TestApp {
     let extra = format!(
         r#"
 [providers.backup]
@@ -28,17 +27,15 @@ fallback = ["backup"]
 "#,
         backup.openai_url()
     );
-    let mut config = test_config(&primary.openai_url(), dir.path(), &extra);
-    config.provider.max_retries = 1;
-    config
+    let builder = TestApp::builder().config(&extra);
+    builder.edit(|c| c.provider.max_retries = 1).start().await
 }
 
 #[tokio::test]
 async fn a_provider_answering_429_then_503_hands_the_turn_to_the_next_which_answers() {
-    let (primary, backup) = (FakeLlm::start().await, FakeLlm::start().await);
-    let dir = tempfile::tempdir().unwrap();
-    let channel = FakeChannel::new("fake");
-    let gateway = start(&config(&primary, &backup, &dir), &channel).await;
+    let backup = FakeLlm::start().await;
+    let app = spawn(&backup).await;
+    let (primary, channel, gateway) = (&app.llm, &app.channel, app.gateway());
     primary
         .push(Reply::Status(429, Some(0)))
         .push(Reply::Status(503, None));
@@ -48,7 +45,7 @@ async fn a_provider_answering_429_then_503_hands_the_turn_to_the_next_which_answ
         .say(&key("c1"), "u1", "are you there?")
         .await
         .unwrap();
-    let transcript = wait_transcript(&channel, &key("c1"), |t| {
+    let transcript = wait_transcript(channel, &key("c1"), |t| {
         t.iter().any(|m| m.contains("The backup answers."))
     })
     .await;
@@ -68,15 +65,14 @@ async fn a_provider_answering_429_then_503_hands_the_turn_to_the_next_which_answ
         metrics.contains(r#"switchboard_llm_fallbacks_total{from="default",to="backup"} 1"#),
         "{metrics}"
     );
-    gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_stream_cut_after_the_first_token_ends_with_the_error_line_and_no_second_answer() {
-    let (primary, backup) = (FakeLlm::start().await, FakeLlm::start().await);
-    let dir = tempfile::tempdir().unwrap();
-    let channel = FakeChannel::new("fake");
-    let gateway = start(&config(&primary, &backup, &dir), &channel).await;
+    let backup = FakeLlm::start().await;
+    let app = spawn(&backup).await;
+    let (primary, channel, gateway) = (&app.llm, &app.channel, app.gateway());
     primary.push(Reply::Cut("The first half of an ans".into()));
     backup.push(Reply::text("A second, different answer."));
 
@@ -84,7 +80,7 @@ async fn a_stream_cut_after_the_first_token_ends_with_the_error_line_and_no_seco
         .say(&key("c2"), "u1", "tell me a story")
         .await
         .unwrap();
-    let transcript = wait_transcript(&channel, &key("c2"), |t| {
+    let transcript = wait_transcript(channel, &key("c2"), |t| {
         t.iter().any(|m| m.contains("Sorry"))
     })
     .await;
@@ -95,28 +91,29 @@ async fn a_stream_cut_after_the_first_token_ends_with_the_error_line_and_no_seco
         "{transcript:#?}"
     );
     assert!(backup.requests().is_empty(), "{:#?}", backup.requests());
-    gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn the_anthropic_provider_sends_text_only_user_content_as_a_plain_string() {
     let llm = FakeLlm::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(&llm.openai_url(), dir.path(), "");
-    config.provider.kind = ProviderKind::Anthropic;
-    config.provider.base_url = Some(switchboard::config::EnvString(llm.anthropic_url()));
-    let channel: Arc<FakeChannel> = FakeChannel::new("fake");
-    let gateway = start(&config, &channel).await;
+    let url = EnvString(llm.anthropic_url());
+    let anthropic = |c: &mut Config| {
+        c.provider.kind = ProviderKind::Anthropic;
+        c.provider.base_url = Some(url);
+    };
+    let app = TestApp::builder().llm(llm).edit(anthropic).start().await;
+    let (llm, channel) = (&app.llm, &app.channel);
 
     channel
         .say(&key("c3"), "u1", "plain words please")
         .await
         .unwrap();
-    wait_transcript(&channel, &key("c3"), |t| {
+    wait_transcript(channel, &key("c3"), |t| {
         t.iter().any(|m| m.contains("plain words please"))
     })
     .await;
-    let body = request_saying(&llm, "plain words please").expect("asked");
+    let body = request_saying(llm, "plain words please").expect("asked");
     let user = body["messages"]
         .as_array()
         .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
@@ -127,5 +124,5 @@ async fn the_anthropic_provider_sends_text_only_user_content_as_a_plain_string()
         serde_json::json!("plain words please"),
         "{body:#}"
     );
-    gateway.shutdown().await;
+    app.shutdown().await;
 }

@@ -144,10 +144,7 @@ fn pointed_at(url: &str) -> ProviderConfig {
 
 #[tokio::test]
 async fn connection_failures_say_refused_dns_or_tls_and_keep_the_cause_chain() {
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let closed = crate::helpers::free_port();
     let plain_http = FakeLlm::start().await;
     let tls_to_plain = plain_http.openai_url().replace("http://", "https://");
     let cases = [

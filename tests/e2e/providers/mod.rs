@@ -172,17 +172,15 @@ async fn a_stalled_stream_times_out() {
 
 #[tokio::test]
 async fn the_gateway_answers_through_the_anthropic_protocol() {
-    let mut app = TestApp::spawn().await;
-    app.gateway.take().unwrap().shutdown().await;
-    let mut config = app.config.clone();
-    config.provider = config_for_anthropic(&app.llm);
-    let channel = switchboard_standins::FakeChannel::new("fake");
-    let gateway = crate::helpers::start(&config, &channel).await;
+    let llm = FakeLlm::start().await;
+    let provider = config_for_anthropic(&llm);
+    let builder = TestApp::builder().llm(llm);
+    let app = builder.edit(|c| c.provider = provider).start().await;
     app.llm.push(Reply::text("bonjour from claude"));
-    channel.say(&key("anth"), "u1", "hello").await.unwrap();
-    wait_transcript(&channel, &key("anth"), |t| t == ["bonjour from claude"]).await;
+    app.channel.say(&key("anth"), "u1", "hello").await.unwrap();
+    wait_transcript(&app.channel, &key("anth"), |t| t == ["bonjour from claude"]).await;
     assert!(app.llm.requests().last().unwrap()["system"].is_string());
-    gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 fn config_for_anthropic(llm: &FakeLlm) -> ProviderConfig {

@@ -14,7 +14,7 @@ use switchboard_standins::proxy::TcpProxy;
 use switchboard_standins::slack::{FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack, SignedRequest};
 use switchboard_standins::telegram::{FAKE_BOT_TOKEN as TG_TOKEN, FakeTelegram};
 
-use crate::helpers::{drop_postgres, postgres_url};
+use crate::helpers::{drop_postgres, free_port, postgres_url};
 
 /// The lease TTL (leader and conversation leases) the replicas run with.
 pub const LEADER_TTL: Duration = Duration::from_millis(3000);
@@ -214,10 +214,7 @@ poll_timeout_secs = 1
 
     /// Spawn replica `i` (a fresh port; its instance id is `replica-<i>`).
     pub fn spawn(&self, i: usize) -> Replica {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = free_port();
         let instance = format!("replica-{i}");
         let path = self.dir.path().join(format!("{instance}.toml"));
         std::fs::write(&path, self.config(&instance, port)).expect("write config");

@@ -10,10 +10,10 @@ use switchboard::clock::Clock;
 use switchboard::config::OperatorJob;
 use switchboard::schedule::when::rfc3339;
 use switchboard_channel::ConversationKey;
-use switchboard_standins::{FakeLlm, Reply};
+use switchboard_standins::Reply;
 
 use crate::approvals::buttons_channel;
-use crate::helpers::{TestApp, WAIT, key, start_with_clock, test_config, wait_transcript, wall_ms};
+use crate::helpers::{TestApp, WAIT, key, wait_transcript, wall_ms};
 
 /// Let the gateway run for a moment of real time (to show nothing more happens).
 async fn settle() {
@@ -215,12 +215,9 @@ async fn fires_missed_while_down_run_inside_the_grace_window_and_are_reported_ou
 #[tokio::test]
 async fn an_operator_job_runs_in_its_conversation_every_time_it_is_due() {
     let clock = Clock::manual(wall_ms());
-    let dir = tempfile::tempdir().unwrap();
-    let llm = FakeLlm::start().await;
     // `[[schedules]]` names a configured channel; the stand-in is added in code, so the
     // entry is too (the file check is covered by the CLI test below).
-    let mut config = test_config(&llm.openai_url(), dir.path(), "");
-    config.schedules.push(OperatorJob {
+    let job = OperatorJob {
         name: "digest".into(),
         cron: "*/10 * * * *".into(),
         zone: Some("UTC".into()),
@@ -228,22 +225,27 @@ async fn an_operator_job_runs_in_its_conversation_every_time_it_is_due() {
         chat: "ops".into(),
         thread: None,
         prompt: "Summarise the night's alerts.".into(),
-    });
-    let channel = buttons_channel();
-    let gateway = start_with_clock(&config, &channel, clock.clone()).await;
+    };
+    let app = TestApp::builder()
+        .fake(buttons_channel())
+        .clock(clock.clone())
+        .edit(|c| c.schedules.push(job))
+        .start()
+        .await;
+    let (llm, channel) = (&app.llm, &app.channel);
     let ops = key("ops");
     for round in 1..=2 {
         llm.push(Reply::text(format!("Digest {round}: all quiet.")));
         clock.advance(Duration::from_secs(600));
         let want = format!("Digest {round}: all quiet.");
-        wait_transcript(&channel, &ops, |t| t.last().is_some_and(|m| *m == want)).await;
+        wait_transcript(channel, &ops, |t| t.last().is_some_and(|m| *m == want)).await;
     }
     let asked = llm.requests()[0]["messages"].to_string();
     assert!(
         asked.contains("scheduled job \\\"digest\\\"") && asked.contains("night's alerts"),
         "{asked}"
     );
-    gateway.shutdown().await;
+    app.shutdown().await;
 }
 
 #[test]

@@ -11,113 +11,53 @@ mod lookup;
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard::config::{Config, EnvString};
 use switchboard::memory::RECALL_HEADER;
-use switchboard::{Gateway, RunningGateway, channels};
+use switchboard_standins::Reply;
 use switchboard_standins::slack::{
-    FAKE_BOT_TOKEN, FAKE_BOT_USER_ID, FAKE_SIGNING_SECRET, FakeMessage, FakeSlack, SignedRequest,
-    SlackMessage, channel_message_event, dm_event, mention_deliveries,
+    FAKE_BOT_USER_ID, FakeMessage, FakeSlack, SignedRequest, SlackMessage, channel_message_event,
+    dm_event, mention_deliveries,
 };
-use switchboard_standins::{FakeLlm, Reply};
 
-use crate::access::{example_table, quoted};
-use crate::helpers::{WAIT, drop_postgres, postgres_url, test_config, wait_inbox_idle};
+use crate::app::{Table, TestApp, quoted};
+use crate::helpers::{WAIT, drop_postgres, postgres_url, wait_inbox_idle};
 
 const USER: &str = "U0TESTUSER";
 const DM: &str = "D0TESTDM";
 const CHANNEL: &str = "C0TESTCHAN";
 
-/// A gateway with the example Slack table, restartable on the same database.
-struct SlackThreads {
-    gateway: Option<RunningGateway>,
-    slack: FakeSlack,
-    llm: FakeLlm,
-    config: Config,
-    _dir: tempfile::TempDir,
+/// A gateway with the example Slack table, open only to the test user and channel, on
+/// SQLite in a temporary directory or on `database_url`.
+async fn spawn_on(database_url: Option<&str>) -> TestApp {
+    let table = Table::example()
+        .set("allowed_users", format!("[{}]", quoted(USER)))
+        .set("allowed_channels", format!("[{}]", quoted(CHANNEL)));
+    let mut builder = TestApp::builder().slack(table);
+    if let Some(url) = database_url {
+        builder = builder.database(url);
+    }
+    builder.start().await
 }
 
-impl SlackThreads {
-    async fn spawn() -> Self {
-        Self::spawn_on(None).await
-    }
-
-    /// Start on SQLite in a temporary directory, or on `database_url`.
-    async fn spawn_on(database_url: Option<&str>) -> Self {
-        let (slack, llm) = (FakeSlack::start().await, FakeLlm::start().await);
-        let dir = tempfile::tempdir().unwrap();
-        let table = example_table(
-            "slack",
-            &[
-                ("bot_token", quoted(FAKE_BOT_TOKEN)),
-                ("signing_secret", quoted(FAKE_SIGNING_SECRET)),
-                ("api_url", quoted(&slack.api_url())),
-                ("allowed_users", format!("[{}]", quoted(USER))),
-                ("allowed_channels", format!("[{}]", quoted(CHANNEL))),
-            ],
-        );
-        let mut config = test_config(&llm.openai_url(), dir.path(), &table);
-        if let Some(url) = database_url {
-            config.gateway.database_url = EnvString(url.to_owned());
-        }
-        let gateway = Some(start(&config).await);
-        Self {
-            gateway,
-            slack,
-            llm,
-            config,
-            _dir: dir,
-        }
-    }
-
-    fn gateway(&self) -> &RunningGateway {
-        self.gateway.as_ref().expect("running")
-    }
-
-    /// Stop gracefully and start again on the same database and Slack stand-in.
-    async fn restart(&mut self) {
-        if let Some(gateway) = self.gateway.take() {
-            gateway.shutdown().await;
-        }
-        self.gateway = Some(start(&self.config).await);
-    }
-
-    async fn shutdown(mut self) {
-        if let Some(gateway) = self.gateway.take() {
-            gateway.shutdown().await;
-        }
-    }
-
-    /// Post a signed Events API request; Slack must get its 200.
-    async fn send(&self, event: &Value) {
-        let url = format!("http://{}/slack/slack/events", self.gateway().addr());
-        let response = SignedRequest::event(event)
-            .build(&reqwest::Client::new(), &url, FAKE_SIGNING_SECRET)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "event {event}");
-    }
-
-    /// Push `answer` to the LLM, send `events`, and wait for the answer in `channel` and the
-    /// inbox to drain (the turn's history and memory are stored).
-    async fn exchange(&self, events: &[Value], channel: &str, answer: &str) -> FakeMessage {
-        self.llm.push(Reply::text(answer));
-        for event in events {
-            self.send(event).await;
-        }
-        let posted = wait_for_answer(&self.slack, channel, answer).await;
-        wait_inbox_idle(&self.gateway().store()).await;
-        posted
-    }
+async fn spawn() -> TestApp {
+    spawn_on(None).await
 }
 
-async fn start(config: &Config) -> RunningGateway {
-    let mut gateway = Gateway::new(config.clone());
-    for channel in channels::from_config(config).unwrap() {
-        gateway = gateway.channel(channel);
+/// Post a signed Events API request; Slack must get its 200.
+async fn send(app: &TestApp, event: &Value) {
+    let status = app.slack_post("events", SignedRequest::event(event)).await;
+    assert_eq!(status, 200, "event {event}");
+}
+
+/// Push `answer` to the LLM, send `events`, and wait for the answer in `channel` and the
+/// inbox to drain (the turn's history and memory are stored).
+async fn exchange(app: &TestApp, events: &[Value], channel: &str, answer: &str) -> FakeMessage {
+    app.llm.push(Reply::text(answer));
+    for event in events {
+        send(app, event).await;
     }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    gateway.start(listener).await.expect("gateway starts")
+    let posted = wait_for_answer(app.slack(), channel, answer).await;
+    wait_inbox_idle(&app.store()).await;
+    posted
 }
 
 /// Wait until the bot's message `answer` stands in `channel`.
@@ -193,12 +133,12 @@ fn pair(role: &str, content: &str) -> (String, String) {
 
 #[tokio::test]
 async fn two_top_level_dm_messages_are_one_conversation_answered_at_top_level() {
-    let app = SlackThreads::spawn().await;
+    let app = spawn().await;
     let first = dm("Ev1", "Hi, I am Ada.", "1700000101.000100", None);
-    let answer = app.exchange(&[first], DM, "Hello Ada.").await;
+    let answer = exchange(&app, &[first], DM, "Hello Ada.").await;
     assert_eq!(answer.thread_ts, None, "answered at top level");
     let second = dm("Ev2", "Who am I?", "1700000102.000100", None);
-    let answer = app.exchange(&[second], DM, "You are Ada.").await;
+    let answer = exchange(&app, &[second], DM, "You are Ada.").await;
     assert_eq!(answer.thread_ts, None, "answered at top level");
 
     let requests = app.llm.requests();
@@ -216,13 +156,13 @@ async fn two_top_level_dm_messages_are_one_conversation_answered_at_top_level() 
 
 #[tokio::test]
 async fn a_fact_from_a_top_level_dm_is_recalled_in_a_later_one_after_a_restart() {
-    let mut app = SlackThreads::spawn().await;
+    let mut app = spawn().await;
     let fact = "My cat is called Miso and she likes turquoise blankets.";
     let told = dm("Ev1", fact, "1700000101.000100", None);
-    app.exchange(&[told], DM, "Noted.").await;
+    exchange(&app, &[told], DM, "Noted.").await;
     app.restart().await;
     let asked = dm("Ev2", "What is my cat called?", "1700000102.000100", None);
-    let answer = app.exchange(&[asked], DM, "Miso.").await;
+    let answer = exchange(&app, &[asked], DM, "Miso.").await;
     assert_eq!(answer.thread_ts, None);
 
     let last = app.llm.requests().pop().unwrap();
@@ -241,19 +181,24 @@ async fn a_fact_from_a_top_level_dm_is_recalled_in_a_later_one_after_a_restart()
 
 #[tokio::test]
 async fn a_thread_the_user_opens_in_a_dm_is_a_separate_conversation() {
-    let app = SlackThreads::spawn().await;
+    let app = spawn().await;
     let root = "1700000101.000100";
-    app.exchange(&[dm("Ev1", "First, top level", root, None)], DM, "Top one.")
-        .await;
+    exchange(
+        &app,
+        &[dm("Ev1", "First, top level", root, None)],
+        DM,
+        "Top one.",
+    )
+    .await;
     let aside = dm("Ev2", "A side question", "1700000102.000100", Some(root));
-    let answer = app.exchange(&[aside], DM, "Side answer.").await;
+    let answer = exchange(&app, &[aside], DM, "Side answer.").await;
     assert_eq!(
         answer.thread_ts.as_deref(),
         Some(root),
         "answered in the thread"
     );
     let back = dm("Ev3", "Back at top level", "1700000103.000100", None);
-    let answer = app.exchange(&[back], DM, "Top two.").await;
+    let answer = exchange(&app, &[back], DM, "Top two.").await;
     assert_eq!(answer.thread_ts, None);
 
     let requests = app.llm.requests();
@@ -272,10 +217,10 @@ async fn a_thread_the_user_opens_in_a_dm_is_a_separate_conversation() {
 
 #[tokio::test]
 async fn in_a_channel_a_mention_and_a_reply_without_one_in_its_thread_are_one_conversation() {
-    let app = SlackThreads::spawn().await;
+    let app = spawn().await;
     let root = "1700000201.000100";
     let asked = mention("Ev1", "start here", root, None);
-    let answer = app.exchange(&asked, CHANNEL, "Started.").await;
+    let answer = exchange(&app, &asked, CHANNEL, "Started.").await;
     assert_eq!(answer.thread_ts.as_deref(), Some(root), "a thread under it");
     let reply = said(
         "Ev2",
@@ -283,7 +228,7 @@ async fn in_a_channel_a_mention_and_a_reply_without_one_in_its_thread_are_one_co
         "1700000202.000100",
         Some(root),
     );
-    let answer = app.exchange(&[reply], CHANNEL, "Continued.").await;
+    let answer = exchange(&app, &[reply], CHANNEL, "Continued.").await;
     assert_eq!(answer.thread_ts.as_deref(), Some(root));
 
     let requests = app.llm.requests();
@@ -305,19 +250,19 @@ async fn in_a_channel_a_mention_and_a_reply_without_one_in_its_thread_are_one_co
 
 #[tokio::test]
 async fn a_mention_inside_the_bots_thread_delivered_twice_in_either_order_is_one_turn_each() {
-    let app = SlackThreads::spawn().await;
+    let app = spawn().await;
     let root = "1700000201.000100";
-    app.exchange(
+    exchange(
+        &app,
         &mention("Ev1", "start here", root, None),
         CHANNEL,
         "Started.",
     )
     .await;
     let again = mention("Ev2", "once more", "1700000202.000100", Some(root));
-    app.exchange(&again, CHANNEL, "Once.").await;
+    exchange(&app, &again, CHANNEL, "Once.").await;
     let [app_mention, message] = mention("Ev3", "and again", "1700000203.000100", Some(root));
-    app.exchange(&[message, app_mention], CHANNEL, "Again.")
-        .await;
+    exchange(&app, &[message, app_mention], CHANNEL, "Again.").await;
 
     let requests = app.llm.requests();
     assert_eq!(requests.len(), 3, "one LLM call per message");
@@ -328,16 +273,17 @@ async fn a_mention_inside_the_bots_thread_delivered_twice_in_either_order_is_one
         "{last:?}"
     );
     assert_eq!(last.last(), Some(&pair("user", "and again")));
-    let answers = app.slack.messages(CHANNEL);
+    let answers = app.slack().messages(CHANNEL);
     assert_eq!(answers.len(), 3, "{answers:#?}");
     app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_channel_message_without_a_mention_outside_the_bots_threads_reaches_nothing() {
-    let app = SlackThreads::spawn().await;
+    let app = spawn().await;
     let root = "1700000201.000100";
-    app.exchange(
+    exchange(
+        &app,
         &mention("Ev1", "start here", root, None),
         CHANNEL,
         "Started.",
@@ -355,17 +301,17 @@ async fn a_channel_message_without_a_mention_outside_the_bots_threads_reaches_no
         said("Ev4", "the root of the bot's thread", root, Some(root)),
     ];
     for event in &chatter {
-        app.send(event).await;
+        send(&app, event).await;
     }
-    wait_inbox_idle(&app.gateway().store()).await;
+    wait_inbox_idle(&app.store()).await;
 
     assert_eq!(
         app.llm.requests().len(),
         1,
         "only the mention reached the model"
     );
-    assert_eq!(app.slack.calls_to("chat.postMessage").len(), 1);
-    let counts = app.gateway().store().inbox_counts().await.unwrap();
+    assert_eq!(app.slack().calls_to("chat.postMessage").len(), 1);
+    let counts = app.store().inbox_counts().await.unwrap();
     assert_eq!(
         counts.pending + counts.processing + counts.done + counts.failed,
         1,
@@ -376,9 +322,10 @@ async fn a_channel_message_without_a_mention_outside_the_bots_threads_reaches_no
 
 /// A mention, a restart, then a reply without a mention in the bot's thread is answered.
 async fn thread_survives_a_restart(database_url: Option<&str>) {
-    let mut app = SlackThreads::spawn_on(database_url).await;
+    let mut app = spawn_on(database_url).await;
     let root = "1700000201.000100";
-    app.exchange(
+    exchange(
+        &app,
         &mention("Ev1", "start here", root, None),
         CHANNEL,
         "Started.",
@@ -386,7 +333,7 @@ async fn thread_survives_a_restart(database_url: Option<&str>) {
     .await;
     app.restart().await;
     let reply = said("Ev2", "still there?", "1700000202.000100", Some(root));
-    let answer = app.exchange(&[reply], CHANNEL, "Still here.").await;
+    let answer = exchange(&app, &[reply], CHANNEL, "Still here.").await;
     assert_eq!(answer.thread_ts.as_deref(), Some(root));
     let last = turns(&app.llm.requests()[1]);
     assert_eq!(last.first(), Some(&pair("user", "start here")), "{last:?}");

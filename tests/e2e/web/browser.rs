@@ -17,7 +17,7 @@ use switchboard::agent::{Tool, ToolResult};
 use switchboard_channel::{Button, Outbound};
 use switchboard_standins::Reply;
 
-use super::WebApp;
+use super::{spawn, spawn_with, web_key};
 use crate::helpers::WAIT;
 
 /// What the page shows, read in one round trip.
@@ -177,9 +177,9 @@ async fn streams_a_growing_draft(client: &Client) {
 
 #[tokio::test]
 async fn the_page_streams_reloads_keeps_script_as_text_and_answers_buttons() {
-    let app = WebApp::spawn_with("", vec![Arc::new(LookupDocs)]).await;
+    let app = spawn_with("", vec![Arc::new(LookupDocs)]).await;
     let Some(browser) = driver::launch().await else {
-        app.stop().await;
+        app.shutdown().await;
         return;
     };
     let client = &browser.client;
@@ -235,8 +235,8 @@ async fn the_page_streams_reloads_keeps_script_as_text_and_answers_buttons() {
             },
         ],
     };
-    app.channel
-        .send(&app.key(session.value()), &prompt)
+    app.built("web")
+        .send(&web_key(session.value()), &prompt)
         .await
         .unwrap();
     wait_for(client, "the buttons", |s| {
@@ -259,14 +259,14 @@ async fn the_page_streams_reloads_keeps_script_as_text_and_answers_buttons() {
     assert_eq!(answered["buttons"], json!([]), "the buttons are gone");
 
     browser.close().await;
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn the_page_reconnects_after_a_restart_and_sends_what_was_typed_offline_once() {
-    let mut app = WebApp::spawn("").await;
+    let mut app = spawn("").await;
     let Some(browser) = driver::launch().await else {
-        app.stop().await;
+        app.shutdown().await;
         return;
     };
     let client = &browser.client;
@@ -281,7 +281,7 @@ async fn the_page_reconnects_after_a_restart_and_sends_what_was_typed_offline_on
     })
     .await;
 
-    app.shut_down().await;
+    app.stop().await;
     wait_for(client, "the page to notice", |s| {
         s["status"]
             .as_str()
@@ -290,7 +290,7 @@ async fn the_page_reconnects_after_a_restart_and_sends_what_was_typed_offline_on
     })
     .await;
     type_and_send(client, "typed while offline").await;
-    app.start_again().await;
+    app.start().await;
 
     let caught_up = wait_for(client, "the offline message's answer", |s| {
         s["status"] == "connected" && last_bot(s) == "You said: typed while offline"
@@ -305,5 +305,5 @@ async fn the_page_reconnects_after_a_restart_and_sends_what_was_typed_offline_on
     assert_eq!(app.llm.requests().len(), 2);
 
     browser.close().await;
-    app.stop().await;
+    app.shutdown().await;
 }

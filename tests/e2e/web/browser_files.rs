@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use switchboard_standins::Reply;
 use switchboard_standins::files::csv;
 
-use super::WebApp;
 use super::browser::{driver, type_and_send};
+use super::spawn;
 use crate::attach::request_text;
 use crate::helpers::WAIT;
 
@@ -55,9 +55,9 @@ async fn pick(client: &Client, path: &std::path::Path) {
 
 #[tokio::test]
 async fn a_file_chosen_with_the_picker_is_uploaded_sent_and_saved_and_one_too_large_is_refused() {
-    let app = WebApp::spawn("max_attachment_bytes = 1000").await;
+    let app = spawn("max_attachment_bytes = 1000").await;
     let Some(browser) = driver::launch().await else {
-        app.stop().await;
+        app.shutdown().await;
         return;
     };
     let client = &browser.client;
@@ -115,5 +115,5 @@ async fn a_file_chosen_with_the_picker_is_uploaded_sent_and_saved_and_one_too_la
     );
 
     browser.close().await;
-    app.stop().await;
+    app.shutdown().await;
 }

@@ -12,9 +12,9 @@ use switchboard_standins::Reply;
 use switchboard_standins::files::csv;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::{WebApp, Ws, connect, json_where, new_session, start, web_config};
+use super::{Ws, builder, connect, json_where, new_session, spawn, workspace};
 use crate::attach::{binary_bytes, inbox_files, request_text};
-use crate::helpers::{Killable, wait_inbox_idle};
+use crate::helpers::wait_inbox_idle;
 
 /// Upload `bytes` as session `session` (when given), with extra `headers`.
 async fn upload(
@@ -74,7 +74,7 @@ fn is_bot_text(frame: &Value, text: &str) -> bool {
 
 #[tokio::test]
 async fn an_uploaded_csv_lands_in_the_workspace_and_the_model_reads_it() {
-    let app = WebApp::spawn("").await;
+    let app = spawn("").await;
     let session = new_session();
     let file = upload_ok(app.addr(), &session, "figures%20Q.csv", csv()).await;
     let (mut ws, _) = connect(app.addr(), &session).await;
@@ -104,15 +104,15 @@ async fn an_uploaded_csv_lands_in_the_workspace_and_the_model_reads_it() {
         request_text(&requests, 1).contains("Q2,112"),
         "the model read the CSV"
     );
-    let saved = std::fs::read(app.workspace(&session).join(&path)).unwrap();
+    let saved = std::fs::read(workspace(&app, &session).join(&path)).unwrap();
     assert_eq!(saved, csv());
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn an_upload_over_its_own_limit_gets_413_and_one_line_while_the_shared_limit_stays_elsewhere()
 {
-    let app = WebApp::spawn("max_attachment_bytes = 3145728").await;
+    let app = spawn("max_attachment_bytes = 3145728").await;
     let session = new_session();
     let over = vec![b'x'; 3 * 1024 * 1024 + 1];
     let response = upload(
@@ -158,18 +158,18 @@ async fn an_upload_over_its_own_limit_gets_413_and_one_line_while_the_shared_lim
         413,
         "every other route keeps the shared limit"
     );
-    let files = std::fs::read_dir(app._dir.path().join("data/web/web/files"))
+    let files = std::fs::read_dir(app.dir().join("web/web/files"))
         .unwrap()
         .filter_map(Result::ok)
         .filter(|e| !e.file_name().to_string_lossy().ends_with(".json"))
         .count();
     assert_eq!(files, 1, "only the upload within the limit was kept");
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_cross_site_or_sessionless_upload_is_refused_and_another_sessions_file_cannot_be_named() {
-    let app = WebApp::spawn("").await;
+    let app = spawn("").await;
     let session = new_session();
     let foreign = [("origin", "https://evil.example")];
     let response = upload(
@@ -198,17 +198,17 @@ async fn a_cross_site_or_sessionless_upload_is_refused_and_another_sessions_file
         "An attached file is no longer available; attach it again."
     );
     assert!(app.llm.requests().is_empty(), "nothing reached the model");
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn send_file_posts_a_download_link_that_serves_the_bytes_intact_to_that_session_only() {
     let keys = "[tools]\nenabled = [\"send_file\"]\n[policy]\nmode = \"autonomous\"\n";
-    let app = WebApp::spawn(keys).await;
+    let app = spawn(keys).await;
     let session = new_session();
     let bytes = binary_bytes();
-    std::fs::create_dir_all(app.workspace(&session)).unwrap();
-    std::fs::write(app.workspace(&session).join("patch.bin"), &bytes).unwrap();
+    std::fs::create_dir_all(workspace(&app, &session)).unwrap();
+    std::fs::write(workspace(&app, &session).join("patch.bin"), &bytes).unwrap();
     app.llm
         .push(Reply::tool_call(
             "send_file",
@@ -264,15 +264,13 @@ async fn send_file_posts_a_download_link_that_serves_the_bytes_intact_to_that_se
         let response = get(addr, format!("/files/{bad}"), Some(session.clone())).await;
         assert_eq!(response.status().as_u16(), 404, "{bad}");
     }
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_restart_between_storing_a_message_with_an_upload_and_saving_its_file_saves_it_once() {
-    let llm = switchboard_standins::FakeLlm::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let config = web_config(&llm.openai_url(), dir.path(), "");
-    let (first, addr) = Killable::start_from_config_with_addr(&config).await;
+    let mut app = builder("").killable().start().await;
+    let (addr, llm) = (app.addr(), &app.llm);
     let session = new_session();
     // The first message's answer streams slowly, so the second waits behind it, stored.
     let slow = Reply::paced("x".repeat(300), 1, std::time::Duration::from_millis(50));
@@ -291,24 +289,26 @@ async fn a_restart_between_storing_a_message_with_an_upload_and_saving_its_file_
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    let workspace = dir.path().join("data/workspaces/web").join(&session);
+    let workspace = workspace(&app, &session);
     assert!(
         inbox_files(&workspace).is_empty(),
         "not saved before the restart"
     );
-    first.kill();
+    app.kill();
 
-    llm.push(Reply::text("Hello.")).push(Reply::text("Kept."));
-    let (second, _) = start(&config, Vec::new(), "127.0.0.1:0".parse().unwrap()).await;
-    wait_inbox_idle(&second.store()).await;
+    app.llm
+        .push(Reply::text("Hello."))
+        .push(Reply::text("Kept."));
+    app.start().await;
+    wait_inbox_idle(&app.store()).await;
     let files = inbox_files(&workspace);
     assert_eq!(files.len(), 1, "{files:?}");
     let saved = std::fs::read(workspace.join("inbox").join(&files[0])).unwrap();
     assert_eq!(saved, b"remember the milk");
-    let requests = llm.requests();
+    let requests = app.llm.requests();
     let described: Vec<usize> = (0..requests.len())
         .filter(|&n| request_text(&requests, n).contains("notes.txt"))
         .collect();
     assert_eq!(described, [requests.len() - 1], "one turn read the file");
-    second.shutdown().await;
+    app.shutdown().await;
 }

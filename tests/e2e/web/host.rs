@@ -4,11 +4,12 @@
 
 use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest};
 
-use super::{WebApp, new_session};
+use super::{new_session, spawn};
+use crate::app::TestApp;
 
 /// Open the socket naming `host` in `Host` (and the page's origin on that name, as a
 /// rebinding page's browser would); the HTTP status of a refusal, or 101 when it connects.
-async fn upgrade_with_host(app: &WebApp, host: &str) -> u16 {
+async fn upgrade_with_host(app: &TestApp, host: &str) -> u16 {
     let mut request = format!("ws://{}/ws", app.addr())
         .into_client_request()
         .unwrap();
@@ -26,7 +27,7 @@ async fn upgrade_with_host(app: &WebApp, host: &str) -> u16 {
 
 #[tokio::test]
 async fn a_websocket_upgrade_naming_a_foreign_host_is_refused_and_loopback_names_connect() {
-    let app = WebApp::spawn("public_hosts = [\"chat.example.com\"]").await;
+    let app = spawn("public_hosts = [\"chat.example.com\"]").await;
     let port = app.addr().port();
     assert_eq!(
         upgrade_with_host(&app, &format!("evil.example:{port}")).await,
@@ -48,12 +49,12 @@ async fn a_websocket_upgrade_naming_a_foreign_host_is_refused_and_loopback_names
         .await
         .unwrap();
     assert_eq!(page.status().as_u16(), 403, "the page is refused too");
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn with_an_access_token_the_token_is_the_gate_whatever_the_host() {
-    let app = WebApp::spawn("access_token = \"s3cret\"").await;
+    let app = spawn("access_token = \"s3cret\"").await;
     let mut request = format!("ws://{}/ws?token=s3cret", app.addr())
         .into_client_request()
         .unwrap();
@@ -62,5 +63,5 @@ async fn with_an_access_token_the_token_is_the_gate_whatever_the_host() {
     let cookie = format!("sb_web_session={}", new_session());
     headers.insert("cookie", cookie.parse().unwrap());
     assert!(tokio_tungstenite::connect_async(request).await.is_ok());
-    app.stop().await;
+    app.shutdown().await;
 }

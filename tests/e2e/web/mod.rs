@@ -16,147 +16,49 @@ use std::sync::Arc;
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use switchboard::agent::Tool;
-use switchboard::config::{self, Config};
-use switchboard::{Gateway, RunningGateway, channels};
-use switchboard_channel::{Channel, ConversationKey};
-use switchboard_standins::FakeLlm;
+use switchboard::config::Config;
+use switchboard_channel::ConversationKey;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+use crate::app::{Builder, TestApp};
 use crate::helpers::WAIT;
 
 /// A client socket.
 pub(crate) type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-/// A gateway with one web channel named `web`, a fake LLM and its own data directory.
-struct WebApp {
-    gateway: Option<RunningGateway>,
-    /// Kept across restarts: a restarted gateway listens where the page expects it.
-    addr: SocketAddr,
-    channel: Arc<dyn Channel>,
-    llm: FakeLlm,
-    config: Config,
-    _dir: tempfile::TempDir,
+/// The web chat's settings for a test: extra `[channels.web]` lines `keys`, and progress
+/// lines no more often than every 100 ms.
+fn builder(keys: &str) -> Builder {
+    let progress = |c: &mut Config| c.streaming.progress_min_interval_ms = 100;
+    TestApp::builder().web(keys).edit(progress)
 }
 
-/// Config for a web chat gateway; `keys` are extra `[channels.web]` lines.
-fn web_config(llm_url: &str, dir: &std::path::Path, keys: &str) -> Config {
-    let dir = dir.display();
-    let text = format!(
-        r#"
-[gateway]
-listen = "127.0.0.1:0"
-database_url = "sqlite://{dir}/web.db"
-data_dir = "{dir}/data"
-shutdown_grace_secs = 1
-[provider]
-kind = "openai"
-base_url = "{llm_url}"
-model = "fake-model"
-api_key = "test-key-not-real"
-timeout_secs = 5
-max_retries = 2
-[streaming]
-chunk_min_chars = 20
-progress_min_interval_ms = 100
-[channels.web]
-kind = "web"
-{keys}
-"#
-    );
-    let mut config = config::parse(&text, "web-test.toml", &[]).expect("web test config is valid");
-    // As in helpers.rs: the supervisor is the real binary, not this test binary (which,
-    // re-executed with `supervise`, would run the test harness and report no posture).
-    (config.sandbox.supervisor).get_or_insert_with(|| env!("CARGO_BIN_EXE_switchboard").into());
-    config
+/// A gateway with one web channel named `web`, the fake LLM and its own data directory.
+async fn spawn(keys: &str) -> TestApp {
+    builder(keys).start().await
 }
 
-impl WebApp {
-    async fn spawn(keys: &str) -> Self {
-        Self::spawn_with(keys, Vec::new()).await
-    }
-
-    /// Start with extra `[channels.web]` keys and tools offered to the model.
-    async fn spawn_with(keys: &str, tools: Vec<Arc<dyn Tool>>) -> Self {
-        let llm = FakeLlm::start().await;
-        let dir = tempfile::tempdir().unwrap();
-        let config = web_config(&llm.openai_url(), dir.path(), keys);
-        let (gateway, channel) = start(&config, tools, "127.0.0.1:0".parse().unwrap()).await;
-        Self {
-            addr: gateway.addr(),
-            gateway: Some(gateway),
-            channel,
-            llm,
-            config,
-            _dir: dir,
-        }
-    }
-
-    fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// The conversation workspace of browser session `session`.
-    fn workspace(&self, session: &str) -> std::path::PathBuf {
-        self._dir.path().join("data/workspaces/web").join(session)
-    }
-
-    /// Stop the gateway gracefully (open sockets are closed with 1001).
-    async fn shut_down(&mut self) {
-        if let Some(gateway) = self.gateway.take() {
-            gateway.shutdown().await;
-        }
-    }
-
-    /// Start a fresh gateway (fresh channel) on the same data and address.
-    async fn start_again(&mut self) {
-        let (gateway, channel) = start(&self.config, Vec::new(), self.addr).await;
-        self.gateway = Some(gateway);
-        self.channel = channel;
-    }
-
-    /// Stop gracefully and start again.
-    async fn restart(&mut self) {
-        self.shut_down().await;
-        self.start_again().await;
-    }
-
-    /// The conversation of browser session `session`.
-    fn key(&self, session: &str) -> ConversationKey {
-        ConversationKey::new("web", session)
-    }
-
-    async fn stop(mut self) {
-        if let Some(gateway) = self.gateway.take() {
-            gateway.shutdown().await;
-        }
-    }
+/// Start with extra `[channels.web]` keys and tools offered to the model.
+async fn spawn_with(keys: &str, tools: Vec<Arc<dyn Tool>>) -> TestApp {
+    tools
+        .into_iter()
+        .fold(builder(keys), Builder::tool)
+        .start()
+        .await
 }
 
-/// Start a gateway with the channels `config` describes; returns it and the web channel.
-async fn start(
-    config: &Config,
-    tools: Vec<Arc<dyn Tool>>,
-    addr: SocketAddr,
-) -> (RunningGateway, Arc<dyn Channel>) {
-    let built = channels::from_config(config).expect("channels build");
-    let web = built
-        .iter()
-        .find(|c| c.name() == "web")
-        .cloned()
-        .expect("the web channel is built without any credential");
-    let mut gateway = Gateway::new(config.clone());
-    for channel in built {
-        gateway = gateway.channel(channel);
-    }
-    for tool in tools {
-        gateway = gateway.tool(tool);
-    }
-    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
-    (gateway.start(listener).await.expect("gateway starts"), web)
+/// The conversation workspace of browser session `session`.
+fn workspace(app: &TestApp, session: &str) -> std::path::PathBuf {
+    app.dir().join("workspaces/web").join(session)
+}
+
+/// The conversation of browser session `session`.
+fn web_key(session: &str) -> ConversationKey {
+    ConversationKey::new("web", session)
 }
 
 /// A fresh browser session id, as the page's cookie would hold.

@@ -11,9 +11,9 @@ use switchboard_standins::Reply;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use super::{
-    WebApp, close_frame, connect, json_where, new_session, next_json, say, try_connect, web_config,
+    close_frame, connect, json_where, new_session, next_json, say, spawn, try_connect, web_key,
 };
-use crate::helpers::wait_inbox_idle;
+use crate::helpers::{test_config, wait_inbox_idle};
 
 fn ids(sync: &Value) -> Vec<String> {
     sync["messages"]
@@ -35,7 +35,7 @@ fn is_final_answer(frame: &Value, text: &str) -> bool {
 
 #[tokio::test]
 async fn a_message_over_the_size_limit_closes_the_socket_with_1009_and_a_reason() {
-    let app = WebApp::spawn("max_message_chars = 50").await;
+    let app = spawn("max_message_chars = 50").await;
     let (mut ws, sync) = connect(app.addr(), &new_session()).await;
     assert_eq!(sync["max_message_chars"], 50);
     say(&mut ws, "m1", &"x".repeat(51)).await;
@@ -43,12 +43,12 @@ async fn a_message_over_the_size_limit_closes_the_socket_with_1009_and_a_reason(
     assert_eq!(code, 1009);
     assert_eq!(reason, "message too long: 51 characters, the limit is 50");
     assert!(app.llm.requests().is_empty(), "nothing reached the model");
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn malformed_and_binary_frames_close_the_socket_with_1008() {
-    let app = WebApp::spawn("").await;
+    let app = spawn("").await;
     let session = new_session();
     let (mut ws, _) = connect(app.addr(), &session).await;
     ws.send(Message::Text("{\"type\":\"shout\"}".into()))
@@ -65,12 +65,12 @@ async fn malformed_and_binary_frames_close_the_socket_with_1008() {
         close_frame(&mut ws).await,
         (1008, "bad frame: binary frames are not accepted".into())
     );
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn messages_past_the_rate_limit_are_refused_and_a_client_that_keeps_on_is_closed() {
-    let app = WebApp::spawn("max_messages_per_minute = 3").await;
+    let app = spawn("max_messages_per_minute = 3").await;
     let session = new_session();
     let (mut ws, _) = connect(app.addr(), &session).await;
     for i in 0..3 {
@@ -100,18 +100,18 @@ async fn messages_past_the_rate_limit_are_refused_and_a_client_that_keeps_on_is_
     let (code, reason) = close_frame(&mut ws).await;
     assert_eq!(code, 1008);
     assert_eq!(reason, "rate limit exceeded: at most 3 messages a minute");
-    wait_inbox_idle(&app.gateway.as_ref().unwrap().store()).await;
+    wait_inbox_idle(&app.store()).await;
     assert_eq!(
         app.llm.requests().len(),
         3,
         "only admitted messages reached the model"
     );
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_wrong_or_missing_token_gets_401_and_the_right_one_by_query_or_cookie_connects() {
-    let app = WebApp::spawn("access_token = \"tok-web-test\"").await;
+    let app = spawn("access_token = \"tok-web-test\"").await;
     let (addr, session) = (app.addr(), new_session());
     for query in ["", "?token=wrong", "?token=tok-web-tes"] {
         match try_connect(addr, &session, query).await {
@@ -163,12 +163,12 @@ async fn a_wrong_or_missing_token_gets_401_and_the_right_one_by_query_or_cookie_
     let jar = format!("sb_web_session={session}; sb_web_token=tok-web-test");
     request.headers_mut().insert("cookie", jar.parse().unwrap());
     assert!(tokio_tungstenite::connect_async(request).await.is_ok());
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_foreign_origin_is_refused_and_a_listed_one_connects() {
-    let app = WebApp::spawn("allowed_origins = [\"https://chat.example\"]").await;
+    let app = spawn("allowed_origins = [\"https://chat.example\"]").await;
     let addr = app.addr();
     for (origin, allowed) in [
         ("https://evil.example", false),
@@ -195,7 +195,7 @@ async fn a_foreign_origin_is_refused_and_a_listed_one_connects() {
             Err(other) => panic!("{origin}: {other}"),
         }
     }
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
@@ -203,10 +203,11 @@ async fn a_public_listen_address_without_an_access_token_gets_a_generated_one_in
     use std::os::unix::fs::PermissionsExt;
     let llm = switchboard_standins::FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut config = web_config(&llm.openai_url(), dir.path(), "");
+    let web = "[channels.web]\nkind = \"web\"\n";
+    let mut config = test_config(&llm.openai_url(), dir.path(), web);
     config.gateway.listen = switchboard::config::EnvString("0.0.0.0:8080".into());
     channels::from_config(&config).expect("builds with a generated token");
-    let stored = dir.path().join("data/web/web.token");
+    let stored = dir.path().join("web/web.token");
     let token = std::fs::read_to_string(&stored).unwrap();
     assert_eq!(token.trim().len(), 64, "256 random bits in hex");
     let mode = std::fs::metadata(&stored).unwrap().permissions().mode();
@@ -227,7 +228,7 @@ fn the_example_config_serves_the_web_chat_on_loopback_without_a_token() {
 
 #[tokio::test]
 async fn a_message_resent_after_a_reconnect_is_stored_shown_and_answered_once() {
-    let app = WebApp::spawn("").await;
+    let app = spawn("").await;
     let session = new_session();
     let (mut ws, _) = connect(app.addr(), &session).await;
     say(&mut ws, "resend-1", "only once please").await;
@@ -238,7 +239,7 @@ async fn a_message_resent_after_a_reconnect_is_stored_shown_and_answered_once() 
     say(&mut ws, "resend-1", "only once please").await;
     let ack = json_where(&mut ws, |f| f["type"] == "ack").await;
     assert_eq!(ack["id"], "resend-1");
-    wait_inbox_idle(&app.gateway.as_ref().unwrap().store()).await;
+    wait_inbox_idle(&app.store()).await;
     assert_eq!(
         app.llm.requests().len(),
         1,
@@ -251,12 +252,12 @@ async fn a_message_resent_after_a_reconnect_is_stored_shown_and_answered_once() 
     assert_eq!(shown[0], "u-resend-1");
     let answer = &sync["messages"][1]["html"];
     assert_eq!(answer, "<p>You said: only once please</p>");
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_tab_reconnecting_mid_answer_gets_the_current_draft_once_by_id() {
-    let app = WebApp::spawn("").await;
+    let app = spawn("").await;
     let answer: String = (1..=30)
         .map(|i| format!("Sentence {i} of a long answer. "))
         .collect();
@@ -291,17 +292,17 @@ async fn a_tab_reconnecting_mid_answer_gets_the_current_draft_once_by_id() {
     assert_eq!(ids(&sync), ["u-q1".to_owned(), draft_id]);
     let html = sync["messages"][1]["html"].as_str().unwrap();
     assert_eq!(html, format!("<p>{last}</p>"));
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn history_survives_a_gateway_restart() {
-    let mut app = WebApp::spawn("").await;
+    let mut app = spawn("").await;
     let session = new_session();
     let (mut ws, _) = connect(app.addr(), &session).await;
     say(&mut ws, "before", "remember me").await;
     json_where(&mut ws, |f| is_final_answer(f, "You said: remember me")).await;
-    wait_inbox_idle(&app.gateway.as_ref().unwrap().store()).await;
+    wait_inbox_idle(&app.store()).await;
 
     app.restart().await;
     let (_, sync) = connect(app.addr(), &session).await;
@@ -309,12 +310,12 @@ async fn history_survives_a_gateway_restart() {
     assert_eq!(messages.len(), 2, "{sync}");
     assert_eq!(messages[0]["html"], "<p class=\"typed\">remember me</p>");
     assert_eq!(messages[1]["html"], "<p>You said: remember me</p>");
-    app.stop().await;
+    app.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_button_press_reaches_the_core_and_its_answer_replaces_the_buttons() {
-    let app = WebApp::spawn("").await;
+    let app = spawn("").await;
     let session = new_session();
     let (mut ws, _) = connect(app.addr(), &session).await;
     let buttons = vec![Button {
@@ -325,7 +326,11 @@ async fn a_button_press_reaches_the_core_and_its_answer_replaces_the_buttons() {
         text: "Run `ls`?".into(),
         buttons,
     };
-    let posted = app.channel.send(&app.key(&session), &msg).await.unwrap();
+    let posted = app
+        .built("web")
+        .send(&web_key(&session), &msg)
+        .await
+        .unwrap();
     let shown = next_json(&mut ws).await;
     assert_eq!(shown["message"]["buttons"][0]["payload"], "web-test:ok");
 
@@ -354,5 +359,5 @@ async fn a_button_press_reaches_the_core_and_its_answer_replaces_the_buttons() {
         app.llm.requests().is_empty(),
         "a button press is not a chat message"
     );
-    app.stop().await;
+    app.shutdown().await;
 }

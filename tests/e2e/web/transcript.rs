@@ -4,16 +4,17 @@
 
 use switchboard_standins::Reply;
 
-use super::{WebApp, connect, json_where, new_session, say};
+use super::{connect, json_where, new_session, say, spawn};
+use crate::app::TestApp;
 use crate::helpers::wait_inbox_idle;
 
-/// The configured provider key of [`super::web_config`].
+/// The configured provider key of [`crate::app::test_config`].
 const CONFIGURED_SECRET: &str = "test-key-not-real";
 /// A key no config names, caught by its `sk-` shape.
 const SHAPED_KEY: &str = "sk-abcdefghijklmnopqrstuvwxyz0123456789";
 
 /// Every transcript file the channel saved, concatenated.
-fn saved_transcripts(app: &WebApp) -> String {
+fn saved_transcripts(app: &TestApp) -> String {
     let dir = app.config.gateway.data_dir.join("web").join("web");
     let mut all = String::new();
     for entry in std::fs::read_dir(&dir).expect("the transcript directory exists") {
@@ -25,7 +26,7 @@ fn saved_transcripts(app: &WebApp) -> String {
 
 #[tokio::test]
 async fn secrets_in_a_question_or_an_answer_are_never_written_to_the_saved_transcript() {
-    let mut app = WebApp::spawn("").await;
+    let mut app = spawn("").await;
     app.llm.push(Reply::text(format!(
         "Your key {CONFIGURED_SECRET} and {SHAPED_KEY} are noted."
     )));
@@ -42,8 +43,8 @@ async fn secrets_in_a_question_or_an_answer_are_never_written_to_the_saved_trans
                 .contains("are noted.")
     })
     .await;
-    wait_inbox_idle(&app.gateway.as_ref().unwrap().store()).await;
-    app.shut_down().await;
+    wait_inbox_idle(&app.store()).await;
+    app.stop().await;
 
     let saved = saved_transcripts(&app);
     assert!(
