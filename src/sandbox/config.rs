@@ -30,6 +30,10 @@ pub struct SandboxConfig {
     /// Use user and PID namespaces where the kernel allows it. `false` forces the posture
     /// of hosts without them (Docker's default seccomp profile), which tests use.
     pub namespaces: bool,
+    /// Files tools must never read: the config file and the env files beside it. Filled
+    /// when the config is loaded from a file; not a TOML key.
+    #[serde(skip)]
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Default for SandboxConfig {
@@ -44,6 +48,7 @@ impl Default for SandboxConfig {
             uid: 65534,
             gid: 65534,
             namespaces: true,
+            hidden: Vec::new(),
         }
     }
 }
