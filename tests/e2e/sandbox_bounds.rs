@@ -29,7 +29,11 @@ async fn the_posture_states_cgroups_the_config_file_and_datagrams() {
         detail.contains("cgroup memory+pids per call") || detail.contains("cgroups off ("),
         "{detail}"
     );
-    for layer in ["config unreadable", "unix datagrams off", "workspaces private"] {
+    for layer in [
+        "config unreadable",
+        "unix datagrams off",
+        "workspaces private",
+    ] {
         assert!(detail.contains(layer), "{layer}: {detail}");
     }
 }
@@ -46,16 +50,20 @@ async fn the_memory_of_a_whole_call_is_bounded_where_cgroups_can_be_delegated() 
         return;
     }
     assert!(detail.contains("cgroup memory+pids per call"), "{detail}");
+    if !std::path::Path::new("/usr/bin/python3").exists() {
+        eprintln!("skipped: /usr/bin/python3 (used to hold memory) is not installed");
+        return;
+    }
     // Four processes of 300 MiB each: every one within its own limit, 1.2 GiB together.
     let out = shell(
         &app,
         "hogs",
-        "for i in 1 2 3 4; do awk 'BEGIN { s = sprintf(\"%300000000s\", \"\"); system(\"sleep 2\"); print \"held\" }' & done; wait; echo waited",
+        "for i in 1 2 3 4; do python3 -c \"import time; b = b'x' * (300 << 20); time.sleep(2); print('held')\" & done; wait; echo waited",
     )
     .await;
     assert!(out.contains("waited"), "{out}");
     assert!(
-        out.matches("held").count() < 4,
+        out.lines().filter(|line| *line == "held").count() < 4,
         "four processes held 1.2 GiB under a 400 MiB call: {out}"
     );
 }
@@ -93,7 +101,10 @@ async fn http_fetch_refuses_a_port_its_entry_does_not_list() {
     let port = app.gateway().addr().port();
     let metrics = format!("http://localhost:{port}/metrics");
     let out = call(&app, "fetch", "http_fetch", json!({"url": metrics})).await;
-    assert!(!out.contains("switchboard_"), "the loopback-only metrics: {out}");
+    assert!(
+        !out.contains("switchboard_"),
+        "the loopback-only metrics: {out}"
+    );
     assert!(out.contains(&format!("port {port}")), "{out}");
 }
 
@@ -128,7 +139,10 @@ async fn http_fetch_reaches_a_private_address_only_when_its_entry_says_so() {
             "{entry}: {out}"
         );
     }
-    let app = fetcher(&format!("{{ host = \"localhost:{port}\", private = true }}")).await;
+    let app = fetcher(&format!(
+        "{{ host = \"localhost:{port}\", private = true }}"
+    ))
+    .await;
     let url = format!("http://localhost:{port}/");
     let out = call(&app, "fetch", "http_fetch", json!({ "url": url })).await;
     assert!(out.contains("private-ok"), "{out}");

@@ -48,7 +48,10 @@ async fn a_tmp_link_planted_by_a_tool_is_never_followed_when_the_workspace_is_pr
         let planted = shell(
             &app,
             "plant",
-            &format!("rm -rf .tmp && ln -s {} .tmp && echo planted", target.display()),
+            &format!(
+                "rm -rf .tmp && ln -s {} .tmp && echo planted",
+                target.display()
+            ),
         )
         .await;
         assert!(planted.contains("planted"), "{posture}: {planted}");
@@ -93,7 +96,10 @@ async fn a_quoting_shape_bash_reads_as_inert_runs_nothing_in_any_mode() {
 #[tokio::test]
 async fn the_gateway_config_and_env_files_cannot_be_read_by_a_tool() {
     let conf = open_dir();
-    let (file, env) = (conf.path().join("switchboard.toml"), conf.path().join(".env"));
+    let (file, env) = (
+        conf.path().join("switchboard.toml"),
+        conf.path().join(".env"),
+    );
     std::fs::write(&file, "api_key = \"sk-live-CONFIG-SECRET-4d2e\"\n").unwrap();
     std::fs::write(&env, "SLACK_SIGNING_SECRET=ENV-SECRET-91ab\n").unwrap();
     for path in [&file, &env] {
