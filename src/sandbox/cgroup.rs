@@ -58,6 +58,10 @@ pub fn delegate() -> Result<Plan, String> {
     })?;
     for (parent, _) in &plan.parents {
         remove_stale(parent);
+        // A group another user made earlier exists but may not be ours to fill.
+        let check = parent.join(format!("call-check-{}", std::process::id()));
+        make_dir(&check)?;
+        let _ = std::fs::remove_dir(&check);
     }
     Ok(plan)
 }
