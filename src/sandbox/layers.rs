@@ -161,7 +161,7 @@ pub fn without(roots: Vec<PathBuf>, hidden: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for root in roots {
         let real = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
-        if hidden.iter().any(|h| *h == real) {
+        if hidden.contains(&real) {
             continue;
         }
         if !hidden.iter().any(|h| h.starts_with(&real)) {

@@ -55,12 +55,12 @@ pub fn supervise(spec: &str) -> u8 {
         Ok(started) => started,
         Err(err) => {
             eprintln!("switchboard supervise: could not start the command: {err}");
-            group.map(CallGroup::remove);
+            group.into_iter().for_each(CallGroup::remove);
             return REFUSED;
         }
     };
     let status = wait(child, ns, &signals);
-    group.map(CallGroup::remove);
+    group.into_iter().for_each(CallGroup::remove);
     exit_like(status)
 }
 
