@@ -1,5 +1,6 @@
 //! The latency the sandbox adds to starting a tool process: `true` through the supervisor
-//! (re-exec, namespaces, rlimits, Landlock, seccomp) against `sh -c true` spawned directly
+//! (re-exec, namespaces, private mounts, a cgroup per call, rlimits, Landlock, seccomp)
+//! against `sh -c true` spawned directly
 //! the way the shell tool did before, each the median of 200 runs after 10 warm-ups.
 //! Also timed: the supervisor binary's bare start-up (`switchboard --version`), which is
 //! part of the added cost and depends on the build profile. Run with
@@ -60,16 +61,19 @@ fn main() {
         "{:<34} median {:>9.2?}  p10 {:>9.2?}  p90 {:>9.2?}",
         "switchboard --version (bare start)", bare[0], bare[1], bare[2]
     );
-    for namespaces in [true, false] {
+    // With and without a cgroup per call, so the cgroup step's own cost shows (where the
+    // gateway cannot delegate one, both rows say "cgroups off" and match).
+    for (namespaces, cgroups) in [(true, true), (true, false), (false, true)] {
         let config = SandboxConfig {
             supervisor: Some(env!("CARGO_BIN_EXE_switchboard").into()),
             namespaces,
+            cgroups,
             ..SandboxConfig::default()
         };
         let sandbox = Sandbox::new(&config, dir.path());
         println!("posture: {}", sandbox.posture());
         let t = measure(&rt, || sandbox.command(&ws, "true").unwrap());
-        let name = format!("sandboxed (namespaces = {namespaces})");
+        let name = format!("sandboxed (ns {namespaces}, cgroups {cgroups})");
         println!(
             "{name:<34} median {:>9.2?}  p10 {:>9.2?}  p90 {:>9.2?}  added {:>9.2?}",
             t[0],

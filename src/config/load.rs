@@ -72,7 +72,36 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let overrides: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| k.starts_with(ENV_PREFIX))
         .collect();
-    parse(&text, &file, &overrides)
+    let mut config = parse(&text, &file, &overrides)?;
+    config.sandbox.hidden = own_files(path);
+    Ok(config)
+}
+
+/// The files a secret written without `${VAR}` could sit in, which no tool may read: the
+/// config file, and env files (`.env`, `.env.*`, `*.env`) beside it or in the working
+/// directory. Canonical paths, so the sandbox can cut them out of what it grants.
+fn own_files(config: &Path) -> Vec<std::path::PathBuf> {
+    let is_env = |name: &str| name == ".env" || name.starts_with(".env.") || name.ends_with(".env");
+    let config = std::fs::canonicalize(config).unwrap_or_else(|_| config.to_path_buf());
+    let dirs = [
+        config.parent().map(Path::to_path_buf),
+        std::env::current_dir().ok(),
+    ];
+    let mut files = vec![config.clone()];
+    for dir in dirs.into_iter().flatten() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let env = entry.file_name().to_str().is_some_and(is_env);
+            if env && let Ok(real) = std::fs::canonicalize(entry.path()) {
+                files.push(real);
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    files
 }
 
 /// Parse config `text` (named `file` in errors) with `(VARIABLE, value)` overrides.

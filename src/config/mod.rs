@@ -329,9 +329,10 @@ impl Default for ShellConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpFetchConfig {
-    /// Hosts that may be fetched (`example.com`, or `*.example.com` for subdomains);
-    /// empty refuses every URL.
-    pub allowed_hosts: Vec<String>,
+    /// Hosts and ports that may be fetched (`example.com` on 443 and 80, `*.example.com`
+    /// for subdomains, `example.com:8443`, `{ host = "…", private = true }` to let that name
+    /// reach private addresses); empty refuses every URL.
+    pub allowed_hosts: Vec<crate::tools::AllowedHost>,
     /// Response text kept, in bytes.
     pub max_bytes: usize,
     /// Whole-request timeout.

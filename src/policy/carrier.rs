@@ -94,6 +94,18 @@ pub(crate) fn inner_script(words: &[String], stdin: Option<&str>) -> Option<Stri
     }
 }
 
+/// Quotes bash reads as a string and POSIX shells (dash, ash, …) as `$` followed by a
+/// quoted string, so the two disagree about where the words and substitutions are.
+const BASH_ONLY_QUOTES: &[&str] = &["$'", "$\""];
+
+/// Whether `script` means to the shell in `words` what the analysis reads, which models
+/// bash: always for `eval` and bash itself, for another shell only without the quotes it
+/// reads differently.
+pub(crate) fn read_alike(words: &[String], script: &str) -> bool {
+    let name = words.first().map_or("", |w| basename(w));
+    matches!(name, "eval" | "bash") || !BASH_ONLY_QUOTES.iter().any(|q| script.contains(q))
+}
+
 /// Shell commands git aliases defined on the line run (`git -c alias.x='!sudo id' x`). The git
 /// command stays judged as itself; these are judged besides it.
 pub(crate) fn git_shell_aliases(words: &[String]) -> Vec<String> {
@@ -134,6 +146,17 @@ pub(crate) fn find_exec(words: &[String]) -> Vec<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_posix_shell_reads_bash_only_quotes_differently() {
+        let words = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        let script = "ls $'\\'' x' $(touch pwned) ' #'";
+        assert!(read_alike(&words("bash -c x"), script));
+        assert!(read_alike(&words("eval x"), script));
+        assert!(!read_alike(&words("/bin/sh -c x"), script));
+        assert!(!read_alike(&words("dash -c x"), "echo $\"x\""));
+        assert!(read_alike(&words("sh -c x"), "echo '$x' \"$y\""));
+    }
 
     #[test]
     fn shell_dash_c_strings_and_eval_are_inner_scripts() {

@@ -30,6 +30,13 @@ pub struct SandboxConfig {
     /// Use user and PID namespaces where the kernel allows it. `false` forces the posture
     /// of hosts without them (Docker's default seccomp profile), which tests use.
     pub namespaces: bool,
+    /// Put each call in a cgroup of its own (memory and process limits over the call as a
+    /// whole) where the gateway can create one; `false` never tries.
+    pub cgroups: bool,
+    /// Files tools must never read: the config file and the env files beside it. Filled
+    /// when the config is loaded from a file; not a TOML key.
+    #[serde(skip)]
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Default for SandboxConfig {
@@ -44,6 +51,8 @@ impl Default for SandboxConfig {
             uid: 65534,
             gid: 65534,
             namespaces: true,
+            cgroups: true,
+            hidden: Vec::new(),
         }
     }
 }
@@ -115,14 +124,18 @@ impl From<Network> for NetworkRepr {
 pub struct Limits {
     /// CPU seconds per process (`RLIMIT_CPU`).
     pub cpu_secs: u64,
-    /// Data segment per process in MiB (`RLIMIT_DATA`; not `RLIMIT_AS`, which kills V8).
+    /// Memory in MiB: of each process (`RLIMIT_DATA`; not `RLIMIT_AS`, which kills V8), and
+    /// of the whole call (`memory.max`) where it runs in a cgroup of its own.
     pub memory_mb: u64,
     /// Largest file a process may write, in MiB (`RLIMIT_FSIZE`).
     pub file_size_mb: u64,
     /// Open descriptors per process (`RLIMIT_NOFILE`).
     pub open_files: u64,
-    /// Processes of the sandbox user (`RLIMIT_NPROC`; per call where user namespaces exist).
+    /// Processes of the sandbox user (`RLIMIT_NPROC`; per call where user namespaces exist),
+    /// and of the whole call (`pids.max`) where it runs in a cgroup of its own.
     pub processes: u64,
+    /// Disk a workspace may use, in MiB, checked after each shell call (0: unbounded).
+    pub workspace_mb: u64,
 }
 
 impl Default for Limits {
@@ -133,6 +146,7 @@ impl Default for Limits {
             file_size_mb: 1024,
             open_files: 1024,
             processes: 256,
+            workspace_mb: 4096,
         }
     }
 }

@@ -2,16 +2,16 @@
 //! workspaces the sandbox user can use, build the supervisor's command line for each tool
 //! call, and stop the whole tree when the call is over.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::Spec;
 use super::config::{Mode, SandboxConfig};
 use super::posture::Posture;
+use super::workspace::TMP_DIR;
+use super::{CgroupPlan, Spec};
 
 /// The one start-up line that says what the sandbox enforces.
 fn log_posture(posture: &Posture) {
@@ -24,8 +24,6 @@ fn log_posture(posture: &Posture) {
 
 /// How long the start-up probe may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Subdirectory of every workspace that is its `TMPDIR`.
-pub const TMP_DIR: &str = ".tmp";
 
 /// Starts tool processes through the supervisor, and knows what that enforces.
 #[derive(Debug)]
@@ -37,6 +35,8 @@ pub struct Sandbox {
     drop_to: Option<(u32, u32)>,
     /// Absolute `data_dir`.
     data_dir: PathBuf,
+    /// Where each call's cgroup goes, or why calls get none.
+    cgroup: Result<CgroupPlan, String>,
     /// What is enforced, once the probe has reported.
     posture: OnceLock<Posture>,
     /// The probe, running in a thread of its own from `new` on: it execs this binary, which
@@ -63,6 +63,11 @@ impl Sandbox {
             exe,
             drop_to: root.then_some((config.uid, config.gid)),
             data_dir: std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf()),
+            cgroup: match (config.cgroups, config.mode) {
+                (_, Mode::Off) => Err("[sandbox] mode = \"off\"".to_owned()),
+                (false, _) => Err("[sandbox] cgroups = false".to_owned()),
+                (true, _) => super::cgroup::delegate(),
+            },
             posture: OnceLock::new(),
             probing: Mutex::new(None),
         };
@@ -92,6 +97,7 @@ impl Sandbox {
             exe: self.exe.clone(),
             drop_to: self.drop_to,
             data_dir: self.data_dir.clone(),
+            cgroup: self.cgroup.clone(),
             posture: OnceLock::new(),
             probing: Mutex::new(None),
         }
@@ -117,6 +123,22 @@ impl Sandbox {
                 // reader wait for that one, so this arm only runs if that reader panicked.
                 None => self.unavailable("the probe was lost".into()),
             }
+        })
+    }
+
+    /// Why `workspace` may not grow further, when it uses more than
+    /// `[sandbox.limits] workspace_mb`.
+    pub fn over_disk_limit(&self, workspace: &Path) -> Option<String> {
+        let limit = self.config.limits.workspace_mb;
+        if limit == 0 {
+            return None;
+        }
+        let used = super::workspace::disk_usage(workspace);
+        (used > limit.saturating_mul(1024 * 1024)).then(|| {
+            format!(
+                "the workspace uses {} MiB, over [sandbox.limits] workspace_mb = {limit}: delete files (rm) before writing more",
+                used.div_ceil(1024 * 1024)
+            )
         })
     }
 
@@ -153,6 +175,9 @@ impl Sandbox {
             drop_to: self.drop_to,
             namespaces: self.config.namespaces,
             parent: std::process::id() as i32,
+            data_dir: self.data_dir.clone(),
+            hidden: self.config.hidden.clone(),
+            cgroup: self.cgroup.clone(),
         }
     }
 
@@ -197,27 +222,10 @@ impl Sandbox {
         }
     }
 
-    /// Create `workspace` (and its `TMPDIR`), owned by the sandbox user when the gateway is
-    /// root, with search permission on the directories above it inside `data_dir` so that
-    /// user can reach it by absolute path. Returns its absolute path.
+    /// Create `workspace` (and its `TMPDIR`) for the sandbox user without following any
+    /// link a tool planted in it (see [`super::workspace`]). Returns its absolute path.
     pub fn prepare_workspace(&self, workspace: &Path) -> std::io::Result<PathBuf> {
-        let ws = std::path::absolute(workspace)?;
-        std::fs::create_dir_all(ws.join(TMP_DIR))?;
-        if let Some((uid, gid)) = self.drop_to {
-            for dir in [ws.clone(), ws.join(TMP_DIR)] {
-                std::os::unix::fs::chown(&dir, Some(uid), Some(gid))?;
-            }
-            let mut above = ws.parent();
-            while let Some(dir) = above.filter(|d| d.starts_with(&self.data_dir)) {
-                let mut perms = std::fs::metadata(dir)?.permissions();
-                if perms.mode() & 0o001 == 0 {
-                    perms.set_mode(perms.mode() | 0o001);
-                    std::fs::set_permissions(dir, perms)?;
-                }
-                above = dir.parent();
-            }
-        }
-        Ok(ws)
+        super::workspace::prepare(workspace, &self.data_dir, self.drop_to)
     }
 
     /// The supervisor binary, the prepared `workspace` and the spec of a process run there

@@ -2,7 +2,7 @@
 //! the gateway is root), resource limits, Landlock, seccomp. Runs in the supervisor's
 //! single-threaded child, so allocating here is safe.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, LandlockStatus, NetPort, Ruleset, RulesetAttr,
@@ -15,7 +15,8 @@ use super::config::{Limits, Network};
 /// Landlock ABI whose rights we ask for; older kernels get what they support.
 const ABI_WANTED: ABI = ABI::V6;
 
-/// System directories a shell needs to read and execute.
+/// System directories a shell needs to read and execute (`/opt` is not one: toolchains there
+/// go in `extra_read`, and a gateway installed there keeps its files to itself).
 pub const SYSTEM_READ: &[&str] = &[
     "/usr",
     "/bin",
@@ -25,7 +26,6 @@ pub const SYSTEM_READ: &[&str] = &[
     "/lib64",
     "/libx32",
     "/etc",
-    "/opt",
     "/proc",
     "/dev/urandom",
     "/dev/random",
@@ -43,38 +43,6 @@ pub struct LandlockOutcome {
     pub tcp: bool,
     /// Signal and abstract-socket scopes are enforced.
     pub scoped: bool,
-}
-
-/// In a fresh mount and PID namespace, mount a `/proc` that shows only this namespace's
-/// processes, so no tool sees another conversation's processes or command lines.
-pub fn private_proc() -> Result<(), String> {
-    let c = |s: &str| std::ffi::CString::new(s).unwrap_or_default();
-    let (root, proc_dir, proc_type) = (c("/"), c("/proc"), c("proc"));
-    // SAFETY: mount(2) with NUL-terminated strings that outlive the calls; only this
-    // process's private mount namespace changes.
-    let failed = unsafe {
-        libc::mount(
-            std::ptr::null(),
-            root.as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ) != 0
-            || libc::mount(
-                proc_type.as_ptr(),
-                proc_dir.as_ptr(),
-                proc_type.as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                std::ptr::null(),
-            ) != 0
-    };
-    if failed {
-        return Err(format!(
-            "could not mount a private /proc: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(())
 }
 
 /// Drop to `uid`/`gid` with no supplementary groups (only when running as root).
@@ -145,11 +113,12 @@ pub fn landlock(spec: &Spec) -> Result<LandlockOutcome, String> {
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
             .map_err(fail)?;
     }
-    let read: Vec<&Path> = SYSTEM_READ
+    let roots = SYSTEM_READ
         .iter()
-        .map(Path::new)
-        .chain(spec.extra_read.iter().map(|p| p.as_path()))
+        .map(PathBuf::from)
+        .chain(spec.extra_read.iter().cloned())
         .collect();
+    let read = without(roots, &spec.hidden);
     let write: Vec<&Path> = DEV_WRITE
         .iter()
         .map(Path::new)
@@ -159,7 +128,7 @@ pub fn landlock(spec: &Spec) -> Result<LandlockOutcome, String> {
     let mut created = ruleset
         .create()
         .map_err(fail)?
-        .add_rules(path_beneath_rules(read, AccessFs::from_read(abi)))
+        .add_rules(path_beneath_rules(&read, AccessFs::from_read(abi)))
         .map_err(fail)?
         .add_rules(path_beneath_rules(write, AccessFs::from_all(abi)))
         .map_err(fail)?;
@@ -182,4 +151,64 @@ pub fn landlock(spec: &Spec) -> Result<LandlockOutcome, String> {
         tcp: enforced && effective >= 4,
         scoped: enforced && effective >= 6,
     })
+}
+
+/// `roots` with the `hidden` files cut out: a root that holds one is replaced by its
+/// entries, recursively, leaving out the hidden files themselves (Landlock can only add).
+/// Links among the entries are left out too: granting one would grant its target.
+/// `hidden` holds canonical paths.
+pub fn without(roots: Vec<PathBuf>, hidden: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for root in roots {
+        let real = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+        if hidden.contains(&real) {
+            continue;
+        }
+        if !hidden.iter().any(|h| h.starts_with(&real)) {
+            out.push(root);
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&real) else {
+            continue;
+        };
+        let entries = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| !t.is_symlink()))
+            .map(|e| e.path())
+            .collect();
+        out.extend(without(entries, hidden));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hidden_file_is_cut_out_of_the_directory_that_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("conf/sub")).unwrap();
+        for file in [
+            "conf/switchboard.toml",
+            "conf/.env",
+            "conf/other",
+            "conf/sub/x",
+        ] {
+            std::fs::write(root.join(file), "").unwrap();
+        }
+        std::os::unix::fs::symlink("/root", root.join("conf/link")).unwrap();
+        let hidden = [root.join("conf/switchboard.toml"), root.join("conf/.env")];
+        let mut granted = without(vec![root.clone(), "/usr".into()], &hidden);
+        granted.sort();
+        assert_eq!(
+            granted,
+            vec![
+                root.join("conf/other"),
+                root.join("conf/sub"),
+                "/usr".into()
+            ]
+        );
+    }
 }

@@ -7,27 +7,32 @@
 //! missing layer disables the shell instead of running it unconfined.
 //!
 //! Layout: `config` (`[sandbox]`), `launch` (the gateway's side: probe, command, stop),
-//! `supervisor` (the re-executed helper), `layers` (ids, rlimits, Landlock), `seccomp`,
-//! `posture`, `procs` (the kill loop's view of `/proc`), `server` (long-lived piped
+//! `supervisor` (the re-executed helper), `layers` (ids, rlimits, Landlock), `mounts` (the
+//! tool's own `/proc` and data directory), `cgroup` (bounds over a whole call), `seccomp`,
+//! `workspace` (preparing one by descriptor), `posture`, `procs` (the kill loop's view of `/proc`), `server` (long-lived piped
 //! processes: MCP stdio servers).
 
+mod cgroup;
 mod config;
 mod launch;
 mod layers;
+mod mounts;
 mod posture;
 mod procs;
 mod seccomp;
 mod server;
 mod supervisor;
+mod workspace;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde::{Deserialize, Serialize};
 
+pub use cgroup::Plan as CgroupPlan;
 pub use config::{Limits, Mode, Network, SandboxConfig};
 pub use launch::{Sandbox, StopOnDrop};
-pub use posture::{Namespaces, Posture};
+pub use posture::{Cgroups, Namespaces, Posture};
 pub use server::{ServerAllowances, ServerProcess};
 
 /// Exit code of a supervisor or tool process that refused to run (bad spec, a layer
@@ -55,7 +60,7 @@ pub fn supervise(args: &SupervisorArgs) -> ExitCode {
 /// What the gateway tells the supervisor: one command and its confinement.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Spec {
-    /// `sh -c` this; `None` probes the layers and prints the [`Posture`] as JSON.
+    /// `bash -c` this; `None` probes the layers and prints the [`Posture`] as JSON.
     pub command: Option<String>,
     /// The conversation's workspace (absolute), the only writable place.
     pub workspace: PathBuf,
@@ -75,6 +80,20 @@ pub struct Spec {
     pub namespaces: bool,
     /// The gateway's pid: the supervisor exits if its parent is already something else.
     pub parent: i32,
+    /// `data_dir`: in the tool's mount namespace it holds only the workspace (and granted
+    /// paths under it). Empty: left as it is.
+    #[serde(default)]
+    pub data_dir: PathBuf,
+    /// Files no tool may read (the config file, env files beside it); canonical paths.
+    #[serde(default)]
+    pub hidden: Vec<PathBuf>,
+    /// Where the call's cgroup goes, or why it gets none.
+    #[serde(default = "no_cgroup")]
+    pub cgroup: Result<CgroupPlan, String>,
+}
+
+fn no_cgroup() -> Result<CgroupPlan, String> {
+    Err("not planned".to_owned())
 }
 
 /// `/readyz`'s sandbox entry: `ok` is false only when `enforce` mode disabled the shell;

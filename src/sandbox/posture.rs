@@ -20,6 +20,16 @@ pub enum Namespaces {
     None,
 }
 
+/// Whether each call runs in a cgroup of its own (memory and process bounds over the call).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Cgroups {
+    /// Yes, in this cgroup hierarchy (`"v2"` or `"v1"`).
+    PerCall(String),
+    /// No, for this reason (not delegated to the gateway, `cgroups = false`, …).
+    Off(String),
+}
+
 /// The measured sandbox posture.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 pub struct Posture {
@@ -39,6 +49,17 @@ pub struct Posture {
     pub namespaces: Namespaces,
     /// `/proc` shows only the tool's own processes (a private mount in its PID namespace).
     pub private_proc: bool,
+    /// The data directory holds only the tool's own workspace (other conversations',
+    /// the database, checkpoints are not there to chmod or touch).
+    pub workspaces_private: bool,
+    /// Memory and process bounds over a whole call.
+    pub cgroups: Cgroups,
+    /// How many of the gateway's own files (config, env files) the probe tried to open.
+    pub hidden_checked: usize,
+    /// Those of them a tool could open: any entry is a missing layer.
+    pub hidden_readable: Vec<std::path::PathBuf>,
+    /// No unix datagram or other non-stream socket can be made (seccomp, network not full).
+    pub datagrams_off: bool,
     /// uid tool processes run as.
     pub uid: u32,
     /// Resource limits applied.
@@ -62,6 +83,11 @@ impl Posture {
             seccomp: false,
             namespaces: Namespaces::None,
             private_proc: false,
+            workspaces_private: false,
+            cgroups: Cgroups::Off("not measured".to_owned()),
+            hidden_checked: 0,
+            hidden_readable: Vec::new(),
+            datagrams_off: false,
             uid: 0,
             limits: None,
             network,
@@ -106,6 +132,17 @@ impl Posture {
         if self.limits.is_none() {
             missing.push("resource limits could not be set".to_owned());
         }
+        if !self.hidden_readable.is_empty() {
+            let files: Vec<String> = self
+                .hidden_readable
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            missing.push(format!(
+                "tools can read the gateway's own files ({}): move them out of the paths tools read, or out of extra_read/extra_write",
+                files.join(", ")
+            ));
+        }
         if root && self.uid == 0 {
             missing.push("tool processes would run as root".to_owned());
         }
@@ -148,23 +185,50 @@ impl fmt::Display for Posture {
             on_off(self.seccomp),
             self.uid
         )?;
-        match &self.limits {
-            Some(l) => write!(
-                f,
-                "limits cpu {}s data {} MiB fsize {} MiB nofile {} nproc {}; ",
-                l.cpu_secs, l.memory_mb, l.file_size_mb, l.open_files, l.processes
-            )?,
-            None => write!(f, "limits none; ")?,
-        }
+        self.fmt_bounds(f)?;
         match &self.network {
             Network::Off => write!(f, "network off")?,
             Network::Full => write!(f, "network full")?,
-            Network::Ports(p) => write!(f, "network tcp ports {p:?}")?,
+            Network::Ports(p) => write!(f, "network tcp ports {p:?} (out only)")?,
         }
+        let datagrams = if self.datagrams_off { "off" } else { "on" };
+        write!(f, "; unix datagrams {datagrams}")?;
         if !self.missing.is_empty() {
             write!(f, "; missing: {}", self.missing.join("; "))?;
         }
         Ok(())
+    }
+}
+
+impl Posture {
+    /// The files, limits and cgroups part of the line.
+    fn fmt_bounds(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shared = if self.workspaces_private {
+            "workspaces private"
+        } else {
+            "workspaces shared (no mount namespace)"
+        };
+        write!(f, "{shared}; ")?;
+        match self.hidden_readable.len() {
+            0 => write!(
+                f,
+                "config unreadable ({} files checked); ",
+                self.hidden_checked
+            )?,
+            n => write!(f, "config READABLE ({n} files); ")?,
+        }
+        match &self.limits {
+            Some(l) => write!(
+                f,
+                "limits cpu {}s data {} MiB fsize {} MiB nofile {} nproc {} workspace {} MiB; ",
+                l.cpu_secs, l.memory_mb, l.file_size_mb, l.open_files, l.processes, l.workspace_mb
+            )?,
+            None => write!(f, "limits none; ")?,
+        }
+        match &self.cgroups {
+            Cgroups::PerCall(version) => write!(f, "cgroup memory+pids per call ({version}); "),
+            Cgroups::Off(reason) => write!(f, "cgroups off ({reason}); "),
+        }
     }
 }
 
@@ -186,6 +250,11 @@ mod tests {
             seccomp: true,
             namespaces: Namespaces::UserPid,
             private_proc: true,
+            workspaces_private: true,
+            cgroups: Cgroups::PerCall("v2".into()),
+            hidden_checked: 1,
+            hidden_readable: Vec::new(),
+            datagrams_off: true,
             uid: 65534,
             limits: Some(Limits::default()),
             network: Network::Off,
@@ -242,5 +311,15 @@ mod tests {
             "root drops to another uid: {:?}",
             p.missing
         );
+    }
+
+    #[test]
+    fn a_readable_config_file_is_a_missing_layer_named_in_the_line() {
+        let mut p = Posture::unavailable(Mode::Enforce, Network::Off, String::new());
+        p.hidden_readable = vec!["/etc/switchboard.toml".into()];
+        p.judge(false);
+        let reason = p.disabled_reason().unwrap();
+        assert!(reason.contains("/etc/switchboard.toml"), "{reason}");
+        assert!(p.to_string().contains("config READABLE (1 files)"), "{p}");
     }
 }

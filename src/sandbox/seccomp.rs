@@ -1,8 +1,8 @@
 //! The seccomp filter of tool processes: EPERM for the system calls a shell never needs
 //! and a sandbox escape often does (ptrace, other processes' memory, io_uring, namespaces,
-//! mounts, keyrings, BPF, perf, userfaultfd), namespace flags on `clone`, and `socket`
-//! itself unless the network is open (`socketpair` stays; with TCP ports allowed, IPv4 and
-//! IPv6 only). `clone3` answers ENOSYS, so libc falls back to `clone`, whose flags the
+//! mounts, keyrings, BPF, perf, userfaultfd), namespace flags on `clone`, and unless the
+//! network is `full`: `socket` itself (with TCP ports allowed, IPv4 and IPv6 stream sockets
+//! only, and no `listen`/`accept`), and `socketpair` of any type but `SOCK_STREAM`. `clone3` answers ENOSYS, so libc falls back to `clone`, whose flags the
 //! filter can see.
 
 use std::collections::BTreeMap;
@@ -55,6 +55,22 @@ fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, Strin
     SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| e.to_string())
 }
 
+/// The bits of a socket type that name it (the rest are `SOCK_NONBLOCK | SOCK_CLOEXEC`).
+const SOCK_TYPE_MASK: u64 = 0xf;
+
+/// Rules matching every socket type but `SOCK_STREAM` in argument `arg`: datagrams (and
+/// raw, sequenced packets) can be sent to a named socket by path, which no Landlock ABI
+/// below 9 mediates.
+fn other_types(arg: u8) -> Result<Vec<SeccompRule>, String> {
+    (0..=SOCK_TYPE_MASK)
+        .filter(|&t| t != libc::SOCK_STREAM as u64)
+        .map(|t| {
+            SeccompRule::new(vec![cond(arg, SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK), t)?])
+                .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
 /// The EPERM filter for `network`.
 pub fn deny_filter(network: &Network) -> Result<BpfProgram, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
@@ -68,23 +84,31 @@ pub fn deny_filter(network: &Network) -> Result<BpfProgram, String> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
+    if *network != Network::Full {
+        rules.insert(libc::SYS_socketpair, other_types(1)?);
+    }
     match network {
         Network::Full => {}
         // Not even AF_UNIX: Landlock below ABI 9 does not mediate connecting to a named
         // socket, so the host's (a database's trust-auth socket, docker.sock) would be
-        // reachable. `socketpair` stays allowed.
+        // reachable.
         Network::Off => {
             rules.insert(libc::SYS_socket, Vec::new());
         }
+        // TCP out to the listed ports (Landlock checks the port): IPv4 and IPv6 stream
+        // sockets only, and no listening on one (`listen` autobinds on 0.0.0.0, which no
+        // bind rule sees).
         Network::Ports(_) => {
             let other_family = [libc::AF_INET, libc::AF_INET6]
                 .iter()
                 .map(|&family| cond(0, SeccompCmpOp::Ne, family as u64))
                 .collect::<Result<Vec<_>, _>>()?;
-            rules.insert(
-                libc::SYS_socket,
-                vec![SeccompRule::new(other_family).map_err(|e| e.to_string())?],
-            );
+            let mut socket = vec![SeccompRule::new(other_family).map_err(|e| e.to_string())?];
+            socket.extend(other_types(1)?);
+            rules.insert(libc::SYS_socket, socket);
+            for nr in [libc::SYS_listen, libc::SYS_accept, libc::SYS_accept4] {
+                rules.insert(nr, Vec::new());
+            }
         }
     }
     compile(rules, libc::EPERM)

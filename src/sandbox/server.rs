@@ -11,7 +11,8 @@ use tokio::io::AsyncBufReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use super::config::Network;
-use super::launch::{Sandbox, StopOnDrop, TMP_DIR};
+use super::launch::{Sandbox, StopOnDrop};
+use super::workspace::TMP_DIR;
 
 /// What one server may do beyond a shell command: its table's extra paths and network.
 #[derive(Debug, Clone, Default)]

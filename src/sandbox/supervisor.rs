@@ -7,10 +7,11 @@
 use std::ffi::CString;
 use std::io::Write;
 
-use super::config::Mode;
-use super::layers;
-use super::posture::{Namespaces, Posture};
+use super::cgroup::CallGroup;
+use super::config::{Mode, Network};
+use super::posture::{Cgroups, Namespaces, Posture};
 use super::{REFUSED, Spec, procs};
+use super::{layers, mounts};
 
 /// Run the supervisor for `spec` (JSON); returns only on failure to start, with an exit code.
 pub fn supervise(spec: &str) -> u8 {
@@ -44,22 +45,34 @@ pub fn supervise(spec: &str) -> u8 {
     }
     let signals = block_signals();
     let argv = exec_argv(&spec);
-    let (child, ns) = match spawn(&spec, &argv) {
+    // Made before the tool exists, joined before it is released: all it starts is inside.
+    let group = spec.cgroup.as_ref().ok().and_then(|plan| {
+        CallGroup::create(plan, &spec.limits, std::process::id())
+            .inspect_err(|e| eprintln!("switchboard sandbox: no cgroup for this call: {e}"))
+            .ok()
+    });
+    let (child, ns) = match spawn(&spec, &argv, group.as_ref()) {
         Ok(started) => started,
         Err(err) => {
             eprintln!("switchboard supervise: could not start the command: {err}");
+            group.into_iter().for_each(CallGroup::remove);
             return REFUSED;
         }
     };
     let status = wait(child, ns, &signals);
+    group.into_iter().for_each(CallGroup::remove);
     exit_like(status)
 }
 
-/// `sh -c <command>` as C strings, built before any fork.
+/// The shell commands run under: bash, the language the policy's parser models, never
+/// `/bin/sh`, which may be dash and read the same line as other commands.
+pub const SHELL: &str = "/bin/bash";
+
+/// `bash -c <command>` as C strings, built before any fork.
 fn exec_argv(spec: &Spec) -> Vec<CString> {
     let command = spec.command.clone().unwrap_or_default().replace('\0', "");
     vec![
-        CString::new("/bin/sh").unwrap_or_default(),
+        CString::new(SHELL).unwrap_or_default(),
         CString::new("-c").unwrap_or_default(),
         CString::new(command).unwrap_or_default(),
     ]
@@ -88,8 +101,16 @@ fn attempts(spec: &Spec) -> Vec<Namespaces> {
     }
 }
 
+/// The byte that releases the tool process: it is in the call's cgroup, or not.
+const RELEASED_IN_CGROUP: u8 = 1;
+const RELEASED: u8 = 2;
+
 /// Clone the tool process, trying namespaces first; returns its pid and what it got.
-fn spawn(spec: &Spec, argv: &[CString]) -> std::io::Result<(i32, Namespaces)> {
+fn spawn(
+    spec: &Spec,
+    argv: &[CString],
+    group: Option<&CallGroup>,
+) -> std::io::Result<(i32, Namespaces)> {
     let mut last = std::io::Error::other("no attempt");
     for ns in attempts(spec) {
         let flags = match ns {
@@ -133,10 +154,16 @@ fn spawn(spec: &Spec, argv: &[CString]) -> std::io::Result<(i32, Namespaces)> {
         } else {
             Ok(())
         };
+        let joined = group.is_some_and(|g| {
+            g.join(pid)
+                .inspect_err(|e| eprintln!("switchboard sandbox: {e}"))
+                .is_ok()
+        });
+        let release = if joined { RELEASED_IN_CGROUP } else { RELEASED };
         // SAFETY: one byte from our stack releases the child; then the pipe is closed.
         unsafe {
             if mapped.is_ok() {
-                libc::write(sync[1], [1u8].as_ptr().cast(), 1);
+                libc::write(sync[1], [release].as_ptr().cast(), 1);
             }
             libc::close(sync[1]);
         }
@@ -189,7 +216,7 @@ fn child(spec: &Spec, ns: Namespaces, sync: i32, argv: &[CString]) -> ! {
     if !released {
         exit_now(REFUSED);
     }
-    let posture = confine(spec, ns);
+    let posture = confine(spec, ns, byte == RELEASED_IN_CGROUP);
     if spec.command.is_none() {
         let mut out = std::io::stdout();
         let _ = serde_json::to_writer(&mut out, &posture);
@@ -236,7 +263,7 @@ fn be_init(argv: &[CString]) -> ! {
     }
 }
 
-/// Replace this process with `sh -c <command>`.
+/// Replace this process with `bash -c <command>`.
 fn exec(argv: &[CString]) -> ! {
     let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
@@ -244,24 +271,39 @@ fn exec(argv: &[CString]) -> ! {
     // execv only returns on failure.
     unsafe { libc::execv(ptrs[0], ptrs.as_ptr()) };
     eprintln!(
-        "switchboard sandbox: exec /bin/sh: {}",
+        "switchboard sandbox: exec {SHELL}: {}",
         std::io::Error::last_os_error()
     );
     exit_now(127)
 }
 
+/// Try to open each of the gateway's own files as the confined tool would: every one that
+/// opens is named in the posture (and disables the shell in `enforce` mode).
+fn probe_hidden(spec: &Spec, posture: &mut Posture) {
+    posture.hidden_checked = spec.hidden.len();
+    posture.hidden_readable = spec
+        .hidden
+        .iter()
+        .filter(|path| std::fs::File::open(path).is_ok())
+        .cloned()
+        .collect();
+}
+
 /// Apply the layers in order and measure what holds. Landlock opens its paths before the
 /// uid changes (the sandbox user may not be able to reach them by name), and the seccomp
 /// filter comes last, once no more privileged calls are needed.
-fn confine(spec: &Spec, ns: Namespaces) -> Posture {
+fn confine(spec: &Spec, ns: Namespaces, in_cgroup: bool) -> Posture {
     let mut posture = Posture::unavailable(spec.mode, spec.network.clone(), String::new());
     posture.missing.clear();
     posture.namespaces = ns;
+    posture.cgroups = match (&spec.cgroup, in_cgroup) {
+        (Ok(plan), true) => Cgroups::PerCall(plan.version().to_owned()),
+        (Ok(_), false) => Cgroups::Off("the call's cgroup could not be made".to_owned()),
+        (Err(reason), _) => Cgroups::Off(reason.clone()),
+    };
     let mut notes = Vec::new();
     if ns != Namespaces::None {
-        // Before Landlock, which forbids mounts and ties its /proc rule to this mount.
-        // Not a required layer: without it the posture says "host /proc".
-        posture.private_proc = layers::private_proc().is_ok();
+        mounts::private_view(spec, &mut posture);
     }
     if spec.mode != Mode::Off {
         match layers::set_limits(&spec.limits) {
@@ -288,9 +330,15 @@ fn confine(spec: &Spec, ns: Namespaces) -> Posture {
     }
     if spec.mode != Mode::Off {
         match super::seccomp::install(&spec.network) {
-            Ok(()) => posture.seccomp = true,
+            Ok(()) => {
+                posture.seccomp = true;
+                posture.datagrams_off = spec.network != Network::Full;
+            }
             Err(err) => notes.push(err),
         }
+    }
+    if spec.command.is_none() {
+        probe_hidden(spec, &mut posture);
     }
     posture.judge(spec.drop_to.is_some());
     posture.missing.extend(notes);

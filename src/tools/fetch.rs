@@ -1,46 +1,41 @@
-//! `http_fetch`: GET a URL on an allow-listed host and return its text, capped. Redirects are
-//! followed only to allowed hosts; with no hosts configured every URL is refused.
+//! `http_fetch`: GET a URL on an allow-listed host and port and return its text, capped.
+//! Redirects are followed only to allowed hosts and ports; every address a name resolves to
+//! is checked (see [`super::hosts`]); with no hosts configured every URL is refused.
 
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use super::hosts::{Allowed, CheckingResolver};
 use crate::agent::{Tool, ToolResult};
 use crate::config::HttpFetchConfig;
 
 /// Fetches web pages from allowed hosts.
 pub struct HttpFetchTool {
     client: reqwest::Client,
-    allowed: Vec<String>,
+    allowed: Allowed,
     max_bytes: usize,
 }
 
-/// Whether `host` is allowed by `patterns` (`example.com`, or `*.example.com`).
-pub fn host_allowed(patterns: &[String], host: &str) -> bool {
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    patterns.iter().any(|p| {
-        let p = p.to_ascii_lowercase();
-        match p.strip_prefix("*.") {
-            Some(base) => host.ends_with(&format!(".{base}")),
-            None => host == p,
-        }
-    })
-}
-
 impl HttpFetchTool {
-    /// Build from `[tools.http_fetch]`.
+    /// Build from `[tools.http_fetch]`. The client connects directly, never through a proxy
+    /// from the environment, so the address it checks is the address it connects to.
     pub fn new(config: &HttpFetchConfig) -> Self {
-        let allowed = config.allowed_hosts.clone();
+        let allowed = Allowed::new(config.allowed_hosts.clone());
         let for_redirects = allowed.clone();
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(config.timeout_secs.max(1)))
+            .no_proxy()
+            .dns_resolver(Arc::new(CheckingResolver(allowed.clone())))
             .redirect(reqwest::redirect::Policy::custom(move |attempt| {
-                let ok = attempt
-                    .url()
-                    .host_str()
-                    .is_some_and(|h| host_allowed(&for_redirects, h));
+                let ok = target(attempt.url()).is_ok_and(|(host, port)| {
+                    for_redirects.check(&host, port).is_ok()
+                        && literal_ok(&for_redirects, attempt.url()).is_ok()
+                });
                 if ok && attempt.previous().len() < 5 {
                     attempt.follow()
                 } else {
@@ -55,6 +50,39 @@ impl HttpFetchTool {
             max_bytes: config.max_bytes,
         }
     }
+}
+
+/// The host and port `url` connects to.
+fn target(url: &reqwest::Url) -> Result<(String, u16), String> {
+    let host = url.host_str().unwrap_or_default().to_owned();
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| format!("{url} names no port"))?;
+    Ok((host, port))
+}
+
+/// An address written in the URL is never resolved, so it is checked here.
+fn literal_ok(allowed: &Allowed, url: &reqwest::Url) -> Result<(), String> {
+    let host = url.host_str().unwrap_or_default();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<IpAddr>() {
+        Ok(ip) => allowed.check_addr(host, ip),
+        Err(_) => Ok(()),
+    }
+}
+
+/// The message of `err` and of everything under it: the resolver's refusal sits deep in
+/// reqwest's chain.
+fn chain(err: reqwest::Error) -> String {
+    let err = err.without_url();
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 #[async_trait]
@@ -83,15 +111,16 @@ impl Tool for HttpFetchTool {
         if !matches!(url.scheme(), "http" | "https") {
             return ToolResult::err("only http and https URLs can be fetched");
         }
-        let host = url.host_str().unwrap_or_default();
-        if !host_allowed(&self.allowed, host) {
-            return ToolResult::err(format!(
-                "host {host} is not in [tools.http_fetch] allowed_hosts"
-            ));
+        let checked = target(&url).and_then(|(host, port)| {
+            self.allowed.check(&host, port)?;
+            literal_ok(&self.allowed, &url)
+        });
+        if let Err(refused) = checked {
+            return ToolResult::err(refused);
         }
         let response = match self.client.get(url).send().await {
             Ok(r) => r,
-            Err(e) => return ToolResult::err(format!("request failed: {}", e.without_url())),
+            Err(e) => return ToolResult::err(format!("request failed: {}", chain(e))),
         };
         let status = response.status();
         let mut body = Vec::new();
@@ -125,17 +154,6 @@ impl Tool for HttpFetchTool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hosts_match_exactly_or_by_wildcard_suffix() {
-        let allowed = vec!["example.com".to_owned(), "*.docs.rs".to_owned()];
-        assert!(host_allowed(&allowed, "example.com"));
-        assert!(host_allowed(&allowed, "EXAMPLE.com."));
-        assert!(!host_allowed(&allowed, "evil-example.com"));
-        assert!(host_allowed(&allowed, "api.docs.rs"));
-        assert!(!host_allowed(&allowed, "docs.rs.evil.com"));
-        assert!(!host_allowed(&[], "example.com"));
-    }
 
     #[tokio::test]
     async fn a_url_on_a_host_not_allowed_is_refused_without_a_request() {

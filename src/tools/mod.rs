@@ -6,6 +6,7 @@
 
 mod fetch;
 mod files;
+mod hosts;
 mod path;
 mod schedule;
 mod send_file;
@@ -18,8 +19,9 @@ use std::time::Duration;
 
 use switchboard_channel::ConversationKey;
 
-pub use fetch::{HttpFetchTool, host_allowed};
+pub use fetch::HttpFetchTool;
 pub use files::{FileOp, FileTool};
+pub use hosts::{AllowedHost, DEFAULT_PORTS, host_allowed};
 pub use path::{WorkspaceDir, confine};
 pub use schedule::{SCHEDULE_TOOL, ScheduleTool};
 pub use send_file::{SEND_FILE_TOOL, SendFileTool};

@@ -1,4 +1,4 @@
-//! The `shell` tool: `sh -c` in the conversation's workspace through the sandbox
+//! The `shell` tool: `bash -c` in the conversation's workspace through the sandbox
 //! supervisor (see `crate::sandbox`), with a cleared environment, a timeout, an output cap,
 //! and its whole process tree killed when it times out, finishes, or the turn is cancelled
 //! (the future dropped).
@@ -54,7 +54,7 @@ impl Tool for ShellTool {
     }
 
     fn description(&self) -> &str {
-        "Run a shell command (sh -c) in the conversation's workspace directory. Returns the exit code and output."
+        "Run a shell command (bash -c) in the conversation's workspace directory. Returns the exit code and output."
     }
 
     fn parameters_schema(&self) -> Value {
@@ -78,14 +78,36 @@ impl Tool for ShellTool {
             Ok(cmd) => cmd,
             Err(reason) => return ToolResult::err(reason),
         };
-        match self.run(cmd, timeout).await {
+        let result = match self.run(cmd, timeout).await {
             Ok(result) => result,
-            Err(err) => ToolResult::err(format!("could not start the command: {err}")),
-        }
+            Err(err) => return ToolResult::err(format!("could not start the command: {err}")),
+        };
+        self.with_disk_check(result).await
     }
 }
 
 impl ShellTool {
+    /// `result`, turned into an error that says so when the call left the workspace over
+    /// its disk limit (rlimits bound one file, not the sum of them).
+    async fn with_disk_check(&self, result: ToolResult) -> ToolResult {
+        let (sandbox, ws) = (Arc::clone(&self.sandbox), self.workspace.clone());
+        let over = tokio::task::spawn_blocking(move || sandbox.over_disk_limit(&ws))
+            .await
+            .ok()
+            .flatten();
+        match over {
+            Some(reason) => ToolResult {
+                success: false,
+                output: result.output,
+                error: Some(match result.error {
+                    Some(own) => format!("{own}; {reason}"),
+                    None => reason,
+                }),
+            },
+            None => result,
+        }
+    }
+
     async fn run(
         &self,
         mut cmd: tokio::process::Command,

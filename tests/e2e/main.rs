@@ -30,6 +30,8 @@ mod replicas;
 mod rewind;
 mod rewind_store;
 mod sandbox;
+mod sandbox_bounds;
+mod sandbox_escapes;
 mod sandbox_limits;
 mod schedules;
 mod selfhost;

@@ -344,6 +344,9 @@ async fn die_with_the_gateway(namespaces: bool) {
         drop_to: sandbox.owner(),
         namespaces,
         parent: -1,
+        data_dir: dir.path().to_path_buf(),
+        hidden: Vec::new(),
+        cgroup: Err("not in this test".into()),
     };
     let template = serde_json::to_string(&spec).unwrap();
     // A stand-in gateway: a shell that starts the supervisor with its own pid as the parent.

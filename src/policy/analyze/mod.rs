@@ -12,7 +12,7 @@ mod rough;
 
 pub(crate) use rough::rough;
 
-use super::carrier::{find_exec, git_shell_aliases, inner_script, transparent};
+use super::carrier::{find_exec, git_shell_aliases, inner_script, read_alike, transparent};
 use super::command::{Stripped, Word, strip_wrappers};
 use super::part::{Analysis, Part, Redirect};
 use super::words::{Unparsable, substitutions, unquote};
@@ -333,6 +333,9 @@ impl<'a> Scan<'a> {
     fn runs_inside(&mut self, id: usize, stdin: Option<&str>) -> Result<(), Unparsable> {
         let words = self.out.parts[id].words.clone();
         if let Some(inner) = inner_script(&words, stdin) {
+            if !read_alike(&words, &inner) {
+                return Err(Unparsable);
+            }
             self.out.parts[id].carrier = transparent(&self.out.parts[id]);
             let mut ids = self.nested(&inner)?;
             // Beside a `-c` string, the input is still there for the script to run

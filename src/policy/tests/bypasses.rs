@@ -232,3 +232,19 @@ fn a_plain_lower_case_variable_alone_is_read_only_and_anything_else_asks() {
         ],
     );
 }
+
+#[test]
+fn a_posix_shell_string_with_bash_only_quotes_is_unreadable_and_asks() {
+    let guarded = policy(Mode::Guarded, &[], &[], &[]);
+    check_table(
+        &guarded,
+        &[
+            // Dash reads `$(touch pwned)` here as a substitution; bash reads a string.
+            (r#"sh -c "ls \$'\\'' x' \$(touch pwned) ' #'""#, Ask),
+            (r#"dash -c 'echo $"x"'"#, Ask),
+            // The commands themselves run under bash, which reads them as the analysis does.
+            (r#"ls $'\'' x' $(touch pwned) ' #'"#, Allow),
+            (r#"bash -c "ls \$'x'""#, Allow),
+        ],
+    );
+}

@@ -1,0 +1,194 @@
+//! The tool's own view of the filesystem, set up in its fresh mount namespace before
+//! Landlock (which forbids mounts): a `/proc` of its PID namespace only, and a data
+//! directory that holds nothing but its own workspace. Landlock does not mediate chmod,
+//! chown, utimes or xattrs, so a sibling workspace or the database that is merely
+//! unreadable could still be broken; one that is not there cannot.
+
+use std::ffi::CString;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::Spec;
+use super::posture::Posture;
+
+/// The mounts of the tool's own namespace: its `/proc`, and a data directory holding only
+/// what the call is granted. Not required layers: without them the posture says so.
+pub fn private_view(spec: &Spec, posture: &mut Posture) {
+    // Before Landlock, which forbids mounts and ties its /proc rule to this mount.
+    posture.private_proc = private_proc().is_ok();
+    if spec.data_dir.as_os_str().is_empty() || spec.data_dir == Path::new("/") {
+        return;
+    }
+    let keep: Vec<&Path> = std::iter::once(spec.workspace.as_path())
+        .chain(spec.extra_read.iter().map(PathBuf::as_path))
+        .chain(spec.extra_write.iter().map(PathBuf::as_path))
+        .collect();
+    match private_data_dir(&spec.data_dir, &keep, &spec.workspace, spec.drop_to) {
+        Ok(()) => posture.workspaces_private = true,
+        Err(err) => eprintln!("switchboard sandbox: {err}"),
+    }
+}
+
+/// `open_tree` and `move_mount` flags (linux/mount.h).
+const OPEN_TREE_CLONE: u32 = 1;
+const MOVE_MOUNT_F_EMPTY_PATH: u32 = 4;
+
+fn c_path(path: &Path) -> Result<CString, String> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| format!("{} has a NUL", path.display()))
+}
+
+fn last_error(what: &str) -> String {
+    format!("{what}: {}", std::io::Error::last_os_error())
+}
+
+/// mount(2) with optional source and type; `Err` carries the OS error and `what`.
+fn mount(
+    source: Option<&str>,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+    what: &str,
+) -> Result<(), String> {
+    let cstr = |s: Option<&str>| s.map(|s| CString::new(s).unwrap_or_default());
+    let (source, fstype, data) = (cstr(source), cstr(fstype), cstr(data));
+    let target = c_path(target)?;
+    let ptr = |c: &Option<CString>| c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+    // SAFETY: every pointer is null or a NUL-terminated string that outlives the call; only
+    // this process's private mount namespace changes.
+    let rc = unsafe {
+        libc::mount(
+            ptr(&source),
+            target.as_ptr(),
+            ptr(&fstype),
+            flags,
+            ptr(&data).cast(),
+        )
+    };
+    if rc != 0 {
+        return Err(last_error(what));
+    }
+    Ok(())
+}
+
+/// In a fresh mount and PID namespace, mount a `/proc` that shows only this namespace's
+/// processes, so no tool sees another conversation's processes or command lines.
+fn private_proc() -> Result<(), String> {
+    let private = libc::MS_REC | libc::MS_PRIVATE;
+    mount(
+        None,
+        Path::new("/"),
+        None,
+        private,
+        None,
+        "could not make / private",
+    )?;
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    mount(
+        Some("proc"),
+        Path::new("/proc"),
+        Some("proc"),
+        flags,
+        None,
+        "could not mount a private /proc",
+    )
+}
+
+/// Run `make` with the filesystem ids of `owner` (when given), then restore them.
+fn as_fs_user<T>(owner: Option<(u32, u32)>, make: impl FnOnce() -> T) -> T {
+    let Some((uid, gid)) = owner else {
+        return make();
+    };
+    // SAFETY: setfsuid/setfsgid change only this single-threaded process's filesystem ids;
+    // they return the previous ids, restored below.
+    let (old_gid, old_uid) = unsafe { (libc::setfsgid(gid), libc::setfsuid(uid)) };
+    let out = make();
+    // SAFETY: as above, back to the ids we had.
+    unsafe {
+        libc::setfsuid(old_uid as u32);
+        libc::setfsgid(old_gid as u32);
+    }
+    out
+}
+
+/// A detached copy of the mount tree at `path` (with what is mounted below it).
+fn clone_tree(path: &Path) -> Result<OwnedFd, String> {
+    let cpath = c_path(path)?;
+    let flags = OPEN_TREE_CLONE | libc::O_CLOEXEC as u32 | libc::AT_RECURSIVE as u32;
+    // SAFETY: open_tree with a NUL-terminated path; it returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, cpath.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(last_error(&format!("open_tree {}", path.display())));
+    }
+    // SAFETY: a descriptor open_tree just returned, owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Attach the detached tree `tree` at `target`.
+fn attach(tree: &OwnedFd, target: &Path) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let (empty, ctarget) = (CString::default(), c_path(target)?);
+    // SAFETY: move_mount from our descriptor (empty path) to a NUL-terminated target path.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            empty.as_ptr(),
+            libc::AT_FDCWD,
+            ctarget.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if rc != 0 {
+        return Err(last_error(&format!("move_mount to {}", target.display())));
+    }
+    Ok(())
+}
+
+/// Cover `data_dir` with an empty read-only tmpfs and put back only `keep` (the workspace,
+/// and whatever else under `data_dir` the call is granted), each at its own path, then
+/// move into `workspace` so `..` leads to the empty tmpfs, not the real siblings.
+/// `owner` is the sandbox user a root gateway drops to: root is not mapped in the tool's
+/// user namespace, so the directories on the tmpfs are made as that user.
+fn private_data_dir(
+    data_dir: &Path,
+    keep: &[&Path],
+    workspace: &Path,
+    owner: Option<(u32, u32)>,
+) -> Result<(), String> {
+    let kept: Vec<(&Path, OwnedFd)> = keep
+        .iter()
+        .filter(|p| p.starts_with(data_dir) && **p != data_dir && p.exists())
+        .map(|p| Ok((*p, clone_tree(p)?)))
+        .collect::<Result<_, String>>()?;
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    let tmpfs = Some("tmpfs");
+    mount(
+        tmpfs,
+        data_dir,
+        tmpfs,
+        flags,
+        Some("mode=0777,size=1m"),
+        "could not cover the data directory",
+    )?;
+    let made = as_fs_user(owner, || {
+        kept.iter().try_for_each(|(path, _)| {
+            std::fs::create_dir_all(path).map_err(|e| format!("mkdir {}: {e}", path.display()))
+        })
+    });
+    made?;
+    for (path, tree) in &kept {
+        attach(tree, path)?;
+    }
+    let read_only = flags | libc::MS_REMOUNT | libc::MS_RDONLY;
+    mount(
+        None,
+        data_dir,
+        None,
+        read_only,
+        None,
+        "could not make the cover read-only",
+    )?;
+    std::env::set_current_dir(workspace).map_err(|e| format!("chdir {}: {e}", workspace.display()))
+}
