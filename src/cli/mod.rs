@@ -213,6 +213,10 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             if let Some(warning) = crate::provider::key_warning(&config.provider) {
                 println!("warning: {warning}");
             }
+            let user = crate::mcp::ToolUser::of(&config);
+            for warning in crate::mcp::path_warnings(&config, user) {
+                println!("warning: {warning}");
+            }
             if args.probe && !crate::probe::run(&config).await {
                 return Ok(ExitCode::FAILURE);
             }

@@ -136,11 +136,7 @@ impl SqlStore<Sqlite> {
     }
 
     /// [`Self::connect_with`], checkpointing the WAL at `wal`'s sizes (tests use small ones).
-    async fn open(
-        url: &str,
-        timeouts: Timeouts,
-        wal: WalBounds,
-    ) -> Result<Self, StoreError> {
+    async fn open(url: &str, timeouts: Timeouts, wal: WalBounds) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
