@@ -17,6 +17,7 @@ mod docker_image;
 mod helpers;
 mod holdback;
 mod leak;
+mod logs;
 mod mcp;
 mod memory;
 mod memory_store;
