@@ -35,6 +35,9 @@ pub enum Command {
     Run(ConfigArgs),
     /// Validate the config and print every problem (exit 0 when it is valid).
     Check(CheckArgs),
+    /// Review the deployment: what is exposed, secrets in plain text, file modes, the
+    /// sandbox; findings by severity with their fixes (exit 1 when one is critical).
+    Doctor(crate::doctor::DoctorArgs),
     /// Apply database migrations and exit.
     Migrate(ConfigArgs),
     /// Print the audit log of tool executions, newest first.

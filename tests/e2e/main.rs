@@ -14,6 +14,7 @@ mod cluster;
 mod config;
 mod db_faults;
 mod docker_image;
+mod doctor;
 mod helpers;
 mod holdback;
 mod leak;
