@@ -62,12 +62,41 @@ fn exposure(config: &Config) -> Vec<Finding> {
             ));
         }
     }
+    out.extend(approvers(config));
     for warning in crate::access::warnings(config) {
         out.push(Finding::new(
             Severity::Critical,
             warning,
             "set dm_policy = \"pairing\" (or \"allowlist\"), or take shell, file_write and file_edit out of [tools] enabled",
         ));
+    }
+    out
+}
+
+/// Channels that admit groups but list no approver: there only approvers may decide, so
+/// every call that asks waits until it expires.
+fn approvers(config: &Config) -> Vec<Finding> {
+    use switchboard_channel::GroupPolicy;
+    let mut out = Vec::new();
+    for (name, channel) in &config.channels {
+        let rules = channel.settings().access();
+        let groups = match rules.group_policy {
+            GroupPolicy::Open => true,
+            GroupPolicy::Allowlist => !rules.allowed_groups.is_empty(),
+            GroupPolicy::Disabled => false,
+        };
+        let listed = config
+            .policy
+            .approvers
+            .get(name)
+            .is_some_and(|a| !a.is_empty());
+        if groups && channel.kind() != "web" && !listed {
+            out.push(Finding::new(
+                Severity::Warning,
+                format!("channels.{name} admits groups but [policy.approvers] lists nobody for it: a tool call that asks in a group can only expire"),
+                format!("add {name} = [\"<user id>\"] under [policy.approvers], or `switchboard access approver {name} <user>`"),
+            ));
+        }
     }
     out
 }
@@ -192,4 +221,30 @@ fn tools(config: &Config) -> Vec<Finding> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_channel_open_to_groups_without_approvers_is_a_warning_with_its_fix() {
+        let text = "[channels.tg]\nkind = \"telegram\"\ntoken = \"\"\ngroup_policy = \"open\"\n";
+        let config = crate::config::parse(text, "t.toml", &[]).unwrap();
+        let found = approvers(&config);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].fix.contains("[policy.approvers]"), "{found:?}");
+        let with = format!("{text}[policy.approvers]\ntg = [\"42\"]\n");
+        let config = crate::config::parse(&with, "t.toml", &[]).unwrap();
+        assert!(approvers(&config).is_empty());
+    }
+
+    #[test]
+    fn a_secret_written_in_plain_text_is_named_by_key_and_a_variable_is_not() {
+        let found =
+            plain_secrets("[provider]\napi_key = \"sk-abc\"\n[channels.s]\nbot_token = \"${T}\"\n");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].what.starts_with("provider.api_key"), "{found:?}");
+        assert!(!found[0].what.contains("sk-abc") && !found[0].fix.contains("sk-abc"));
+    }
 }
