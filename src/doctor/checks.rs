@@ -223,6 +223,59 @@ fn tools(config: &Config) -> Vec<Finding> {
     out
 }
 
+/// What the running gateway (if one answers at `gateway.listen`) reports in `/readyz`: the
+/// sandbox as its own start-up probe measured it, and MCP servers that failed.
+pub async fn live(config: &Config) -> Vec<Finding> {
+    let Ok(addr) = config.gateway.listen.parse::<std::net::SocketAddr>() else {
+        return Vec::new();
+    };
+    let host = if addr.ip().is_unspecified() {
+        "127.0.0.1".to_owned()
+    } else {
+        addr.ip().to_string()
+    };
+    let url = format!("http://{host}:{}/readyz", addr.port());
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(3))
+        .build();
+    let answer = match client {
+        Ok(client) => client.get(&url).send().await,
+        Err(_) => return Vec::new(),
+    };
+    let Ok(body) = answer.map(|r| r.json::<serde_json::Value>()) else {
+        return vec![Finding::new(
+            Severity::Note,
+            format!("no gateway answers at {url}: the findings come from the config and this host"),
+            "start the gateway and run doctor again to see what it measured",
+        )];
+    };
+    let body = body.await.unwrap_or_default();
+    let checks = body["checks"].as_array().cloned().unwrap_or_default();
+    let mut out = Vec::new();
+    for check in checks {
+        let name = check["name"].as_str().unwrap_or_default();
+        let ok = check["ok"].as_bool().unwrap_or(true);
+        let detail = check["detail"].to_string();
+        if name == "sandbox" || (name.starts_with("mcp:") && !ok) {
+            let severity = if ok {
+                Severity::Note
+            } else {
+                Severity::Warning
+            };
+            out.push(Finding::new(
+                severity,
+                format!("the running gateway reports {name}: {detail}"),
+                if ok {
+                    "nothing to do"
+                } else {
+                    "see its log and `switchboard check --probe`"
+                },
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -65,6 +65,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let config = args.config.load()?;
     let raw = std::fs::read_to_string(&path).unwrap_or_default();
     let mut findings = checks::all(&config, &path, &raw);
+    findings.extend(checks::live(&config).await);
     findings.sort_by_key(|f| f.severity);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&findings)?);

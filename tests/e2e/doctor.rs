@@ -57,3 +57,41 @@ fn doctor_fails_an_exposed_config_naming_each_exposure_with_its_fix_and_no_secre
         "the secret leaked: {out}"
     );
 }
+
+#[test]
+fn doctor_reports_the_sandbox_as_the_running_gateway_measured_it() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let file = dir.path().join("gw.toml");
+    let text = format!(
+        "[gateway]\nlisten = \"127.0.0.1:{port}\"\ndata_dir = \"{0}\"\n\
+         database_url = \"sqlite://{0}/gw.db\"\n",
+        dir.path().display()
+    );
+    std::fs::write(&file, text).unwrap();
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["run", "--config"])
+        .arg(&file)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = BufReader::new(gateway.stderr.take().unwrap());
+    for line in log.lines().take(200) {
+        if line.unwrap().contains("gateway ready") {
+            break;
+        }
+    }
+    let (code, out) = doctor(&file);
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("the running gateway reports sandbox: "),
+        "{out}"
+    );
+}
