@@ -57,6 +57,7 @@ pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod conversation;
+pub mod doctor;
 pub mod draft;
 pub mod gateway;
 pub mod governor;

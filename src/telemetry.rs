@@ -1,8 +1,10 @@
 //! Logging set-up: `tracing` to stderr, pretty or JSON, filtered by `RUST_LOG`. Every
 //! formatted line passes through the scrubber before it is written, so a credential that
-//! slips into a log field never reaches the log.
+//! slips into a log field never reaches the log. Pretty lines are coloured only when stderr
+//! is a terminal (and `NO_COLOR` is unset): a file, `docker logs` or journald gets plain
+//! text, and a collector wants `log_format = "json"`, one object per line.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use tracing_subscriber::EnvFilter;
@@ -61,11 +63,41 @@ impl<'a> MakeWriter<'a> for ScrubbingWriter {
 /// Install the global subscriber (once; later calls are ignored).
 pub fn init(format: LogFormat, scrubber: Arc<Scrubber>) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let ansi = colour(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(ScrubbingWriter::new(scrubber));
     let _ = match format {
         LogFormat::Pretty => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
+}
+
+/// Whether log lines carry colour escapes: only for a person at a terminal, and not when
+/// they set `NO_COLOR` to a non-empty value (<https://no-color.org>).
+fn colour(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    terminal && no_color.is_none_or(std::ffi::OsStr::is_empty)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_terminal_without_no_color_gets_colour() {
+        assert!(colour(true, None));
+        assert!(
+            colour(true, Some("".as_ref())),
+            "an empty NO_COLOR counts as unset"
+        );
+        assert!(!colour(true, Some("1".as_ref())));
+        assert!(
+            !colour(false, None),
+            "a file, a pipe or journald gets plain text"
+        );
+    }
 }

@@ -35,6 +35,9 @@ pub enum Command {
     Run(ConfigArgs),
     /// Validate the config and print every problem (exit 0 when it is valid).
     Check(CheckArgs),
+    /// Review the deployment: what is exposed, secrets in plain text, file modes, the
+    /// sandbox; findings by severity with their fixes (exit 1 when one is critical).
+    Doctor(crate::doctor::DoctorArgs),
     /// Apply database migrations and exit.
     Migrate(ConfigArgs),
     /// Print the audit log of tool executions, newest first.
@@ -211,6 +214,10 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 println!("warning: {warning}");
             }
             if let Some(warning) = crate::provider::key_warning(&config.provider) {
+                println!("warning: {warning}");
+            }
+            let user = crate::mcp::ToolUser::of(&config);
+            for warning in crate::mcp::path_warnings(&config, user) {
                 println!("warning: {warning}");
             }
             if args.probe && !crate::probe::run(&config).await {

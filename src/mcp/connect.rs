@@ -1,6 +1,7 @@
 //! Opening one MCP session: a stdio server started through the sandbox's long-lived launch
 //! mode, or a streamable-HTTP endpoint through reqwest; both speak the protocol through
-//! `rmcp`'s client and finish its initialize handshake before they count as up.
+//! `rmcp`'s client and finish its initialize handshake before they count as up. A stdio
+//! server that fails its handshake is explained by the last lines of its stderr.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,8 +12,10 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 
+use super::stderr::StderrTail;
 use crate::config::mcp::McpServerConfig;
 use crate::sandbox::{Sandbox, ServerAllowances, ServerProcess};
+use crate::scrub::Scrubber;
 
 /// A live session with one server.
 pub struct Session {
@@ -20,6 +23,8 @@ pub struct Session {
     pub service: RunningService<RoleClient, ()>,
     /// The stdio server's process (stopped with its tree when dropped); `None` over HTTP.
     pub process: Option<std::sync::Mutex<ServerProcess>>,
+    /// The last lines of the stdio server's stderr, which say why it died.
+    pub stderr: StderrTail,
 }
 
 impl Session {
@@ -29,6 +34,18 @@ impl Session {
             .as_ref()
             .is_some_and(|p| p.lock().map(|mut p| p.exited()).unwrap_or(true))
     }
+
+    /// `error` followed by the server's last stderr lines (scrubbed of `config`'s secrets).
+    pub fn explain(&self, error: String, config: &McpServerConfig) -> String {
+        self.stderr.explain(error, &secrets_of(config))
+    }
+}
+
+/// A scrubber for what one server may print: its own environment and header values (it
+/// sees no other secret) and the usual credential shapes.
+pub fn secrets_of(config: &McpServerConfig) -> Scrubber {
+    let values = config.env.values().chain(config.headers.values());
+    Scrubber::new(values.filter_map(crate::config::Secret::expose))
 }
 
 /// Where and how a stdio server runs.
@@ -82,17 +99,25 @@ async fn stdio(
         extra_write: config.extra_write.clone(),
         network: config.network.clone(),
     };
-    let (process, stdout, stdin) =
+    let (mut process, stdout, stdin) =
         launch
             .sandbox
-            .spawn_server(name, launch.workspace, &argv, &env, &allow)?;
-    let service =
-        ().serve((stdout, stdin))
-            .await
-            .map_err(|e| format!("the handshake failed: {e}"))?;
+            .spawn_server(launch.workspace, &argv, &env, &allow)?;
+    let stderr = match process.take_stderr() {
+        Some(pipe) => StderrTail::drain(name, pipe),
+        None => StderrTail::default(),
+    };
+    let service = match ().serve((stdout, stdin)).await {
+        Ok(service) => service,
+        Err(e) => {
+            let error = format!("the handshake failed: {e}");
+            return Err(stderr.explain_settled(error, &secrets_of(config)).await);
+        }
+    };
     Ok(Session {
         service,
         process: Some(std::sync::Mutex::new(process)),
+        stderr,
     })
 }
 
@@ -118,5 +143,6 @@ async fn http(url: &str, config: &McpServerConfig) -> Result<Session, String> {
     Ok(Session {
         service,
         process: None,
+        stderr: StderrTail::default(),
     })
 }

@@ -11,10 +11,14 @@
 //! fails to start waits out a doubling backoff. All stop with the gateway.
 //!
 //! Layout: `connect` (stdio through the sandbox, streamable HTTP), `server` (one server's
-//! lifecycle and calls), `tool` (the [`Tool`] the agent sees, results as text).
+//! lifecycle and calls), `stderr` (a stdio server's last words, the cause of a failure),
+//! `paths` (what `check` can tell before starting one: a command or script the sandbox
+//! user cannot reach), `tool` (the [`Tool`] the agent sees, results as text).
 
 mod connect;
+mod paths;
 mod server;
+mod stderr;
 mod tool;
 
 use std::path::{Path, PathBuf};
@@ -25,6 +29,7 @@ use serde_json::{Value, json};
 use switchboard_channel::ConversationKey;
 use tokio_util::sync::CancellationToken;
 
+pub use paths::{ToolUser, path_warnings};
 pub use server::{Server, Status, ToolDef};
 pub use tool::{MAX_RESULT_BYTES, McpTool, render};
 

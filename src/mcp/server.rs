@@ -141,6 +141,8 @@ impl Server {
             if !session.exited() {
                 return Ok(Arc::clone(session));
             }
+            let why = session.explain("mcp server exited".into(), &self.config);
+            tracing::warn!(server = %self.name, "{why}; starting it again");
             slot.session = None;
         }
         let now = Instant::now();
@@ -185,8 +187,9 @@ impl Server {
         let limit = Duration::from_secs(self.config.timeout_secs.max(1));
         let listed = tokio::time::timeout(limit, session.service.list_all_tools())
             .await
-            .map_err(|_| format!("no tool list within {}s", limit.as_secs()))?
-            .map_err(|e| format!("listing its tools failed: {e}"))?;
+            .map_err(|_| format!("no tool list within {}s", limit.as_secs()))
+            .and_then(|r| r.map_err(|e| format!("listing its tools failed: {e}")))
+            .map_err(|e| session.explain(e, &self.config))?;
         let tools = listed
             .iter()
             .filter_map(|tool| tool_def(&serde_json::to_value(tool).ok()?))
@@ -239,7 +242,8 @@ impl Server {
         {
             slot.session = None;
             self.set_status(Status::Exited);
-            tracing::warn!(server = %self.name, "mcp server lost; restarting on next use");
+            let why = session.explain("mcp server lost".into(), &self.config);
+            tracing::warn!(server = %self.name, "{why}; restarting on next use");
         }
     }
 

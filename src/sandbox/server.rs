@@ -7,8 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use tokio::io::AsyncBufReadExt;
-use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
 use super::config::Network;
 use super::launch::{Sandbox, StopOnDrop};
@@ -38,6 +37,12 @@ impl ServerProcess {
         !matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// Its stderr pipe (once): the caller drains it, and may keep the last lines as the
+    /// cause of a failed start.
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr.take()
+    }
+
     /// The supervisor's pid.
     pub fn id(&self) -> Option<u32> {
         self.stop.0
@@ -50,11 +55,10 @@ pub type Started = (ServerProcess, ChildStdout, ChildStdin);
 impl Sandbox {
     /// Start `argv` as a long-lived server in `workspace` with `env` added to the cleared
     /// environment, confined like a shell command plus `allow`. In `enforce` mode with a
-    /// layer missing it is refused with the same reason the shell gives. `name` labels its
-    /// stderr lines in the log.
+    /// layer missing it is refused with the same reason the shell gives. Its stderr is left
+    /// piped for the caller ([`ServerProcess::take_stderr`]), who must drain it.
     pub fn spawn_server(
         &self,
-        name: &str,
         workspace: &Path,
         argv: &[String],
         env: &[(String, String)],
@@ -90,17 +94,6 @@ impl Sandbox {
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err("the server's pipes were not set up".into());
         };
-        if let Some(stderr) = child.stderr.take() {
-            let name = name.to_owned();
-            // Drained so a chatty server never blocks on a full pipe; logged, never shown.
-            tokio::spawn(async move {
-                let mut lines = tokio::io::BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let line: String = line.chars().take(500).collect();
-                    tracing::debug!(server = %name, "mcp server stderr: {line}");
-                }
-            });
-        }
         Ok((ServerProcess { child, stop }, stdout, stdin))
     }
 }

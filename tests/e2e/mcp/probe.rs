@@ -62,3 +62,35 @@ fn a_bad_mcp_server_table_is_reported_with_file_line_and_key() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_server_whose_script_is_missing_is_warned_about_by_check_and_explained_by_its_probe() {
+    if !std::path::Path::new(super::NODE).is_file() {
+        eprintln!("SKIPPED: {} is not installed", super::NODE);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[gateway]\ndata_dir = \"{}\"\n[mcp.servers.gone]\ncommand = \"{}\"\n\
+         args = [\"/nonexistent/server.js\"]\ntimeout_secs = 10\n",
+        dir.path().display(),
+        super::NODE,
+    );
+    let file = dir.path().join("probe.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["check", "--probe", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("warning: mcp.servers.gone.args: /nonexistent/server.js does not exist"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("probe mcp server gone: FAILED"), "{stdout}");
+    assert!(
+        stdout.contains("its stderr ended with:") && stdout.contains("Cannot find module"),
+        "the cause, not only the symptom: {stdout}"
+    );
+}
