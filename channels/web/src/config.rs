@@ -388,6 +388,7 @@ mod tests {
                 "/chat/ws",
                 "/chat/upload",
                 "/chat/files/{id}",
+                "/chat/favicon.svg",
                 "/chat"
             ]
         );
