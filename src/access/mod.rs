@@ -94,13 +94,15 @@ impl Access {
             .unwrap_or_else(AccessRules::open)
     }
 
-    /// Whether the config opened channel `name` to anyone (`dm_policy = "open"`). A channel
-    /// built in code without a table lets everyone through its own gate, but nobody chose
-    /// `open` for it, so it is not open here.
+    /// Whether the config opened channel `name` to anyone (`dm_policy = "open"`, or a web
+    /// chat answering public names without a token). A channel whose own gate admits only
+    /// its operator (the web chat behind its token or on loopback) is not open, and neither
+    /// is one built in code without a table: it lets everyone through its own gate, but
+    /// nobody chose `open` for it.
     pub fn is_open(&self, name: &str) -> bool {
         self.rules
             .get(name)
-            .is_some_and(|r| r.dm_policy == DmPolicy::Open)
+            .is_some_and(|r| r.dm_policy == DmPolicy::Open && !r.operator_only)
     }
 
     /// Whether `user` may approve others' requests on `channel`: a `[policy.approvers]`

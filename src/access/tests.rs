@@ -75,6 +75,7 @@ fn rules(dm: DmPolicy, group: GroupPolicy, users: &[&str], groups: &[&str]) -> A
         group_policy: group,
         allowed_users: users.iter().map(|u| (*u).to_owned()).collect(),
         allowed_groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+        operator_only: false,
     }
 }
 
@@ -271,6 +272,16 @@ async fn a_channel_without_a_config_table_is_open_and_the_gateways_expiry_is_adm
     let f = fixture(AccessRules::default()).await;
     assert_eq!(f.access.rules("built-in-code"), AccessRules::open());
     assert!(!f.access.is_open("built-in-code") && !f.access.is_open("tg"));
+}
+
+#[tokio::test]
+async fn a_channel_whose_gate_admits_only_its_operator_lets_everyone_in_but_is_not_open() {
+    let f = fixture(AccessRules::operator_only()).await;
+    let stranger = message("7", Place::Direct);
+    assert_eq!(f.access.decide(&stranger).await.unwrap(), Verdict::Admit);
+    assert!(!f.access.is_open("tg"));
+    let open = fixture(AccessRules::open()).await;
+    assert!(open.access.is_open("tg"));
     let expiry = press(SYSTEM_USER, Place::default());
     assert_eq!(f.access.decide(&expiry).await.unwrap(), Verdict::Admit);
 }

@@ -1,6 +1,7 @@
 //! What `switchboard check` (and start-up) warns about in the access settings: valid, but
-//! risky. A channel anyone may write to while a tool that changes things is enabled, and a
-//! Telegram `allowed_users` entry that is a username (which can change hands).
+//! risky. A channel anyone may write to while a tool that changes things is enabled (a web
+//! chat answering public names without a token is one), and a Telegram `allowed_users`
+//! entry that is a username (which can change hands).
 
 use switchboard_channel::{DmPolicy, GroupPolicy};
 
@@ -23,7 +24,16 @@ pub fn warnings(config: &Config) -> Vec<String> {
         let rules = channel.settings().access();
         let open_dm = rules.dm_policy == DmPolicy::Open;
         let open_groups = rules.group_policy == GroupPolicy::Open;
-        if (open_dm || open_groups) && !mutating.is_empty() && channel.kind() != "web" {
+        if channel.kind() == "web" {
+            if open_dm && !rules.operator_only && !mutating.is_empty() {
+                out.push(format!(
+                    "channels.{name}: public_hosts without access_token lets anyone who reaches \
+                     those names use the chat while {} is enabled; anyone may ask, and only \
+                     [policy.approvers] can approve (set access_token to keep it yours)",
+                    mutating.join(", ")
+                ));
+            }
+        } else if (open_dm || open_groups) && !mutating.is_empty() {
             let what = if open_dm { "dm_policy" } else { "group_policy" };
             out.push(format!(
                 "channels.{name}: {what} = \"open\" lets anyone reach the agent while {} \
@@ -75,6 +85,22 @@ mod tests {
             .is_empty()
         );
         assert!(warnings(&config("", "\"shell\"")).is_empty());
+    }
+
+    #[test]
+    fn a_web_chat_is_warned_about_only_when_it_answers_public_names_without_a_token() {
+        let web = |keys: &str| {
+            let text =
+                format!("[tools]\nenabled = [\"shell\"]\n[channels.web]\nkind = \"web\"\n{keys}");
+            warnings(&crate::config::parse(&text, "test.toml", &[]).expect("valid"))
+        };
+        assert!(web("").is_empty(), "loopback: the operator's own chat");
+        let public = web("public_hosts = [\"chat.example.com\"]\n");
+        assert_eq!(public.len(), 1, "{public:?}");
+        assert!(public[0].contains("channels.web: public_hosts without access_token"));
+        assert!(
+            web("public_hosts = [\"c.example\"]\naccess_token = \"s3cret-token\"\n").is_empty()
+        );
     }
 
     #[test]

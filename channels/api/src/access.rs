@@ -81,6 +81,11 @@ pub struct AccessRules {
     pub allowed_users: Vec<String>,
     /// Group identifiers the channel allows under [`GroupPolicy::Allowlist`].
     pub allowed_groups: Vec<String>,
+    /// The channel's own gate lets only its operator through (the web chat behind its access
+    /// token, or answering loopback only): everyone it admits is let in as under
+    /// [`DmPolicy::Open`], yet the channel is not open to anyone, so there a requester may
+    /// approve their own tool calls as in any private chat they were let into.
+    pub operator_only: bool,
 }
 
 impl AccessRules {
@@ -92,6 +97,16 @@ impl AccessRules {
             group_policy: GroupPolicy::Open,
             allowed_users: vec!["*".into()],
             allowed_groups: Vec::new(),
+            operator_only: false,
+        }
+    }
+
+    /// Rules for a channel whose own gate admits only its operator: everyone it lets
+    /// through is in, and counts as let in rather than as anyone.
+    pub fn operator_only() -> Self {
+        Self {
+            operator_only: true,
+            ..Self::open()
         }
     }
 

@@ -141,6 +141,7 @@ impl ChannelSettings for DiscordConfig {
             group_policy: self.group_policy,
             allowed_users: self.allowed_users.clone(),
             allowed_groups: groups.cloned().collect(),
+            operator_only: false,
         }
     }
 

@@ -123,6 +123,7 @@ impl ChannelSettings for SlackConfig {
             group_policy: self.group_policy,
             allowed_users: self.allowed_users.clone(),
             allowed_groups: self.allowed_channels.clone(),
+            operator_only: false,
         }
     }
 

@@ -196,6 +196,7 @@ impl ChannelSettings for TelegramConfig {
             group_policy: self.group_policy,
             allowed_users: self.allowed_users.clone(),
             allowed_groups: self.allowed_groups.clone(),
+            operator_only: false,
         }
     }
 

@@ -157,6 +157,14 @@ impl WebConfig {
             .then(|| crate::token::token_path(site.data_dir, site.name))
     }
 
+    /// Whether the chat answers people other than its operator: no configured token, and
+    /// public names a proxy forwards (which anyone who reaches the proxy may use). Off
+    /// loopback a generated token would gate it, but `public_hosts` there still says the
+    /// operator meant it for others, so it counts as open too.
+    pub fn answers_anyone(&self) -> bool {
+        !self.access_token.is_set() && !self.public_hosts.is_empty()
+    }
+
     /// The page's URL path, always ending in `/`; the socket is this plus `ws`.
     pub fn page_path(&self) -> String {
         self.base()
@@ -176,10 +184,17 @@ impl ChannelSettings for WebConfig {
         collect(self.problems(None))
     }
 
-    /// Open: whoever reaches the page is let in by the web chat's own gate (the access
-    /// token, required off loopback, and the loopback `Host` check without one).
+    /// Whoever reaches the page is let in by the web chat's own gate: the access token
+    /// (configured, or generated off loopback), or without one the loopback `Host` check.
+    /// Such a gate admits only the operator, so the person in the chat may approve their own
+    /// tool calls. Without a token but with `public_hosts`, anyone who reaches those names
+    /// is let in: the chat is open, and only approvers may approve.
     fn access(&self) -> AccessRules {
-        AccessRules::open()
+        if self.answers_anyone() {
+            AccessRules::open()
+        } else {
+            AccessRules::operator_only()
+        }
     }
 
     fn secrets(&self) -> Vec<&Secret> {
@@ -339,6 +354,21 @@ mod tests {
     }
 
     #[test]
+    fn the_chat_is_the_operators_unless_it_answers_public_names_without_a_token() {
+        assert_eq!(WebConfig::default().access(), AccessRules::operator_only());
+        let public = WebConfig {
+            public_hosts: vec!["chat.example.com".into()],
+            ..WebConfig::default()
+        };
+        assert_eq!(public.access(), AccessRules::open());
+        let behind_a_token = WebConfig {
+            access_token: "s3cret".into(),
+            ..public
+        };
+        assert_eq!(behind_a_token.access(), AccessRules::operator_only());
+    }
+
+    #[test]
     fn the_routes_are_the_page_its_assets_and_the_socket() {
         let config = WebConfig {
             path: "/chat".into(),
@@ -358,6 +388,7 @@ mod tests {
                 "/chat/ws",
                 "/chat/upload",
                 "/chat/files/{id}",
+                "/chat/favicon.svg",
                 "/chat"
             ]
         );

@@ -30,6 +30,9 @@ use crate::token::Expected;
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
+/// The tab's icon, drawn as SVG so it needs no image file; served so the browser's icon
+/// request never ends in a 404.
+const FAVICON_SVG: &str = include_str!("assets/favicon.svg");
 
 /// Scripts and styles only from the page's own origin, sockets only back to it: even if
 /// markup slipped through the renderer, no inline script or foreign resource would run.
@@ -55,7 +58,7 @@ pub(crate) fn query_token(query: Result<Query<TokenQuery>, QueryRejection>) -> O
 
 /// Every path the channel mounts under `base`: the page, its script, its style, the socket,
 /// the upload and file download routes (mounted by `files_routes`, outside the gateway's
-/// body limit), and (below the root) the path without its slash, which redirects to the page.
+/// body limit), the icon, and (below the root) the path without its slash, which redirects to the page.
 pub(crate) fn paths(base: &str) -> Vec<String> {
     let mut paths = vec![
         base.to_owned(),
@@ -64,6 +67,7 @@ pub(crate) fn paths(base: &str) -> Vec<String> {
         format!("{base}ws"),
         format!("{base}upload"),
         format!("{base}files/{{id}}"),
+        format!("{base}favicon.svg"),
     ];
     if base != "/" {
         paths.push(base.trim_end_matches('/').to_owned());
@@ -82,8 +86,9 @@ pub(crate) fn router(
         .route(&paths[0], get(page))
         .route(&paths[1], get(script))
         .route(&paths[2], get(style))
-        .route(&paths[3], get(upgrade));
-    if let Some(bare) = paths.get(6) {
+        .route(&paths[3], get(upgrade))
+        .route(&paths[6], get(favicon));
+    if let Some(bare) = paths.get(7) {
         router = router.route(bare, get(to_base));
     }
     router.with_state(RouteState { hub, sink, closing })
@@ -158,6 +163,10 @@ fn unauthorized_page() -> Response {
 
 async fn script() -> Response {
     asset(APP_JS, "text/javascript; charset=utf-8")
+}
+
+async fn favicon() -> Response {
+    asset(FAVICON_SVG, "image/svg+xml")
 }
 
 async fn style() -> Response {

@@ -73,7 +73,7 @@ impl Approvals {
         let approval = match self.find(&request).await? {
             Ok(approval) => approval,
             Err(refusal) => {
-                refuse(out, &request, refusal).await;
+                refuse(out, &request, &refusal).await;
                 return Ok(None);
             }
         };
@@ -103,13 +103,13 @@ impl Approvals {
 
     /// The request, if it exists in this conversation and `request.user` may answer it;
     /// otherwise what to tell them.
-    async fn find(&self, request: &Request<'_>) -> anyhow::Result<Result<Approval, &'static str>> {
+    async fn find(&self, request: &Request<'_>) -> anyhow::Result<Result<Approval, String>> {
         let found = self.store.approval(&request.button.id).await?;
         let Some(approval) = found.filter(|a| &a.conversation == request.key) else {
-            return Ok(Err("Unknown or expired approval."));
+            return Ok(Err("Unknown or expired approval.".into()));
         };
         if request.expiring() != request.sent_by_gateway() {
-            return Ok(Err("Not yours to approve."));
+            return Ok(Err(NOT_YOURS.into()));
         }
         if request.sent_by_gateway() {
             return Ok(Ok(approval));
@@ -123,27 +123,25 @@ impl Approvals {
     /// Approval rights: an approver (`[policy.approvers]` or an approver grant) may answer
     /// anything; the requester may deny their own request anywhere but approve it only in
     /// a private chat on a channel whose access is not open (they asked, and they were let
-    /// in). Whoever else presses is told privately; the buttons stay for the right person.
+    /// in; the web chat's operator is let in by its token or loopback). Whoever else
+    /// presses is told privately; the buttons stay for the right person.
     async fn may_answer(
         &self,
         request: &Request<'_>,
         approval: &Approval,
-    ) -> anyhow::Result<Result<(), &'static str>> {
+    ) -> anyhow::Result<Result<(), String>> {
         let (channel, user) = (&request.key.channel, &request.user.id);
         if self.access.is_approver(channel, user).await? {
             return Ok(Ok(()));
         }
         if *user != approval.requester {
-            return Ok(Err("Not yours to approve."));
+            return Ok(Err(NOT_YOURS.into()));
         }
         let open = self.access.is_open(channel);
         if request.button.action == Action::Deny || (request.place.is_direct() && !open) {
             return Ok(Ok(()));
         }
-        Ok(Err(
-            "Not yours to approve here: in a group, or where anyone may write, only an approver \
-             for this channel can (`switchboard access approver`).",
-        ))
+        Ok(Err(needs_approver(channel, user)))
     }
 
     /// What the answer amounts to now: past its deadline every answer is an expiry.
@@ -212,6 +210,18 @@ impl Approvals {
             }
         }
     }
+}
+
+/// The refusal for anyone but the requester (or an approver).
+const NOT_YOURS: &str = "Not yours to approve.";
+
+/// The refusal for a requester where only approvers may approve, naming the command that
+/// makes them one. Kept short: Telegram shows the first 200 characters of a press's answer.
+fn needs_approver(channel: &str, user: &str) -> String {
+    format!(
+        "Not yours to approve here: in a group or an open chat, only an approver can. The \
+         operator makes you one with `switchboard access approver {channel} {user}`."
+    )
 }
 
 /// Tell whoever answered (nobody, for the gateway's own expiry events).

@@ -38,6 +38,11 @@ struct Fixture {
 }
 
 async fn fixture() -> Fixture {
+    fixture_with(AccessRules::default()).await
+}
+
+/// The fixture with channel `fake` under `rules`.
+async fn fixture_with(rules: AccessRules) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/a.db", dir.path().display());
     let store = crate::store::connect(&url).await.unwrap();
@@ -64,7 +69,7 @@ async fn fixture() -> Fixture {
     let metrics = Arc::new(Metrics::new());
     let approvers = BTreeMap::from([("fake".to_owned(), vec!["boss".to_owned()])]);
     let access = Access::from_parts(
-        HashMap::from([("fake".to_owned(), AccessRules::default())]),
+        HashMap::from([("fake".to_owned(), rules)]),
         approvers,
         Arc::clone(&store),
         clock.clone(),
@@ -253,8 +258,9 @@ async fn in_a_group_the_requesters_own_approval_is_refused_privately_and_an_appr
     );
     let refusal = f.fake.button_answers().last().cloned().unwrap_or_default();
     assert!(
-        refusal.starts_with("Not yours to approve here"),
-        "{refusal}"
+        refusal.starts_with("Not yours to approve here")
+            && refusal.contains("`switchboard access approver fake alice`"),
+        "the refusal names the command with the real ids: {refusal}"
     );
     let stored = f.store.approval(&id).await.unwrap().unwrap();
     assert_eq!(stored.status, ApprovalStatus::Pending, "the buttons stay");
@@ -299,6 +305,42 @@ async fn someone_else_in_a_private_chat_is_told_it_is_not_theirs() {
             .await
             .is_none()
     );
+    assert_eq!(
+        f.fake.button_answers().last().map(String::as_str),
+        Some("Not yours to approve.")
+    );
+}
+
+#[tokio::test]
+async fn on_an_open_channel_the_requesters_own_approval_in_a_private_chat_is_refused() {
+    let f = fixture_with(AccessRules::open()).await;
+    let id = f.suspend().await;
+    assert!(f.answer(&id, Action::Once).await.is_none());
+    let refusal = f.fake.button_answers().last().cloned().unwrap_or_default();
+    assert!(
+        refusal.contains("`switchboard access approver fake alice`"),
+        "{refusal}"
+    );
+    let stored = f.store.approval(&id).await.unwrap().unwrap();
+    assert_eq!(stored.status, ApprovalStatus::Pending);
+}
+
+#[tokio::test]
+async fn where_the_channels_own_gate_admits_only_its_operator_the_requester_approves() {
+    let f = fixture_with(AccessRules::operator_only()).await;
+    let id = f.suspend().await;
+    let decided = f.answer(&id, Action::Once).await.expect("resumes");
+    assert_eq!(
+        decided.resolution,
+        Resolution::Approved { by: "alice".into() }
+    );
+    let other = f.suspend().await;
+    let mallory = UserRef {
+        id: "mallory".into(),
+        name: None,
+    };
+    let pressed = f.answer_as(&other, Action::Once, mallory, Place::Direct);
+    assert!(pressed.await.is_none(), "still only the requester's");
     assert_eq!(
         f.fake.button_answers().last().map(String::as_str),
         Some("Not yours to approve.")

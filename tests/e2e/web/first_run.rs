@@ -7,6 +7,11 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use futures::SinkExt;
+use serde_json::json;
+use switchboard_standins::{FakeLlm, Reply};
+use tokio_tungstenite::tungstenite::Message;
+
 use super::{connect, json_where, new_session, say};
 use crate::helpers::{WAIT, free_port};
 
@@ -114,4 +119,93 @@ async fn a_first_run_without_a_key_warns_once_and_the_web_chat_says_no_api_key()
         log.contains("no API key for the LLM API"),
         "the turn's error is logged too: {log}"
     );
+}
+
+/// Start the real binary on the example config with `env` set; waits for `/healthz`.
+async fn run_example(
+    dir: &std::path::Path,
+    port: u16,
+    env: &[(&str, String)],
+) -> std::process::Child {
+    let mut command = switchboard();
+    command
+        .args(["run", "--config", EXAMPLE])
+        .env("SWITCHBOARD__GATEWAY__LISTEN", format!("127.0.0.1:{port}"))
+        .env(
+            "SWITCHBOARD__GATEWAY__DATABASE_URL",
+            format!("sqlite://{}/sb.db", dir.display()),
+        )
+        .env("SWITCHBOARD__GATEWAY__DATA_DIR", dir.join("data"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let child = command.spawn().unwrap();
+    let deadline = Instant::now() + WAIT;
+    while get(port, "/healthz").is_none_or(|s| !s.contains(" 200")) {
+        assert!(
+            Instant::now() < deadline,
+            "the gateway never answered /healthz"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child
+}
+
+#[tokio::test]
+async fn on_the_example_config_a_shell_command_runs_once_the_person_in_the_web_chat_approves() {
+    let (dir, port, llm) = (
+        tempfile::tempdir().unwrap(),
+        free_port(),
+        FakeLlm::start().await,
+    );
+    llm.push(Reply::tool_call(
+        "shell",
+        json!({"command": "touch made.txt"}),
+    ))
+    .push(Reply::text("Made it."));
+    let env = [
+        ("OPENAI_BASE_URL", llm.openai_url()),
+        ("OPENAI_API_KEY", "test-key-not-real".to_owned()),
+    ];
+    let mut child = run_example(dir.path(), port, &env).await;
+    let session = new_session();
+    let (mut ws, _) = connect(format!("127.0.0.1:{port}").parse().unwrap(), &session).await;
+    say(&mut ws, "ask", "make a file").await;
+    let prompt = json_where(&mut ws, |f| {
+        f["message"]["buttons"]
+            .as_array()
+            .is_some_and(|b| !b.is_empty())
+    })
+    .await;
+    let message = &prompt["message"];
+    let press = json!({
+        "type": "button", "id": "press-1", "message": message["id"],
+        "payload": message["buttons"][0]["payload"],
+    });
+    ws.send(Message::Text(press.to_string().into()))
+        .await
+        .unwrap();
+    json_where(&mut ws, |f| {
+        f["message"]["html"]
+            .as_str()
+            .is_some_and(|h| h.contains("Made it."))
+    })
+    .await;
+    let made = dir
+        .path()
+        .join("data/workspaces/web")
+        .join(&session)
+        .join("made.txt");
+    assert!(
+        made.exists(),
+        "the approved command ran in the session's workspace"
+    );
+
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    child.wait().unwrap();
 }

@@ -65,3 +65,21 @@ async fn with_an_access_token_the_token_is_the_gate_whatever_the_host() {
     assert!(tokio_tungstenite::connect_async(request).await.is_ok());
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_page_names_its_icon_and_the_gateway_serves_it() {
+    let app = WebApp::spawn("").await;
+    let http = reqwest::Client::new();
+    let page = http.get(format!("http://{}/", app.addr())).send().await;
+    let page = page.unwrap().text().await.unwrap();
+    assert!(page.contains("rel=\"icon\" href=\"favicon.svg\""), "{page}");
+    let icon = http
+        .get(format!("http://{}/favicon.svg", app.addr()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(icon.status().as_u16(), 200);
+    assert_eq!(icon.headers()["content-type"], "image/svg+xml");
+    assert!(icon.text().await.unwrap().starts_with("<svg"));
+    app.stop().await;
+}
