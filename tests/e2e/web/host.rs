@@ -68,7 +68,7 @@ async fn with_an_access_token_the_token_is_the_gate_whatever_the_host() {
 
 #[tokio::test]
 async fn the_page_names_its_icon_and_the_gateway_serves_it() {
-    let app = WebApp::spawn("").await;
+    let app = spawn("").await;
     let http = reqwest::Client::new();
     let page = http.get(format!("http://{}/", app.addr())).send().await;
     let page = page.unwrap().text().await.unwrap();
@@ -81,5 +81,5 @@ async fn the_page_names_its_icon_and_the_gateway_serves_it() {
     assert_eq!(icon.status().as_u16(), 200);
     assert_eq!(icon.headers()["content-type"], "image/svg+xml");
     assert!(icon.text().await.unwrap().starts_with("<svg"));
-    app.stop().await;
+    app.shutdown().await;
 }
