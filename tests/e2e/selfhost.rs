@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use serde_json::json;
 use switchboard::config::{Config, Secret};
+use switchboard_standins::Reply;
 use switchboard_standins::slack::{Failure, FakeSlack};
-use switchboard_standins::{FakeLlm, Reply};
 
 use crate::app::Table;
-use crate::helpers::{TestApp, WAIT, free_port, key, wait_transcript};
+use crate::helpers::{TestApp, WAIT, key, wait_transcript};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
@@ -191,69 +191,4 @@ async fn a_tool_name_the_model_invents_is_counted_as_other() {
         "{text}"
     );
     assert!(text.contains("tool=\"other\""), "{text}");
-}
-
-/// `run` turns glibc's per-thread caches off (`switchboard::allocator`): the process executes
-/// itself once, keeping its pid, with `glibc.malloc.tcache_count=0` added to the operator's
-/// `GLIBC_TUNABLES` (as `/proc` shows the environment it was executed with). An operator who
-/// chose a cache size keeps it, and the process is not executed again.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-#[tokio::test]
-async fn run_starts_with_glibcs_thread_caches_off_unless_the_operator_chose_a_size() {
-    let llm = FakeLlm::start().await;
-    for (given, reexecuted) in [
-        ("glibc.malloc.arena_max=4", true),
-        ("glibc.malloc.tcache_count=2", false),
-    ] {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let config = dir.path().join("tuned.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[gateway]\nlisten = \"127.0.0.1:{port}\"\ndatabase_url = \"sqlite://{d}/tuned.db\"\n\
-                 data_dir = \"{d}\"\n[provider]\nbase_url = \"{llm}\"\napi_key = \"test-key-not-real\"\n",
-                d = dir.path().display(),
-                llm = llm.openai_url(),
-            ),
-        )
-        .unwrap();
-        let mut child = tokio::process::Command::new(BIN)
-            .args(["run", "--config"])
-            .arg(&config)
-            .env("GLIBC_TUNABLES", given)
-            .env_remove("SWITCHBOARD_OPERATOR_GLIBC_TUNABLES")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let pid = child.id().unwrap();
-        let health = format!("http://127.0.0.1:{port}/healthz");
-        let deadline = std::time::Instant::now() + WAIT;
-        while !reqwest::get(&health)
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            assert!(std::time::Instant::now() < deadline, "never became healthy");
-            assert!(child.try_wait().unwrap().is_none(), "the gateway exited");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        // The process serving is the one spawned (an exec keeps the pid), started with this
-        // environment. glibc, reading its tunables, ends each value in place with a NUL, so
-        // the tunables are looked for in the whole of it.
-        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-        let environ = String::from_utf8_lossy(&environ).into_owned();
-        child.kill().await.unwrap();
-        let has = |text: &str| environ.contains(text);
-        let marker = "SWITCHBOARD_OPERATOR_GLIBC_TUNABLES=";
-        assert!(has(&format!("GLIBC_TUNABLES={given}")), "{environ:?}");
-        if reexecuted {
-            assert!(has("glibc.malloc.tcache_count=0"), "{environ:?}");
-            assert!(has(&format!("{marker}{given}\0")), "{environ:?}");
-        } else {
-            assert!(!has("glibc.malloc.tcache_count=0"), "{environ:?}");
-            assert!(!has(marker), "executed again over the operator's own size");
-        }
-    }
 }
