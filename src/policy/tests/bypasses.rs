@@ -1,4 +1,4 @@
-//! The bypass shapes issue #16 lists, one table per bullet: each must ask or deny in `guarded`
+//! Known bypass shapes of command policies, one table per kind: each must ask or deny in `guarded`
 //! (breaker rows ask in `autonomous` too), and each row failed on the engine before #16.
 
 use super::{check_table, policy};

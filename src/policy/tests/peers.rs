@@ -1,5 +1,5 @@
 //! Bypasses other agent gateways had reported against their command policies, replayed against
-//! ours. Each row names its source. The first four tables failed on the engine before issue #16;
+//! ours. Each row names its source. The first four tables failed on the policy's earlier parser;
 //! the last holds shapes the engine already caught, kept as regressions.
 
 use super::{check_table, policy};

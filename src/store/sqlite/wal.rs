@@ -222,7 +222,7 @@ unsafe extern "C" fn on_commit(
 /// Counting from the start of the WAL instead woke the task after nearly every commit: with
 /// four connections reading, the WAL seldom starts over, so it stayed past the bound and
 /// the task ran about two checkpoints per echo turn, each copying a few frames and syncing
-/// the database file (BENCHMARKS.md, "Round two, tenth pass").
+/// the database file.
 fn copied_before(watch: &Watch, pages: c_int) -> c_int {
     let copied = watch.copied.load(Ordering::Relaxed);
     if pages < copied { 0 } else { copied }
