@@ -1,5 +1,5 @@
 //! Known bypass shapes of command policies, one table per kind: each must ask or deny in `guarded`
-//! (breaker rows ask in `autonomous` too), and each row failed on the engine before #16.
+//! (breaker rows ask in `autonomous` too), and each row failed on the policy's earlier parser.
 
 use super::{check_table, policy};
 use crate::policy::{Mode, Verdict::*};
