@@ -10,6 +10,7 @@ mod approval_store;
 mod approvals;
 mod attach;
 mod audit;
+mod browser;
 mod budget;
 mod cluster;
 mod config;

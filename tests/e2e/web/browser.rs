@@ -3,9 +3,6 @@
 //! press comes back with the core's answer. A mid-stream screenshot is written to
 //! `target/artifacts/web-chat-midstream.png`.
 
-#[path = "../../browser/driver.rs"]
-pub(super) mod driver;
-
 use std::time::{Duration, Instant};
 
 use std::sync::Arc;
@@ -178,7 +175,7 @@ async fn streams_a_growing_draft(client: &Client) {
 #[tokio::test]
 async fn the_page_streams_reloads_keeps_script_as_text_and_answers_buttons() {
     let app = spawn_with("", vec![Arc::new(LookupDocs)]).await;
-    let Some(browser) = driver::launch().await else {
+    let Some(browser) = crate::browser::launch().await else {
         app.shutdown().await;
         return;
     };
@@ -265,7 +262,7 @@ async fn the_page_streams_reloads_keeps_script_as_text_and_answers_buttons() {
 #[tokio::test]
 async fn the_page_reconnects_after_a_restart_and_sends_what_was_typed_offline_once() {
     let mut app = spawn("").await;
-    let Some(browser) = driver::launch().await else {
+    let Some(browser) = crate::browser::launch().await else {
         app.shutdown().await;
         return;
     };

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use switchboard_standins::Reply;
 use switchboard_standins::files::csv;
 
-use super::browser::{driver, type_and_send};
+use super::browser::type_and_send;
 use super::spawn;
 use crate::attach::request_text;
 use crate::helpers::WAIT;
@@ -56,7 +56,7 @@ async fn pick(client: &Client, path: &std::path::Path) {
 #[tokio::test]
 async fn a_file_chosen_with_the_picker_is_uploaded_sent_and_saved_and_one_too_large_is_refused() {
     let app = spawn("max_attachment_bytes = 1000").await;
-    let Some(browser) = driver::launch().await else {
+    let Some(browser) = crate::browser::launch().await else {
         app.shutdown().await;
         return;
     };
