@@ -39,6 +39,24 @@ impl Browser {
         let _ = self.client.clone().close().await;
         let _ = self.driver.kill().await;
     }
+
+    /// Save a screenshot of the page as `target/artifacts/<name>.png` (`name` may hold a
+    /// folder); returns its path.
+    pub async fn screenshot(&self, name: &str) -> PathBuf {
+        let png = self.client.screenshot().await.expect("a screenshot");
+        let path = artifacts().join(format!("{name}.png"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, png).unwrap();
+        path
+    }
+}
+
+/// Where browser tests leave what they saw: `artifacts` in the target directory.
+pub fn artifacts() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/target").into());
+    target.join("artifacts")
 }
 
 fn find_binary(env: &str, candidates: &[&str]) -> Option<PathBuf> {

@@ -389,6 +389,7 @@ mod tests {
                 "/chat/upload",
                 "/chat/files/{id}",
                 "/chat/favicon.svg",
+                "/chat/icons.js",
                 "/chat"
             ]
         );

@@ -29,6 +29,8 @@ use crate::token::Expected;
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
+/// The page's icons, drawn as SVG so the page needs no emoji font on the host.
+const ICONS_JS: &str = include_str!("assets/icons.js");
 const APP_CSS: &str = include_str!("assets/app.css");
 /// The tab's icon, drawn as SVG so it needs no image file; served so the browser's icon
 /// request never ends in a 404.
@@ -58,7 +60,7 @@ pub(crate) fn query_token(query: Result<Query<TokenQuery>, QueryRejection>) -> O
 
 /// Every path the channel mounts under `base`: the page, its script, its style, the socket,
 /// the upload and file download routes (mounted by `files_routes`, outside the gateway's
-/// body limit), the icon, and (below the root) the path without its slash, which redirects to the page.
+/// body limit), the tab's icon, the icons' script, and (below the root) the path without its slash, which redirects to the page.
 pub(crate) fn paths(base: &str) -> Vec<String> {
     let mut paths = vec![
         base.to_owned(),
@@ -68,6 +70,7 @@ pub(crate) fn paths(base: &str) -> Vec<String> {
         format!("{base}upload"),
         format!("{base}files/{{id}}"),
         format!("{base}favicon.svg"),
+        format!("{base}icons.js"),
     ];
     if base != "/" {
         paths.push(base.trim_end_matches('/').to_owned());
@@ -87,8 +90,9 @@ pub(crate) fn router(
         .route(&paths[1], get(script))
         .route(&paths[2], get(style))
         .route(&paths[3], get(upgrade))
-        .route(&paths[6], get(favicon));
-    if let Some(bare) = paths.get(7) {
+        .route(&paths[6], get(favicon))
+        .route(&paths[7], get(icons));
+    if let Some(bare) = paths.get(8) {
         router = router.route(bare, get(to_base));
     }
     router.with_state(RouteState { hub, sink, closing })
@@ -163,6 +167,10 @@ fn unauthorized_page() -> Response {
 
 async fn script() -> Response {
     asset(APP_JS, "text/javascript; charset=utf-8")
+}
+
+async fn icons() -> Response {
+    asset(ICONS_JS, "text/javascript; charset=utf-8")
 }
 
 async fn favicon() -> Response {

@@ -111,15 +111,9 @@ pub(super) async fn type_and_send(client: &Client, text: &str) {
         .unwrap();
 }
 
-fn screenshot_path() -> std::path::PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/target").into());
-    target.join("artifacts").join("web-chat-midstream.png")
-}
-
 /// Send a message and watch the draft grow until the full answer; screenshot mid-way.
-async fn streams_a_growing_draft(client: &Client) {
+async fn streams_a_growing_draft(browser: &crate::browser::Browser) {
+    let client = &browser.client;
     type_and_send(client, "How do drafts work?").await;
     let mut partials: Vec<usize> = Vec::new();
     let mut progress_seen = false;
@@ -136,10 +130,7 @@ async fn streams_a_growing_draft(client: &Client) {
         if answer_started && partials.last() != Some(&bot.len()) {
             partials.push(bot.len());
             if partials.len() >= 2 && bot.len() > ANSWER.len() / 2 && !shot {
-                let png = client.screenshot().await.unwrap();
-                let path = screenshot_path();
-                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-                std::fs::write(&path, png).unwrap();
+                browser.screenshot("web-chat-midstream").await;
                 shot = true;
             }
         }
@@ -189,7 +180,7 @@ async fn the_page_streams_reloads_keeps_script_as_text_and_answers_buttons() {
         .unwrap();
     wait_for(client, "the socket", |s| s["status"] == "connected").await;
 
-    streams_a_growing_draft(client).await;
+    streams_a_growing_draft(&browser).await;
 
     client.refresh().await.unwrap();
     let reloaded = wait_for(client, "history after a reload", |s| {

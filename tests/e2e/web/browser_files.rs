@@ -48,7 +48,7 @@ async fn wait_for(client: &Client, what: &str, done: impl Fn(&Value) -> bool) ->
 }
 
 /// Choose `path` in the page's (hidden) file picker.
-async fn pick(client: &Client, path: &std::path::Path) {
+pub(super) async fn pick(client: &Client, path: &std::path::Path) {
     let picker = client.find(Locator::Css("#file")).await.unwrap();
     picker.send_keys(&path.display().to_string()).await.unwrap();
 }

@@ -29,7 +29,7 @@ const UNSET: [&str; 8] = [
     "SWITCHBOARD_CONFIG",
 ];
 
-fn switchboard() -> Command {
+pub(super) fn switchboard() -> Command {
     let mut command = Command::new(BIN);
     for name in UNSET {
         command.env_remove(name);
@@ -103,11 +103,7 @@ async fn a_first_run_without_a_key_warns_once_and_the_web_chat_says_no_api_key()
     let html = answer["message"]["html"].as_str().unwrap();
     assert!(html.contains("(trace "), "{html}");
 
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    child.wait().unwrap();
+    stop(&mut child);
     let log = std::fs::read_to_string(&log_path).unwrap();
     let warnings: Vec<&str> = log
         .lines()
@@ -121,8 +117,17 @@ async fn a_first_run_without_a_key_warns_once_and_the_web_chat_says_no_api_key()
     );
 }
 
+/// Stop the gateway as an operator would (SIGTERM) and wait for it to exit.
+pub(super) fn stop(child: &mut std::process::Child) {
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    child.wait().unwrap();
+}
+
 /// Start the real binary on the example config with `env` set; waits for `/healthz`.
-async fn run_example(
+pub(super) async fn run_example(
     dir: &std::path::Path,
     port: u16,
     env: &[(&str, String)],
@@ -203,9 +208,5 @@ async fn on_the_example_config_a_shell_command_runs_once_the_person_in_the_web_c
         "the approved command ran in the session's workspace"
     );
 
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    child.wait().unwrap();
+    stop(&mut child);
 }

@@ -5,6 +5,7 @@
 mod browser;
 mod browser_files;
 mod files;
+mod first_hour;
 mod first_run;
 mod host;
 mod socket;

@@ -23,6 +23,12 @@
   var maxChars = 8000;
   var typingTimer = null;
   var NEW_COMMAND = /^\s*\/(new|reset)(@\S*)?(\s|$)/i;
+  var icons = window.SwitchboardIcons; // icons.js: drawn icons instead of emoji
+
+  // `el` shows a paperclip and `text` (a file name, never iconized).
+  function clipped(el, text) {
+    el.replaceChildren(icons.draw('\u{1f4ce}'), ' ' + text);
+  }
 
   function uuid() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
@@ -92,6 +98,7 @@
     body.className = 'body';
     body.innerHTML = m.html;
     decorateCode(body);
+    icons.iconize(body);
     el.replaceChildren(body);
     if (m.buttons && m.buttons.length) {
       var row = document.createElement('div');
@@ -99,7 +106,7 @@
       m.buttons.forEach(function (b) {
         var button = document.createElement('button');
         button.type = 'button';
-        button.textContent = b.label;
+        icons.setText(button, b.label);
         button.addEventListener('click', function () { press(m.id, b.payload, row); });
         row.appendChild(button);
       });
@@ -115,7 +122,7 @@
       notice.className = 'notice';
       el.appendChild(notice);
     }
-    notice.textContent = text;
+    icons.setText(notice, text);
   }
 
   function element(id, role) {
@@ -224,7 +231,7 @@
     var el = document.createElement('span');
     el.className = 'chip uploading';
     var label = document.createElement('span');
-    label.textContent = '📎 ' + name + ' …';
+    clipped(label, name + ' …');
     var drop = document.createElement('button');
     drop.type = 'button';
     drop.title = 'Remove';
@@ -259,12 +266,12 @@
     }).then(function (answer) {
       entry.id = answer.id;
       c.el.classList.remove('uploading');
-      c.label.textContent = '📎 ' + answer.name;
+      clipped(c.label, answer.name);
     }, function (error) {
       entry.failed = true;
       c.el.classList.remove('uploading');
       c.el.classList.add('failed');
-      c.label.textContent = '📎 ' + file.name + ': ' + error.message;
+      clipped(c.label, file.name + ': ' + error.message);
       showBanner(file.name + ': ' + error.message);
     });
   }
@@ -303,7 +310,7 @@
       if (text) body.appendChild(p);
       ready.forEach(function (f) {
         var line = document.createElement('div');
-        line.textContent = '📎 ' + f.name;
+        clipped(line, f.name);
         body.appendChild(line);
       });
       el.replaceChildren(body);
