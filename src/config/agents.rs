@@ -257,7 +257,10 @@ fn profile_problems(
     }
     for skill in profile.skills.iter().flatten() {
         if let Err(why) = crate::skills::check_name(skill) {
-            problems.push((key("skills"), format!("{skill:?} is not a skill name: {why}")));
+            problems.push((
+                key("skills"),
+                format!("{skill:?} is not a skill name: {why}"),
+            ));
         }
     }
     if profile.max_tool_iterations == Some(0) {

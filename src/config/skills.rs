@@ -38,7 +38,11 @@ pub(super) fn problems(config: &SkillsConfig) -> Vec<(String, String)> {
             out.push(("skills.dirs".into(), message));
         }
     }
-    if config.lock.as_ref().is_some_and(|l| l.as_os_str().is_empty()) {
+    if config
+        .lock
+        .as_ref()
+        .is_some_and(|l| l.as_os_str().is_empty())
+    {
         out.push(("skills.lock".into(), "must not be empty".into()));
     }
     out

@@ -243,9 +243,12 @@ impl Agents {
         }
         let profile = active.profile();
         let skills = &profile.skills;
-        let built_in = (self.toolbox.for_conversation(key, &skills.roots()).into_iter())
-            .chain(self.toolbox.send_file(key, files))
-            .filter(|tool| profile.offers(tool.name()));
+        let built_in = (self
+            .toolbox
+            .for_conversation(key, &skills.roots())
+            .into_iter())
+        .chain(self.toolbox.send_file(key, files))
+        .filter(|tool| profile.offers(tool.name()));
         if !skills.is_empty() {
             builder = builder
                 .tool(Arc::new(SkillTool::new(Arc::clone(skills))))

@@ -39,7 +39,11 @@ fn skills(config: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(err) = &catalog.lock_error {
         let fix = "repair or remove the lock file, then trust each skill again";
-        out.push(Finding::new(Severity::Warning, format!("skills: {err}"), fix));
+        out.push(Finding::new(
+            Severity::Warning,
+            format!("skills: {err}"),
+            fix,
+        ));
     }
     let lock = &catalog.pins.file;
     if let Ok(meta) = std::fs::metadata(lock)
@@ -47,7 +51,10 @@ fn skills(config: &Config) -> Vec<Finding> {
     {
         out.push(Finding::new(
             Severity::Critical,
-            format!("{} can be written by other users, who could trust any skill", lock.display()),
+            format!(
+                "{} can be written by other users, who could trust any skill",
+                lock.display()
+            ),
             format!("chmod go-w {}", lock.display()),
         ));
     }
@@ -59,7 +66,10 @@ fn skills(config: &Config) -> Vec<Finding> {
         };
         let what = match &found.state {
             crate::skills::State::Changed { .. } => {
-                format!("skill `{}` changed since it was trusted and is not loaded", found.name)
+                format!(
+                    "skill `{}` changed since it was trusted and is not loaded",
+                    found.name
+                )
             }
             crate::skills::State::Untrusted => {
                 format!("skill `{}` was never trusted and is not loaded", found.name)

@@ -340,7 +340,10 @@ mod tests {
         let reason = sandbox.posture().disabled_reason().unwrap();
         assert!(reason.contains("/nonexistent/switchboard"), "{reason}");
         assert_eq!(sandbox.warnings(), vec![reason.clone()]);
-        assert_eq!(sandbox.command(dir.path(), "true", &[]).unwrap_err(), reason);
+        assert_eq!(
+            sandbox.command(dir.path(), "true", &[]).unwrap_err(),
+            reason
+        );
     }
 
     #[test]

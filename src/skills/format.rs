@@ -89,7 +89,8 @@ pub fn parse(text: &str, folder: &str) -> Result<Manifest, Vec<String>> {
             FIELDS.join(", ")
         ));
     }
-    let name = required(&fields, "name", &mut problems).map(|n| n.trim().nfkc().collect::<String>());
+    let name =
+        required(&fields, "name", &mut problems).map(|n| n.trim().nfkc().collect::<String>());
     if let Some(name) = &name {
         let own = name_problems(name);
         if own.is_empty() && folder.nfkc().collect::<String>() != *name {
@@ -138,7 +139,10 @@ fn split(text: &str) -> Result<(&str, &str), String> {
     let Some(rest) = text.strip_prefix("---") else {
         return Err("SKILL.md must start with YAML frontmatter (---)".into());
     };
-    let Some(rest) = rest.strip_prefix('\n').or_else(|| rest.strip_prefix("\r\n")) else {
+    let Some(rest) = rest
+        .strip_prefix('\n')
+        .or_else(|| rest.strip_prefix("\r\n"))
+    else {
         return Err("SKILL.md must start with YAML frontmatter (---)".into());
     };
     let mut at = 0;
@@ -284,7 +288,10 @@ mod tests {
         assert_eq!(m.name, "pdf-forms");
         assert_eq!(m.description, "Fill PDF forms.");
         assert_eq!(m.body, "# Body\nDo the thing.");
-        assert_eq!(m.allowed_tools, Some(vec!["shell".into(), "file_read".into()]));
+        assert_eq!(
+            m.allowed_tools,
+            Some(vec!["shell".into(), "file_read".into()])
+        );
         assert_eq!(m.metadata["version"], "1.0");
         assert_eq!(m.license.as_deref(), Some("MIT"));
     }
@@ -292,21 +299,69 @@ mod tests {
     #[test]
     fn every_rule_of_the_format_is_reported() {
         let cases = [
-            (skill("description: x"), "pdf", "Missing required field in frontmatter: name"),
-            (skill("name: pdf"), "pdf", "Missing required field in frontmatter: description"),
-            (skill("name: PDF\ndescription: x"), "PDF", "must be lowercase"),
-            (skill("name: a_b\ndescription: x"), "a_b", "invalid characters"),
-            (skill("name: -ab\ndescription: x"), "-ab", "start or end with a hyphen"),
-            (skill("name: a--b\ndescription: x"), "a--b", "consecutive hyphens"),
-            (skill("name: pdf\ndescription: x"), "other", "must match skill name"),
-            (skill("name: pdf\ndescription: \"\""), "pdf", "must be a non-empty string"),
-            (skill("name: pdf\ndescription: x\nversion: 2"), "pdf", "Unexpected fields"),
-            ("# no front matter\n".into(), "pdf", "must start with YAML frontmatter"),
+            (
+                skill("description: x"),
+                "pdf",
+                "Missing required field in frontmatter: name",
+            ),
+            (
+                skill("name: pdf"),
+                "pdf",
+                "Missing required field in frontmatter: description",
+            ),
+            (
+                skill("name: PDF\ndescription: x"),
+                "PDF",
+                "must be lowercase",
+            ),
+            (
+                skill("name: a_b\ndescription: x"),
+                "a_b",
+                "invalid characters",
+            ),
+            (
+                skill("name: -ab\ndescription: x"),
+                "-ab",
+                "start or end with a hyphen",
+            ),
+            (
+                skill("name: a--b\ndescription: x"),
+                "a--b",
+                "consecutive hyphens",
+            ),
+            (
+                skill("name: pdf\ndescription: x"),
+                "other",
+                "must match skill name",
+            ),
+            (
+                skill("name: pdf\ndescription: \"\""),
+                "pdf",
+                "must be a non-empty string",
+            ),
+            (
+                skill("name: pdf\ndescription: x\nversion: 2"),
+                "pdf",
+                "Unexpected fields",
+            ),
+            (
+                "# no front matter\n".into(),
+                "pdf",
+                "must start with YAML frontmatter",
+            ),
             ("---\nname: pdf\n".into(), "pdf", "not properly closed"),
             (skill("name: [pdf\ndescription: x"), "pdf", "Invalid YAML"),
             (skill("- a\n- b"), "pdf", "must be a YAML mapping"),
-            (skill("name: pdf\ndescription: x\nmetadata: {a: b}"), "pdf", "flow style"),
-            (skill("name: pdf\ndescription: &d x\nlicense: *d"), "pdf", "an anchor"),
+            (
+                skill("name: pdf\ndescription: x\nmetadata: {a: b}"),
+                "pdf",
+                "flow style",
+            ),
+            (
+                skill("name: pdf\ndescription: &d x\nlicense: *d"),
+                "pdf",
+                "an anchor",
+            ),
         ];
         for (text, folder, expected) in cases {
             let problems = parse(&text, folder).unwrap_err();
@@ -328,13 +383,17 @@ mod tests {
         assert!(parse(&skill(&format!("name: a\ndescription: {desc}")), "a").is_ok());
         let over = format!("name: a\ndescription: {desc}x");
         assert!(parse(&skill(&over), "a").unwrap_err()[0].contains("1024"));
-        let compat = format!("name: a\ndescription: x\ncompatibility: {}", "c".repeat(501));
+        let compat = format!(
+            "name: a\ndescription: x\ncompatibility: {}",
+            "c".repeat(501)
+        );
         assert!(parse(&skill(&compat), "a").unwrap_err()[0].contains("500"));
     }
 
     #[test]
     fn brackets_inside_text_and_block_scalars_are_text() {
-        let text = skill("name: pdf\ndescription: |\n  [draft] fill {forms}\n  *carefully*\nlicense: MIT");
+        let text =
+            skill("name: pdf\ndescription: |\n  [draft] fill {forms}\n  *carefully*\nlicense: MIT");
         let m = parse(&text, "pdf").unwrap();
         assert!(m.description.starts_with("[draft] fill {forms}"), "{m:?}");
         assert!(parse(&skill("name: pdf\ndescription: use [brackets]"), "pdf").is_ok());
@@ -342,7 +401,12 @@ mod tests {
 
     #[test]
     fn scalars_are_text_and_unicode_names_are_normalised() {
-        assert_eq!(parse(&skill("name: 123\ndescription: 4.5"), "123").unwrap().description, "4.5");
+        assert_eq!(
+            parse(&skill("name: 123\ndescription: 4.5"), "123")
+                .unwrap()
+                .description,
+            "4.5"
+        );
         assert!(parse(&skill("name: café\ndescription: x"), "café").is_ok());
         assert!(check_name("ok-name-2").is_ok());
         assert!(check_name("Bad").is_err() && check_name("").is_err());

@@ -96,11 +96,9 @@ impl Found {
                 "its files changed since it was trusted: review {}, then run `switchboard skills trust {name}` (or restore the reviewed files)",
                 self.path.display()
             )),
-            State::Invalid(reasons) => Some(format!(
-                "{}: {}",
-                self.path.display(),
-                reasons.join("; ")
-            )),
+            State::Invalid(reasons) => {
+                Some(format!("{}: {}", self.path.display(), reasons.join("; ")))
+            }
         }
     }
 }
@@ -122,14 +120,24 @@ impl Catalog {
         let file = config.lock_file(data_dir);
         let (pins, lock_error) = match Pins::read(&file) {
             Ok(pins) => (pins, None),
-            Err(err) => (Pins { file, ..Pins::default() }, Some(err)),
+            Err(err) => (
+                Pins {
+                    file,
+                    ..Pins::default()
+                },
+                Some(err),
+            ),
         };
         let mut found: Vec<Found> = Vec::new();
         for dir in &config.dirs {
             for path in folders(dir, &mut found) {
                 let mut skill = examine(&path, &pins);
                 if let Some(first) = found.iter().find(|f| f.name == skill.name) {
-                    let why = format!("a skill named {:?} is already in {}", skill.name, first.path.display());
+                    let why = format!(
+                        "a skill named {:?} is already in {}",
+                        skill.name,
+                        first.path.display()
+                    );
                     skill.state = State::Invalid(vec![why]);
                 }
                 found.push(skill);
@@ -151,15 +159,23 @@ impl Catalog {
     /// skill that is not valid, or that is not there.
     pub fn trust(&mut self, name: &str) -> Result<String, String> {
         if let Some(err) = &self.lock_error {
-            return Err(format!("the lock file cannot be read, so it is left alone: {err}"));
+            return Err(format!(
+                "the lock file cannot be read, so it is left alone: {err}"
+            ));
         }
         let found = self
             .get(name)
             .ok_or_else(|| format!("no skill folder named {name:?} in [skills] dirs"))?;
         if let State::Invalid(reasons) = &found.state {
-            return Err(format!("{name} is not a valid skill: {}", reasons.join("; ")));
+            return Err(format!(
+                "{name} is not a valid skill: {}",
+                reasons.join("; ")
+            ));
         }
-        let contents = found.contents.as_ref().ok_or("its files could not be read")?;
+        let contents = found
+            .contents
+            .as_ref()
+            .ok_or("its files could not be read")?;
         let pin = Pin {
             sha256: contents.hash.clone(),
             path: std::path::absolute(&found.path).unwrap_or_else(|_| found.path.clone()),
@@ -225,7 +241,9 @@ fn examine(path: &Path, pins: &Pins) -> Found {
             return found;
         }
     };
-    let skill_md = contents.file("SKILL.md").or_else(|| contents.file("skill.md"));
+    let skill_md = contents
+        .file("SKILL.md")
+        .or_else(|| contents.file("skill.md"));
     let parsed = match skill_md.map(|f| std::str::from_utf8(&f.bytes)) {
         None => Err(vec!["Missing required file: SKILL.md".to_owned()]),
         Some(Err(_)) => Err(vec!["SKILL.md is not UTF-8 text".to_owned()]),

@@ -89,7 +89,9 @@ fn walk(dir: &Path, prefix: &str, out: &mut Vec<File>, total: &mut u64) -> Resul
                 bytes,
             });
         } else if meta.file_type().is_symlink() {
-            return Err(format!("{rel} is a symbolic link; a skill holds only its own files"));
+            return Err(format!(
+                "{rel} is a symbolic link; a skill holds only its own files"
+            ));
         } else {
             return Err(format!("{rel} is not a regular file"));
         }
@@ -181,9 +183,17 @@ mod tests {
         let exec = Contents::read(skill).unwrap();
         assert_ne!(exec.hash, first.hash, "the mode counts");
         std::fs::write(skill.join("scripts/run.sh"), "echo ho").unwrap();
-        assert_ne!(Contents::read(skill).unwrap().hash, exec.hash, "the bytes count");
+        assert_ne!(
+            Contents::read(skill).unwrap().hash,
+            exec.hash,
+            "the bytes count"
+        );
         std::fs::write(skill.join("extra"), "").unwrap();
-        assert_eq!(Contents::read(skill).unwrap().files.len(), 3, "every file counts");
+        assert_eq!(
+            Contents::read(skill).unwrap().files.len(),
+            3,
+            "every file counts"
+        );
     }
 
     #[test]

@@ -11,7 +11,9 @@ pub fn check_lines(config: &Config, catalog: &Catalog) -> (Vec<String>, bool) {
     let mut lines = Vec::new();
     let mut bad = false;
     if let Some(err) = &catalog.lock_error {
-        lines.push(format!("skills: the lock file cannot be read, so no skill loads: {err}"));
+        lines.push(format!(
+            "skills: the lock file cannot be read, so no skill loads: {err}"
+        ));
         bad = true;
     }
     for found in &catalog.found {
@@ -48,7 +50,12 @@ pub fn list(config: &Config, catalog: &Catalog) -> String {
     if catalog.found.is_empty() {
         return "no skills: [skills] dirs holds no skill folder\n".into();
     }
-    let width = catalog.found.iter().map(|f| f.name.len()).max().unwrap_or(0);
+    let width = catalog
+        .found
+        .iter()
+        .map(|f| f.name.len())
+        .max()
+        .unwrap_or(0);
     let mut out = String::new();
     for found in &catalog.found {
         let profiles = profiles_using(config, &found.name).join(", ");
@@ -56,7 +63,11 @@ pub fn list(config: &Config, catalog: &Catalog) -> String {
             "{:width$}  {:9}  profiles: {}\n",
             found.name,
             found.state.label(),
-            if profiles.is_empty() { "none" } else { &profiles }
+            if profiles.is_empty() {
+                "none"
+            } else {
+                &profiles
+            }
         ));
         if let Some(fix) = found.fix() {
             out.push_str(&format!("{:width$}  ↳ {fix}\n", ""));

@@ -73,7 +73,10 @@ impl Tool for SkillTool {
                 out.push_str(&format!("- {file}\n"));
             }
             if skill.files.len() > LISTED_FILES {
-                out.push_str(&format!("… and {} more\n", skill.files.len() - LISTED_FILES));
+                out.push_str(&format!(
+                    "… and {} more\n",
+                    skill.files.len() - LISTED_FILES
+                ));
             }
         }
         ToolResult::ok(out)

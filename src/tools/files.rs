@@ -61,9 +61,10 @@ impl FileTool {
         let root = self.read_only.iter().find(|r| path.starts_with(r.path()));
         match (root, self.op) {
             (None, _) => Ok((self.workspace.clone(), rel.to_owned())),
-            (Some(_), FileOp::Write | FileOp::Edit) => {
-                Err("a skill's files are read-only; copy the file into the workspace to change it".into())
-            }
+            (Some(_), FileOp::Write | FileOp::Edit) => Err(
+                "a skill's files are read-only; copy the file into the workspace to change it"
+                    .into(),
+            ),
             (Some(root), FileOp::Read | FileOp::List) => {
                 let inner = path.strip_prefix(root.path()).unwrap_or(path);
                 let inner = inner.to_str().filter(|s| !s.is_empty()).unwrap_or(".");

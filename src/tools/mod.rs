@@ -180,7 +180,8 @@ mod tests {
         let evil = tb.workspace(&ConversationKey::new("web", "../../etc"));
         assert!(evil.starts_with(data.join("workspaces/web/")), "{evil:?}");
         assert_eq!(
-            tb.for_conversation(&ConversationKey::new("x", "y"), &[]).len(),
+            tb.for_conversation(&ConversationKey::new("x", "y"), &[])
+                .len(),
             4
         );
     }

@@ -83,7 +83,10 @@ impl Tool for ShellTool {
         let timeout = args["timeout_secs"]
             .as_u64()
             .map_or(self.timeout, |s| Duration::from_secs(s).min(self.timeout));
-        let cmd = match self.sandbox.command(&self.workspace, command, &self.read_only) {
+        let cmd = match self
+            .sandbox
+            .command(&self.workspace, command, &self.read_only)
+        {
             Ok(cmd) => cmd,
             Err(reason) => return ToolResult::err(reason),
         };

@@ -16,10 +16,12 @@ fn run(shelf: &Shelf, args: &[&str]) -> (Option<i32>, String) {
         shelf.config()
     );
     std::fs::write(&config, text).unwrap();
+    let (command, rest) = args.split_first().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(args)
+        .arg(command)
         .arg("--config")
         .arg(&config)
+        .args(rest)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -35,8 +37,14 @@ fn check_reports_an_invalid_skill_with_its_path_and_reason_and_fails() {
     shelf.trust("deploy");
     let (code, out) = run(&shelf, &["check"]);
     assert_eq!(code, Some(1), "{out}");
-    let line = out.lines().find(|l| l.starts_with("skill Deploy_Tool")).unwrap_or_default();
-    assert!(line.contains("invalid, not loaded") && line.contains(&bad.display().to_string()), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("skill Deploy_Tool"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("invalid, not loaded") && line.contains(&bad.display().to_string()),
+        "{out}"
+    );
     assert!(line.contains("must be lowercase"), "{out}");
     assert!(out.contains("skill deploy: trusted (1 files)"), "{out}");
 }
@@ -49,16 +57,25 @@ fn skills_trust_pins_a_skill_and_list_shows_states_and_profiles() {
     let (code, out) = run(&shelf, &["skills", "list"]);
     assert_eq!(code, Some(0), "{out}");
     let deploy = out.lines().find(|l| l.starts_with("deploy")).unwrap();
-    assert!(deploy.contains("untrusted") && deploy.contains("profiles: default, ops"), "{out}");
+    assert!(
+        deploy.contains("untrusted") && deploy.contains("profiles: default, ops"),
+        "{out}"
+    );
     assert!(out.contains("switchboard skills trust deploy"), "{out}");
     let (code, out) = run(&shelf, &["skills", "trust", "deploy"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("trusted deploy (sha256:"), "{out}");
     let lock = std::fs::read_to_string(shelf.path().join("skills.lock")).unwrap();
-    assert!(lock.contains("[deploy]") && lock.contains("sha256 = \"sha256:"), "{lock}");
+    assert!(
+        lock.contains("[deploy]") && lock.contains("sha256 = \"sha256:"),
+        "{lock}"
+    );
     let (_, out) = run(&shelf, &["skills", "list"]);
     let deploy = out.lines().find(|l| l.starts_with("deploy")).unwrap();
-    assert!(deploy.contains("trusted") && !deploy.contains("untrusted"), "{out}");
+    assert!(
+        deploy.contains("trusted") && !deploy.contains("untrusted"),
+        "{out}"
+    );
     let notes = out.lines().find(|l| l.starts_with("notes")).unwrap();
     assert!(notes.contains("profiles: default"), "{out}");
     let (code, out) = run(&shelf, &["skills", "trust", "nope"]);
@@ -84,8 +101,18 @@ fn check_and_doctor_say_a_changed_skill_is_not_loaded_and_how_to_trust_it_again(
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["what"].as_str().unwrap_or_default().contains("skill `deploy` changed"))
+        .find(|f| {
+            f["what"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("skill `deploy` changed")
+        })
         .unwrap_or_else(|| panic!("{out}"));
     assert_eq!(changed["severity"], "warning");
-    assert!(changed["fix"].as_str().unwrap().contains("switchboard skills trust deploy"));
+    assert!(
+        changed["fix"]
+            .as_str()
+            .unwrap()
+            .contains("switchboard skills trust deploy")
+    );
 }
