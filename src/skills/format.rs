@@ -60,6 +60,25 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// reference's words where it has them.
 pub fn parse(text: &str, folder: &str) -> Result<Manifest, Vec<String>> {
     let (front, body) = split(text).map_err(|e| vec![e])?;
+    let fields = read_fields(front)?;
+    let problems = check_fields(&fields, folder);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let text = |key: &str| fields.get(key).and_then(scalar);
+    Ok(Manifest {
+        name: text("name").unwrap_or_default().trim().nfkc().collect(),
+        description: text("description").unwrap_or_default().trim().to_owned(),
+        license: text("license"),
+        compatibility: text("compatibility"),
+        metadata: metadata(fields.get("metadata")),
+        allowed_tools: fields.get("allowed-tools").map(allowed_tools),
+        body: body.trim().to_owned(),
+    })
+}
+
+/// The front matter's fields by key, or why it cannot be read.
+fn read_fields(front: &str) -> Result<BTreeMap<String, Value>, Vec<String>> {
     if let Some(line) = outside_subset(front) {
         return Err(vec![format!(
             "Invalid YAML in frontmatter: line {line} uses flow style, an anchor, an alias or a tag, which the format's YAML does not allow"
@@ -77,6 +96,11 @@ pub fn parse(text: &str, folder: &str) -> Result<Manifest, Vec<String>> {
         };
         fields.insert(key, value);
     }
+    Ok(fields)
+}
+
+/// The checks of a whole front matter, as the reference makes them.
+fn check_fields(fields: &BTreeMap<String, Value>, folder: &str) -> Vec<String> {
     let mut problems = Vec::new();
     let extra: Vec<&str> = (fields.keys())
         .map(String::as_str)
@@ -89,8 +113,7 @@ pub fn parse(text: &str, folder: &str) -> Result<Manifest, Vec<String>> {
             FIELDS.join(", ")
         ));
     }
-    let name =
-        required(&fields, "name", &mut problems).map(|n| n.trim().nfkc().collect::<String>());
+    let name = required(fields, "name", &mut problems).map(|n| n.trim().nfkc().collect::<String>());
     if let Some(name) = &name {
         let own = name_problems(name);
         if own.is_empty() && folder.nfkc().collect::<String>() != *name {
@@ -100,7 +123,7 @@ pub fn parse(text: &str, folder: &str) -> Result<Manifest, Vec<String>> {
         }
         problems.extend(own);
     }
-    let description = required(&fields, "description", &mut problems);
+    let description = required(fields, "description", &mut problems);
     if let Some(d) = &description
         && d.chars().count() > MAX_DESCRIPTION_CHARS
     {
@@ -109,8 +132,7 @@ pub fn parse(text: &str, folder: &str) -> Result<Manifest, Vec<String>> {
             d.chars().count()
         ));
     }
-    let compatibility = fields.get("compatibility").map(scalar);
-    match &compatibility {
+    match fields.get("compatibility").map(scalar) {
         Some(None) => problems.push("Field 'compatibility' must be a string".into()),
         Some(Some(c)) if c.chars().count() > MAX_COMPATIBILITY_CHARS => problems.push(format!(
             "Compatibility exceeds {MAX_COMPATIBILITY_CHARS} character limit ({} chars)",
@@ -118,18 +140,7 @@ pub fn parse(text: &str, folder: &str) -> Result<Manifest, Vec<String>> {
         )),
         _ => {}
     }
-    match (name, description, problems.is_empty()) {
-        (Some(name), Some(description), true) => Ok(Manifest {
-            name,
-            description: description.trim().to_owned(),
-            license: fields.get("license").and_then(scalar),
-            compatibility: compatibility.flatten(),
-            metadata: metadata(fields.get("metadata")),
-            allowed_tools: fields.get("allowed-tools").map(allowed_tools),
-            body: body.trim().to_owned(),
-        }),
-        _ => Err(problems),
-    }
+    problems
 }
 
 /// The front matter and the body of `text`: the front matter runs from an opening `---`
@@ -296,6 +307,16 @@ mod tests {
         assert_eq!(m.license.as_deref(), Some("MIT"));
     }
 
+    fn assert_reported(cases: &[(String, &str, &str)]) {
+        for (text, folder, expected) in cases {
+            let problems = parse(text, folder).unwrap_err();
+            assert!(
+                problems.iter().any(|p| p.contains(expected)),
+                "{text:?}: {problems:?} lacks {expected:?}"
+            );
+        }
+    }
+
     #[test]
     fn every_rule_of_the_format_is_reported() {
         let cases = [
@@ -344,6 +365,13 @@ mod tests {
                 "pdf",
                 "Unexpected fields",
             ),
+        ];
+        assert_reported(&cases);
+    }
+
+    #[test]
+    fn a_front_matter_that_cannot_be_read_is_reported() {
+        let cases = [
             (
                 "# no front matter\n".into(),
                 "pdf",
@@ -363,13 +391,7 @@ mod tests {
                 "an anchor",
             ),
         ];
-        for (text, folder, expected) in cases {
-            let problems = parse(&text, folder).unwrap_err();
-            assert!(
-                problems.iter().any(|p| p.contains(expected)),
-                "{text:?}: {problems:?} lacks {expected:?}"
-            );
-        }
+        assert_reported(&cases);
     }
 
     #[test]
