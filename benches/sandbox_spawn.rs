@@ -72,7 +72,7 @@ fn main() {
         };
         let sandbox = Sandbox::new(&config, dir.path());
         println!("posture: {}", sandbox.posture());
-        let t = measure(&rt, || sandbox.command(&ws, "true").unwrap());
+        let t = measure(&rt, || sandbox.command(&ws, "true", &[]).unwrap());
         let name = format!("sandboxed (ns {namespaces}, cgroups {cgroups})");
         println!(
             "{name:<34} median {:>9.2?}  p10 {:>9.2?}  p90 {:>9.2?}  added {:>9.2?}",

@@ -186,7 +186,8 @@ impl Gateway {
         let scrubber = Arc::new(config.scrubber());
         let metrics = Arc::new(Metrics::new());
         let fallbacks = Some(metrics.llm_fallbacks.clone());
-        let profiles = Profiles::from_config(config, self.provider.clone(), fallbacks)?;
+        let skills = crate::skills::Skills::load(config);
+        let profiles = Profiles::from_config(config, &skills, self.provider.clone(), fallbacks)?;
         let schedules = self.schedules(&store);
         let toolbox = toolbox.with_schedules(Arc::clone(&schedules));
         let mcp = mcp(config, toolbox.sandbox(), &metrics, shutdown);

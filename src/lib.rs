@@ -24,6 +24,8 @@
 //! - [`budget`]: daily token and tool-run budgets per conversation and per user.
 //! - [`tools`]: built-in tools (shell, files, http_fetch), confined to a workspace.
 //! - [`mcp`]: Model Context Protocol servers as tool sources, sandboxed and gated.
+//! - [`skills`]: Agent Skills: checked, pinned by content hash, named in the prompt, loaded
+//!   by the `skill` tool, their files read-only to tools.
 //! - [`sandbox`]: the supervisor every tool process runs under (namespaces, limits, Landlock,
 //!   seccomp) and the posture it measured on this host.
 //! - [`scrub`]: credential redaction for tool output, chat, history and logs.
@@ -74,6 +76,7 @@ pub mod provider;
 pub mod sandbox;
 pub mod schedule;
 pub mod scrub;
+pub mod skills;
 pub mod store;
 pub mod telemetry;
 pub mod tools;

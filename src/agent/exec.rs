@@ -1,7 +1,8 @@
 //! Running the tool calls of one response: each passes the gate first; arguments are
 //! validated against the tool's schema; read-only batches run concurrently (otherwise in
 //! order); results are scrubbed of credentials before the model, history or draft sees them.
-//! A call the gate suspends stops the batch there.
+//! A call the gate suspends stops the batch there. Once the turn has loaded a skill that
+//! declares `allowed-tools`, a call outside them is refused before the gate sees it.
 
 use std::time::{Duration, Instant};
 
@@ -10,7 +11,7 @@ use serde_json::Value;
 
 use super::{AgentEvent, AgentLoop, Resolution, Tool, ToolResult};
 use crate::policy::{Decision, Verdict};
-use crate::provider::ToolCall;
+use crate::provider::{ChatMessage, ToolCall};
 
 /// Tool output carried in `ToolCompleted` events (the full output goes to the model).
 const EVENT_OUTPUT_CHARS: usize = 4000;
@@ -23,13 +24,14 @@ pub(super) struct Batch {
 }
 
 impl AgentLoop {
-    /// Gate and run `calls`.
+    /// Gate and run `calls`, the turn so far being `turn`.
     pub(super) async fn execute_batch(
         &self,
         calls: &[ToolCall],
+        turn: &[ChatMessage],
         on_event: &mut impl FnMut(AgentEvent),
     ) -> Batch {
-        let mut decisions = self.gate_all(calls).await;
+        let mut decisions = self.gate_all(calls, turn).await;
         // The reason quotes the call; it is shown, audited and stored, so it is scrubbed once
         // here (the resolved decision of a suspended call comes from the stored approval).
         for decision in &mut decisions {
@@ -84,10 +86,16 @@ impl AgentLoop {
         }
     }
 
-    /// The gate's decision for each call, in order (every call runs without a gate).
-    async fn gate_all(&self, calls: &[ToolCall]) -> Vec<Decision> {
+    /// The gate's decision for each call, in order (every call runs without a gate); a call
+    /// outside the `allowed-tools` of a skill `turn` loaded is refused without asking.
+    async fn gate_all(&self, calls: &[ToolCall], turn: &[ChatMessage]) -> Vec<Decision> {
+        let narrowing = self.skills.as_ref().and_then(|s| s.narrowing(turn));
         let mut decisions = Vec::with_capacity(calls.len());
         for call in calls {
+            if let Some(narrowing) = narrowing.as_ref().filter(|n| !n.allows(call)) {
+                decisions.push(Decision::by_mode(Verdict::Deny, narrowing.reason(call)));
+                continue;
+            }
             let read_only = self.find(&call.name).is_some_and(|t| t.read_only());
             decisions.push(match &self.gate {
                 Some(gate) => gate.check(call, read_only).await,

@@ -215,6 +215,7 @@ pub struct AgentLoopBuilder {
     gate: Option<Arc<dyn Gate>>,
     offload: Option<Offload>,
     checkpoints: Option<Arc<crate::checkpoint::Checkpointer>>,
+    skills: Option<Arc<crate::skills::SkillSet>>,
 }
 
 impl AgentLoopBuilder {
@@ -273,6 +274,12 @@ impl AgentLoopBuilder {
         self
     }
 
+    /// Narrow a turn to the `allowed-tools` of the `skills` it loads (default: no skills).
+    pub fn skills(mut self, skills: Arc<crate::skills::SkillSet>) -> Self {
+        self.skills = Some(skills);
+        self
+    }
+
     /// Finish.
     pub fn build(self) -> AgentLoop {
         AgentLoop {
@@ -284,6 +291,7 @@ impl AgentLoopBuilder {
             gate: self.gate,
             offload: self.offload,
             checkpoints: self.checkpoints,
+            skills: self.skills,
         }
     }
 }
@@ -298,6 +306,8 @@ pub struct AgentLoop {
     gate: Option<Arc<dyn Gate>>,
     offload: Option<Offload>,
     checkpoints: Option<Arc<crate::checkpoint::Checkpointer>>,
+    /// The profile's skills, whose `allowed-tools` narrow a turn that loaded one.
+    skills: Option<Arc<crate::skills::SkillSet>>,
 }
 
 impl AgentLoop {

@@ -156,7 +156,7 @@ impl AgentLoop {
         record(&mut state, &s.pending, result);
         if !s.remaining.is_empty() {
             let batch = tokio::select! {
-                b = self.execute_batch(&s.remaining, &mut on_event) => b,
+                b = self.execute_batch(&s.remaining, &state.run.messages, &mut on_event) => b,
                 () = cancel.cancelled() => return Err(cancelled(state, &s.remaining)),
             };
             if let Some(suspended) = self.absorb(&mut state, &s.remaining, batch)? {
@@ -216,7 +216,7 @@ impl AgentLoop {
                 return Err(cancelled(state, &response.calls));
             }
             let batch = tokio::select! {
-                b = self.execute_batch(&response.calls, &mut on_event) => b,
+                b = self.execute_batch(&response.calls, &state.run.messages, &mut on_event) => b,
                 () = cancel.cancelled() => return Err(cancelled(state, &response.calls)),
             };
             if let Some(suspended) = self.absorb(&mut state, &response.calls, batch)? {

@@ -1,6 +1,7 @@
 //! The command line: `run`, `check`, `migrate`, `audit`, `approvals`, `healthcheck`,
-//! `memory`, `access` and `web-token`, each a thin layer over library code. Which config
-//! file they read is `config_file`'s business (a user's file, else a fallback).
+//! `memory`, `access`, `schedules`, `skills` and `web-token`, each a thin layer over library
+//! code. Which config file they read is `config_file`'s business (a user's file, else a
+//! fallback).
 //!
 //! Every subcommand loads the config through [`config::load`], which parses it and then runs
 //! every check, including each channel crate's own `validate()` and the route collisions
@@ -55,6 +56,8 @@ pub enum Command {
     Access(crate::access::cli::AccessArgs),
     /// List the operator's `[[schedules]]` with their next run (`--all`: chat tasks too).
     Schedules(crate::schedule::operator::SchedulesArgs),
+    /// Agent Skills: list them with their state, or trust one as its files are now.
+    Skills(crate::skills::cli::SkillsArgs),
     /// Print the web chat's link with its access token; --rotate replaces a generated one.
     #[cfg(feature = "web")]
     WebToken(crate::web_token::WebTokenArgs),
@@ -220,16 +223,34 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             for warning in crate::mcp::path_warnings(&config, user) {
                 println!("warning: {warning}");
             }
+            let skills_bad = check_skills(&config);
             if args.probe && !crate::probe::run(&config).await {
                 return Ok(ExitCode::FAILURE);
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(match skills_bad {
+                true => ExitCode::FAILURE,
+                false => ExitCode::SUCCESS,
+            })
         }
         Err(err) => {
             eprintln!("{err}");
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// `check`'s skill lines; true when a skill will not load (exit 1, so a deployment script
+/// stops before a skill silently goes missing).
+fn check_skills(config: &Config) -> bool {
+    if config.skills.dirs.is_empty() {
+        return false;
+    }
+    let catalog = crate::skills::Catalog::scan(&config.skills, &config.gateway.data_dir);
+    let (lines, bad) = crate::skills::report::check_lines(config, &catalog);
+    for line in lines {
+        println!("{line}");
+    }
+    bad
 }
 
 /// `switchboard migrate`.

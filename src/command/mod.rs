@@ -90,6 +90,8 @@ pub enum Command {
     Rewind(Option<i64>),
     /// List this conversation's models (`/model`) or switch to one (`/model <name>`).
     Model(Option<String>),
+    /// List the Agent Skills this conversation's profile may use.
+    Skills,
 }
 
 impl Command {
@@ -123,6 +125,7 @@ impl Command {
                 .map(Self::Unschedule),
             "tz" => Some(Self::Tz(words.next().map(str::to_owned))),
             "model" | "models" => Some(Self::Model(words.next().map(str::to_owned))),
+            "skills" => Some(Self::Skills),
             _ => None,
         }
     }
@@ -136,8 +139,9 @@ impl Command {
             Self::Help | Self::Approve(_) | Self::Deny(_) | Self::Usage => HELP,
             // Answered by the scheduler (`schedule::Schedules::answer`), which reads the store.
             Self::Schedules | Self::Unschedule(_) | Self::Tz(_) | Self::Rewind(_) => HELP,
-            // Answered by the conversation's profile (`profile::Active::model_command`).
-            Self::Model(_) => HELP,
+            // Answered by the conversation's profile (`profile::Active::model_command`,
+            // `skills::report::chat_list`).
+            Self::Model(_) | Self::Skills => HELP,
         }
     }
 }
@@ -153,6 +157,7 @@ Commands:\n\
 • `/tz [zone]` — this conversation's time zone\n\
 • `/rewind [N]` — list checkpoints, or put the files back to one\n\
 • `/model [name]` — the models here; switch to one\n\
+• `/skills` — the skills I can load here\n\
 • `/help` — this message";
 
 /// A cancel button's payload for scheduled task `id`: `sc:<id>:x` (well under Telegram's

@@ -42,6 +42,9 @@ pub struct AgentProfileConfig {
     pub fallback: Vec<String>,
     /// Built-in tools offered (default: `[tools] enabled`); `[]` offers none.
     pub tools: Option<Vec<String>>,
+    /// Agent Skills this profile may use, by name (default: every skill `[skills] dirs`
+    /// holds); `[]` uses none.
+    pub skills: Option<Vec<String>>,
     /// Policy mode and rules (each left out comes from `[policy]`).
     pub policy: PolicyOverride,
     /// Whose memories conversations see (default: `[memory] scope`).
@@ -250,6 +253,14 @@ fn profile_problems(
             let known = super::TOOL_NAMES.join(", ");
             let message = format!("unknown tool {tool:?}; known: {known}");
             problems.push((key("tools"), message));
+        }
+    }
+    for skill in profile.skills.iter().flatten() {
+        if let Err(why) = crate::skills::check_name(skill) {
+            problems.push((
+                key("skills"),
+                format!("{skill:?} is not a skill name: {why}"),
+            ));
         }
     }
     if profile.max_tool_iterations == Some(0) {

@@ -256,9 +256,11 @@ fn validate(config: &Config) -> Vec<Problem> {
     let mcp = super::mcp::problems(&config.mcp);
     let profiles = super::agents::problems(config);
     let providers = super::providers::problems(config);
+    let skills = super::skills::problems(&config.skills);
     for (key, message) in super::schedules::problems(config)
         .into_iter()
         .chain(mcp)
+        .chain(skills)
         .chain(profiles)
         .chain(providers)
     {

@@ -6,7 +6,7 @@
 //! overrides and the checks serde cannot express; `locate` finding a key's line for a problem
 //! found after parsing; `providers` the `[providers.<name>]` tables; `agents` the
 //! `[agents.<name>]` profiles and the `agent` keys routing channels and chats to them;
-//! `secrets` every secret value the config holds. `${VAR}` expansion and the redacting [`Secret`] live in
+//! `secrets` every secret value the config holds; `skills` the `[skills]` section. `${VAR}` expansion and the redacting [`Secret`] live in
 //! `switchboard_channel::settings`, so core keys and channel keys resolve the same way.
 
 pub mod agents;
@@ -21,6 +21,7 @@ mod memory;
 pub mod providers;
 mod schedules;
 mod secrets;
+pub mod skills;
 mod transcription;
 
 use std::collections::BTreeMap;
@@ -91,6 +92,9 @@ pub struct Config {
     /// Further LLM endpoints by name (`[providers.<name>]`), for profiles and fallbacks.
     #[serde(default)]
     pub providers: providers::ProvidersConfig,
+    /// Agent Skills: where they are installed and pinned (`[skills]`).
+    #[serde(default)]
+    pub skills: skills::SkillsConfig,
     /// Agent profiles by name (`[agents.<name>]`).
     #[serde(default)]
     pub agents: BTreeMap<String, agents::AgentProfileConfig>,

@@ -17,6 +17,7 @@ use crate::memory::{Recall, memory_tools, scope_for};
 use crate::profile::{Active, Profiles};
 use crate::provider::{ChatMessage, Role};
 use crate::scrub::Scrubber;
+use crate::skills::SkillTool;
 use crate::store::{Store, StoreError, window};
 use crate::tools::Toolbox;
 
@@ -158,7 +159,8 @@ impl Agents {
     pub fn tool_label<'a>(&self, name: &'a str) -> &'a str {
         let built_in = crate::config::TOOL_NAMES.contains(&name)
             || MEMORY_TOOL_NAMES.contains(&name)
-            || name == crate::tools::SCHEDULE_TOOL;
+            || name == crate::tools::SCHEDULE_TOOL
+            || name == crate::skills::SKILL_TOOL;
         if built_in || self.extra_tools.iter().any(|t| t.name() == name) {
             name
         } else {
@@ -240,9 +242,18 @@ impl Agents {
             builder = builder.tools(mcp.tools_for(key, &workspace).await);
         }
         let profile = active.profile();
-        let built_in = (self.toolbox.for_conversation(key).into_iter())
-            .chain(self.toolbox.send_file(key, files))
-            .filter(|tool| profile.offers(tool.name()));
+        let skills = &profile.skills;
+        let built_in = (self
+            .toolbox
+            .for_conversation(key, &skills.roots())
+            .into_iter())
+        .chain(self.toolbox.send_file(key, files))
+        .filter(|tool| profile.offers(tool.name()));
+        if !skills.is_empty() {
+            builder = builder
+                .tool(Arc::new(SkillTool::new(Arc::clone(skills))))
+                .skills(Arc::clone(skills));
+        }
         builder
             .offload(offload)
             .tools(built_in)

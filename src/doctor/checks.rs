@@ -25,6 +25,63 @@ pub fn all(config: &Config, path: &Path, raw: &str) -> Vec<Finding> {
     out.extend(plain_secrets(raw));
     out.extend(file_modes(config, path));
     out.extend(tools(config));
+    out.extend(skills(config));
+    out
+}
+
+/// Skills that will not load (changed since trusted, never trusted, invalid), each with how
+/// to fix it, and a lock file others may write (they could trust anything).
+fn skills(config: &Config) -> Vec<Finding> {
+    if config.skills.dirs.is_empty() {
+        return Vec::new();
+    }
+    let catalog = crate::skills::Catalog::scan(&config.skills, &config.gateway.data_dir);
+    let mut out = Vec::new();
+    if let Some(err) = &catalog.lock_error {
+        let fix = "repair or remove the lock file, then trust each skill again";
+        out.push(Finding::new(
+            Severity::Warning,
+            format!("skills: {err}"),
+            fix,
+        ));
+    }
+    let lock = &catalog.pins.file;
+    if let Ok(meta) = std::fs::metadata(lock)
+        && meta.permissions().mode() & 0o022 != 0
+    {
+        out.push(Finding::new(
+            Severity::Critical,
+            format!(
+                "{} can be written by other users, who could trust any skill",
+                lock.display()
+            ),
+            format!("chmod go-w {}", lock.display()),
+        ));
+    }
+    let mut trusted = Vec::new();
+    for found in &catalog.found {
+        let Some(fix) = found.fix() else {
+            trusted.push(found.name.as_str());
+            continue;
+        };
+        let what = match &found.state {
+            crate::skills::State::Changed { .. } => {
+                format!(
+                    "skill `{}` changed since it was trusted and is not loaded",
+                    found.name
+                )
+            }
+            crate::skills::State::Untrusted => {
+                format!("skill `{}` was never trusted and is not loaded", found.name)
+            }
+            _ => format!("skill `{}` is invalid and is not loaded", found.name),
+        };
+        out.push(Finding::new(Severity::Warning, what, fix));
+    }
+    if !trusted.is_empty() {
+        let what = format!("skills trusted and loaded: {}", trusted.join(", "));
+        out.push(Finding::new(Severity::Note, what, "nothing to do"));
+    }
     out
 }
 

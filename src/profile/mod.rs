@@ -25,6 +25,7 @@ use crate::config::{Config, EnvString, TOOL_NAMES};
 use crate::conversation::TurnSettings;
 use crate::policy::Policy;
 use crate::provider::{self, Fallback, Link, Provider};
+use crate::skills::{SkillSet, Skills};
 
 /// One agent profile, ready to run.
 pub struct Profile {
@@ -36,6 +37,8 @@ pub struct Profile {
     pub policy: Arc<Policy>,
     /// Built-in tools offered (tools added in code, memory and schedule tools come on top).
     pub tools: Vec<String>,
+    /// The Agent Skills it may use (named in its system prompt, loaded by the `skill` tool).
+    pub skills: Arc<SkillSet>,
     /// Models `/model` may choose; the first is the one used until someone switches.
     models: Vec<String>,
     /// The provider chain for each model.
@@ -84,15 +87,18 @@ pub struct Profiles {
 }
 
 impl Profiles {
-    /// Build every profile of `config`. `custom` replaces the `default` provider (a
-    /// provider given in code); `fallbacks` counts moves along a chain.
+    /// Build every profile of `config`, each with the `skills` it may use. `custom`
+    /// replaces the `default` provider (a provider given in code); `fallbacks` counts moves
+    /// along a chain.
     pub fn from_config(
         config: &Config,
+        skills: &Skills,
         custom: Option<Arc<dyn Provider>>,
         fallbacks: Option<IntCounterVec>,
     ) -> anyhow::Result<Self> {
         let builder = Builder {
             config,
+            skills,
             custom,
             fallbacks,
         };
@@ -152,6 +158,7 @@ fn builtin_tools<'a>(
 /// What building a profile needs.
 struct Builder<'a> {
     config: &'a Config,
+    skills: &'a Skills,
     custom: Option<Arc<dyn Provider>>,
     fallbacks: Option<IntCounterVec>,
 }
@@ -166,9 +173,11 @@ impl Builder<'_> {
         })?;
         let mut memory = config.memory.clone();
         memory.scope = spec.memory_scope.unwrap_or(memory.scope);
+        let skills = self.skills.for_profile(spec.skills.as_deref());
+        let prompt = (spec.system_prompt.as_ref()).unwrap_or(&config.agent.system_prompt);
         let settings = TurnSettings {
-            system_prompt: (spec.system_prompt.clone())
-                .unwrap_or_else(|| config.agent.system_prompt.clone()),
+            // Each skill's name and description only; its body comes when the model asks.
+            system_prompt: format!("{prompt}{}", skills.prompt()),
             history_limit: spec.history_limit.unwrap_or(config.agent.history_limit),
             max_iterations: (spec.max_tool_iterations).unwrap_or(config.agent.max_tool_iterations),
             native_tools: provider.native_tools,
@@ -201,6 +210,7 @@ impl Builder<'_> {
                 .tools
                 .clone()
                 .unwrap_or_else(|| config.tools.enabled.clone()),
+            skills: Arc::new(skills),
             models,
             chains,
         })

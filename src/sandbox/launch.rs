@@ -171,6 +171,7 @@ impl Sandbox {
             network: self.config.network.clone(),
             extra_read: self.config.extra_read.clone(),
             extra_write: self.config.extra_write.clone(),
+            read_only: Vec::new(),
             limits: self.config.limits,
             drop_to: self.drop_to,
             namespaces: self.config.namespaces,
@@ -242,11 +243,13 @@ impl Sandbox {
         Ok((exe.clone(), ws, spec))
     }
 
-    /// The supervisor command running `command` in `workspace`, or why the shell is off.
+    /// The supervisor command running `command` in `workspace`, with `read_only` readable
+    /// (and executable) but mounted read-only, or why the shell is off.
     pub fn command(
         &self,
         workspace: &Path,
         command: &str,
+        read_only: &[PathBuf],
     ) -> Result<tokio::process::Command, String> {
         if let Some(reason) = self.posture().disabled_reason() {
             return Err(reason);
@@ -255,6 +258,10 @@ impl Sandbox {
         let ws = self
             .prepare_workspace(workspace)
             .map_err(|e| format!("cannot prepare the workspace: {e}"))?;
+        let spec = Spec {
+            read_only: read_only.to_vec(),
+            ..self.spec(&ws, Some(command))
+        };
         let mut cmd = tokio::process::Command::new(exe);
         cmd.arg("supervise")
             .current_dir(&ws)
@@ -262,7 +269,7 @@ impl Sandbox {
             .env_clear()
             .env(
                 super::SPEC_VAR,
-                serde_json::to_string(&self.spec(&ws, Some(command))).unwrap_or_default(),
+                serde_json::to_string(&spec).unwrap_or_default(),
             )
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", &ws)
@@ -333,7 +340,10 @@ mod tests {
         let reason = sandbox.posture().disabled_reason().unwrap();
         assert!(reason.contains("/nonexistent/switchboard"), "{reason}");
         assert_eq!(sandbox.warnings(), vec![reason.clone()]);
-        assert_eq!(sandbox.command(dir.path(), "true").unwrap_err(), reason);
+        assert_eq!(
+            sandbox.command(dir.path(), "true", &[]).unwrap_err(),
+            reason
+        );
     }
 
     #[test]

@@ -97,7 +97,8 @@ pub fn set_limits(limits: &Limits) -> Result<(), String> {
     Ok(())
 }
 
-/// Restrict this process with Landlock: read+exec on the system, read/write on the
+/// Restrict this process with Landlock: read+exec on the system (and the read-only
+/// paths), read/write on the
 /// workspace and `extra_write`, TCP only to allowed ports, signals and abstract sockets
 /// scoped to the sandbox.
 pub fn landlock(spec: &Spec) -> Result<LandlockOutcome, String> {
@@ -117,6 +118,7 @@ pub fn landlock(spec: &Spec) -> Result<LandlockOutcome, String> {
         .iter()
         .map(PathBuf::from)
         .chain(spec.extra_read.iter().cloned())
+        .chain(spec.read_only.iter().cloned())
         .collect();
     let read = without(roots, &spec.hidden);
     let write: Vec<&Path> = DEV_WRITE

@@ -72,6 +72,10 @@ pub struct Spec {
     pub extra_read: Vec<PathBuf>,
     /// `[sandbox] extra_write`.
     pub extra_write: Vec<PathBuf>,
+    /// Paths the call may read and execute but never change, mounted read-only in its own
+    /// view: the verified copies of the skills its profile may use.
+    #[serde(default)]
+    pub read_only: Vec<PathBuf>,
     /// `[sandbox.limits]`.
     pub limits: Limits,
     /// uid/gid to drop to (set when the gateway runs as root).

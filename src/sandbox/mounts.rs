@@ -20,9 +20,11 @@ pub fn private_view(spec: &Spec, posture: &mut Posture) {
     if spec.data_dir.as_os_str().is_empty() || spec.data_dir == Path::new("/") {
         return;
     }
-    let keep: Vec<&Path> = std::iter::once(spec.workspace.as_path())
+    let keep: Vec<(&Path, bool)> = std::iter::once(spec.workspace.as_path())
         .chain(spec.extra_read.iter().map(PathBuf::as_path))
         .chain(spec.extra_write.iter().map(PathBuf::as_path))
+        .map(|path| (path, false))
+        .chain(spec.read_only.iter().map(|path| (path.as_path(), true)))
         .collect();
     match private_data_dir(&spec.data_dir, &keep, &spec.workspace, spec.drop_to) {
         Ok(()) => posture.workspaces_private = true,
@@ -30,9 +32,19 @@ pub fn private_view(spec: &Spec, posture: &mut Posture) {
     }
 }
 
-/// `open_tree` and `move_mount` flags (linux/mount.h).
+/// `open_tree`, `move_mount` and `mount_setattr` flags (linux/mount.h).
 const OPEN_TREE_CLONE: u32 = 1;
 const MOVE_MOUNT_F_EMPTY_PATH: u32 = 4;
+const MOUNT_ATTR_RDONLY: u64 = 1;
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
 
 fn c_path(path: &Path) -> Result<CString, String> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| format!("{} has a NUL", path.display()))
@@ -125,6 +137,36 @@ fn clone_tree(path: &Path) -> Result<OwnedFd, String> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// Make the detached tree `tree` read-only, with everything mounted below it. Only adds
+/// a flag: the locked flags a clone inherits from the parent namespace stay as they are.
+fn make_read_only(tree: &OwnedFd, path: &Path) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let empty = CString::default();
+    let flags = libc::AT_EMPTY_PATH | libc::AT_RECURSIVE;
+    // SAFETY: mount_setattr on our own descriptor with an empty path and a struct that
+    // outlives the call, its size passed with it.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            empty.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        return Err(last_error(&format!("read-only {}", path.display())));
+    }
+    Ok(())
+}
+
 /// Attach the detached tree `tree` at `target`.
 fn attach(tree: &OwnedFd, target: &Path) -> Result<(), String> {
     use std::os::fd::AsRawFd;
@@ -147,20 +189,30 @@ fn attach(tree: &OwnedFd, target: &Path) -> Result<(), String> {
 }
 
 /// Cover `data_dir` with an empty read-only tmpfs and put back only `keep` (the workspace,
-/// and whatever else under `data_dir` the call is granted), each at its own path, then
+/// and whatever else under `data_dir` the call is granted; those marked `true` read-only,
+/// which Landlock's read-only rule for them would refuse to write anyway), each at its own
+/// path, then
 /// move into `workspace` so `..` leads to the empty tmpfs, not the real siblings.
 /// `owner` is the sandbox user a root gateway drops to: root is not mapped in the tool's
 /// user namespace, so the directories on the tmpfs are made as that user.
 fn private_data_dir(
     data_dir: &Path,
-    keep: &[&Path],
+    keep: &[(&Path, bool)],
     workspace: &Path,
     owner: Option<(u32, u32)>,
 ) -> Result<(), String> {
     let kept: Vec<(&Path, OwnedFd)> = keep
         .iter()
-        .filter(|p| p.starts_with(data_dir) && **p != data_dir && p.exists())
-        .map(|p| Ok((*p, clone_tree(p)?)))
+        .filter(|(p, _)| p.starts_with(data_dir) && *p != data_dir && p.exists())
+        .map(|(p, read_only)| {
+            let tree = clone_tree(p)?;
+            // Landlock grants these paths read only either way; the read-only mount also
+            // covers what Landlock does not mediate (chmod, utimes, xattrs).
+            if *read_only && let Err(err) = make_read_only(&tree, p) {
+                eprintln!("switchboard sandbox: {err}");
+            }
+            Ok((*p, tree))
+        })
         .collect::<Result<_, String>>()?;
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     let tmpfs = Some("tmpfs");

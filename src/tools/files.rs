@@ -1,6 +1,8 @@
 //! File tools confined to the conversation's workspace: `file_read` (with line ranges),
 //! `file_write`, `file_edit` (one exact, unique replacement) and `file_list`. Every access
-//! goes through the workspace's directory handle ([`WorkspaceDir`]).
+//! goes through the workspace's directory handle ([`WorkspaceDir`]). An absolute path inside
+//! one of the read-only roots (a skill's verified copy) is read through that root's handle
+//! instead; writing there is refused.
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -32,12 +34,43 @@ pub enum FileOp {
 pub struct FileTool {
     op: FileOp,
     workspace: WorkspaceDir,
+    /// Directories readable by absolute path, never written (the profile's skills).
+    read_only: Vec<WorkspaceDir>,
 }
 
 impl FileTool {
     /// A tool doing `op` inside `workspace`.
     pub fn new(op: FileOp, workspace: WorkspaceDir) -> Self {
-        Self { op, workspace }
+        Self {
+            op,
+            workspace,
+            read_only: Vec::new(),
+        }
+    }
+
+    /// Also read files by absolute path under each of `roots`.
+    pub fn with_read_only(mut self, roots: Vec<WorkspaceDir>) -> Self {
+        self.read_only = roots;
+        self
+    }
+
+    /// The directory `rel` names and the path inside it: a read-only root for an absolute
+    /// path under one, else the workspace. `Err` for a write under a read-only root.
+    fn target(&self, rel: &str) -> Result<(WorkspaceDir, String), String> {
+        let path = std::path::Path::new(rel);
+        let root = self.read_only.iter().find(|r| path.starts_with(r.path()));
+        match (root, self.op) {
+            (None, _) => Ok((self.workspace.clone(), rel.to_owned())),
+            (Some(_), FileOp::Write | FileOp::Edit) => Err(
+                "a skill's files are read-only; copy the file into the workspace to change it"
+                    .into(),
+            ),
+            (Some(root), FileOp::Read | FileOp::List) => {
+                let inner = path.strip_prefix(root.path()).unwrap_or(path);
+                let inner = inner.to_str().filter(|s| !s.is_empty()).unwrap_or(".");
+                Ok((root.clone(), inner.to_owned()))
+            }
+        }
     }
 }
 
@@ -88,8 +121,12 @@ impl Tool for FileTool {
     }
 
     async fn execute(&self, args: Value) -> ToolResult {
-        let (op, ws) = (self.op, self.workspace.clone());
-        let rel = args["path"].as_str().unwrap_or(".").to_owned();
+        let shown = args["path"].as_str().unwrap_or(".").to_owned();
+        let (ws, rel) = match self.target(&shown) {
+            Ok(target) => target,
+            Err(err) => return ToolResult::err(format!("{shown}: {err}")),
+        };
+        let op = self.op;
         let run = move || {
             match op {
                 FileOp::Read => read(
@@ -107,7 +144,7 @@ impl Tool for FileTool {
                 ),
                 FileOp::List => list(&ws, &rel),
             }
-            .unwrap_or_else(|e| ToolResult::err(format!("{rel}: {e}")))
+            .unwrap_or_else(|e| ToolResult::err(format!("{shown}: {e}")))
         };
         tokio::task::spawn_blocking(run)
             .await

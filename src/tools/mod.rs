@@ -76,24 +76,36 @@ impl Toolbox {
         self.root.join(sanitize(&key.channel)).join(name)
     }
 
-    /// The enabled tools, bound to `key`'s workspace.
-    pub fn for_conversation(&self, key: &ConversationKey) -> Vec<Arc<dyn Tool>> {
+    /// The enabled tools, bound to `key`'s workspace; `skills` (verified skill copies) are
+    /// readable by the file tools and mounted read-only for the shell.
+    pub fn for_conversation(
+        &self,
+        key: &ConversationKey,
+        skills: &[PathBuf],
+    ) -> Vec<Arc<dyn Tool>> {
         let ws = self.workspace(key);
+        let file = |op| {
+            let mounts = skills.iter().map(|root| self.dir(root)).collect();
+            Arc::new(FileTool::new(op, self.dir(&ws)).with_read_only(mounts))
+        };
         self.config
             .enabled
             .iter()
             .filter_map(|name| -> Option<Arc<dyn Tool>> {
                 Some(match name.as_str() {
-                    "shell" => Arc::new(ShellTool::new(
-                        ws.clone(),
-                        Duration::from_secs(self.config.shell.timeout_secs.max(1)),
-                        self.config.shell.max_output_bytes,
-                        Arc::clone(&self.sandbox),
-                    )),
-                    "file_read" => Arc::new(FileTool::new(FileOp::Read, self.dir(&ws))),
-                    "file_write" => Arc::new(FileTool::new(FileOp::Write, self.dir(&ws))),
-                    "file_edit" => Arc::new(FileTool::new(FileOp::Edit, self.dir(&ws))),
-                    "file_list" => Arc::new(FileTool::new(FileOp::List, self.dir(&ws))),
+                    "shell" => Arc::new(
+                        ShellTool::new(
+                            ws.clone(),
+                            Duration::from_secs(self.config.shell.timeout_secs.max(1)),
+                            self.config.shell.max_output_bytes,
+                            Arc::clone(&self.sandbox),
+                        )
+                        .with_read_only(skills.to_vec()),
+                    ),
+                    "file_read" => file(FileOp::Read),
+                    "file_write" => file(FileOp::Write),
+                    "file_edit" => file(FileOp::Edit),
+                    "file_list" => file(FileOp::List),
                     "http_fetch" => self.fetch.clone(),
                     TODO_TOOL => Arc::new(TodoTool),
                     _ => return None,
@@ -168,7 +180,8 @@ mod tests {
         let evil = tb.workspace(&ConversationKey::new("web", "../../etc"));
         assert!(evil.starts_with(data.join("workspaces/web/")), "{evil:?}");
         assert_eq!(
-            tb.for_conversation(&ConversationKey::new("x", "y")).len(),
+            tb.for_conversation(&ConversationKey::new("x", "y"), &[])
+                .len(),
             4
         );
     }

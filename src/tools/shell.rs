@@ -28,6 +28,8 @@ pub struct ShellTool {
     timeout: Duration,
     max_output: usize,
     sandbox: Arc<Sandbox>,
+    /// Paths commands may read and execute but not change (the profile's skills).
+    read_only: Vec<PathBuf>,
 }
 
 impl ShellTool {
@@ -43,7 +45,14 @@ impl ShellTool {
             timeout,
             max_output,
             sandbox,
+            read_only: Vec::new(),
         }
+    }
+
+    /// Also let commands read and execute `paths`, mounted read-only.
+    pub fn with_read_only(mut self, paths: Vec<PathBuf>) -> Self {
+        self.read_only = paths;
+        self
     }
 }
 
@@ -74,7 +83,10 @@ impl Tool for ShellTool {
         let timeout = args["timeout_secs"]
             .as_u64()
             .map_or(self.timeout, |s| Duration::from_secs(s).min(self.timeout));
-        let cmd = match self.sandbox.command(&self.workspace, command) {
+        let cmd = match self
+            .sandbox
+            .command(&self.workspace, command, &self.read_only)
+        {
             Ok(cmd) => cmd,
             Err(reason) => return ToolResult::err(reason),
         };

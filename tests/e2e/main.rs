@@ -38,6 +38,7 @@ mod sandbox_escapes;
 mod sandbox_limits;
 mod schedules;
 mod selfhost;
+mod skills;
 mod slack;
 mod slack_threads;
 mod spine;

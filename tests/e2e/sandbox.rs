@@ -340,6 +340,7 @@ async fn die_with_the_gateway(namespaces: bool) {
         network: Network::Off,
         extra_read: Vec::new(),
         extra_write: Vec::new(),
+        read_only: Vec::new(),
         limits: Limits::default(),
         drop_to: sandbox.owner(),
         namespaces,

@@ -231,6 +231,11 @@ impl Turn<'_> {
                 self.draft().finish(&model.await?).await?;
                 return self.done().await;
             }
+            Command::Skills => {
+                let text = crate::skills::report::chat_list(&self.active.profile().skills);
+                self.draft().finish(&text).await?;
+                return self.done().await;
+            }
             Command::Schedules | Command::Unschedule(_) | Command::Tz(_) => {
                 let reply = deps.schedules.answer(self.key(), command).await;
                 self.draft()
