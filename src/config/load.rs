@@ -258,6 +258,7 @@ fn validate(config: &Config) -> Vec<Problem> {
     let providers = super::providers::problems(config);
     for (key, message) in super::schedules::problems(config)
         .into_iter()
+        .chain(config.admin.problems())
         .chain(mcp)
         .chain(profiles)
         .chain(providers)

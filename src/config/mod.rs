@@ -91,6 +91,9 @@ pub struct Config {
     /// Further LLM endpoints by name (`[providers.<name>]`), for profiles and fallbacks.
     #[serde(default)]
     pub providers: providers::ProvidersConfig,
+    /// The operator's dashboard (`[admin]`).
+    #[serde(default)]
+    pub admin: crate::admin::AdminConfig,
     /// Agent profiles by name (`[agents.<name>]`).
     #[serde(default)]
     pub agents: BTreeMap<String, agents::AgentProfileConfig>,
