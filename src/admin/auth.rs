@@ -159,7 +159,8 @@ pub fn action_allowed(headers: &HeaderMap, given_csrf: &str, token_file: &Path) 
 /// `Origin` names the `Host` the request went to; without `Origin`, `Sec-Fetch-Site` (when
 /// sent) says same-origin. A client sending neither is not a browser on another site.
 fn same_origin(headers: &HeaderMap) -> bool {
-    if let Some(origin) = headers.get(ORIGIN) {
+    // `null` (an opaque origin) names nothing: then only `Sec-Fetch-Site` can vouch.
+    if let Some(origin) = headers.get(ORIGIN).filter(|o| o.as_bytes() != b"null") {
         let (Ok(origin), Some(host)) = (origin.to_str(), header(headers, HOST.as_str())) else {
             return false;
         };
@@ -170,7 +171,7 @@ fn same_origin(headers: &HeaderMap) -> bool {
     }
     match header(headers, "sec-fetch-site") {
         Some(site) => site == "same-origin",
-        None => true,
+        None => !headers.contains_key(ORIGIN),
     }
 }
 
@@ -295,6 +296,10 @@ mod tests {
         assert!(!action_allowed(&foreign, &csrf, &file), "another origin");
         let null = headers(&[("host", "127.0.0.1:8080"), ("origin", "null")]);
         assert!(!action_allowed(&null, &csrf, &file));
+        let framed = headers(&[("origin", "null"), ("sec-fetch-site", "cross-site")]);
+        assert!(!action_allowed(&framed, &csrf, &file));
+        let own_null = headers(&[("origin", "null"), ("sec-fetch-site", "same-origin")]);
+        assert!(action_allowed(&own_null, &csrf, &file));
         let cross = headers(&[("host", "127.0.0.1:8080"), ("sec-fetch-site", "cross-site")]);
         assert!(!action_allowed(&cross, &csrf, &file));
         std::fs::write(&file, "fedcba9876543210fedcba9876543210\n").unwrap();

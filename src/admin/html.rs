@@ -83,16 +83,26 @@ pub fn text_only(scrubber: &Scrubber, text: &str) -> String {
     html.finish()
 }
 
-/// The whole document: head, navigation (the current page marked), an action's note, the
+/// The whole document (`page` is its title and path): head (with the CSRF field for
+/// scripts), navigation (the current page marked), an action's note, the
 /// body.
-pub fn frame(admin: &Admin, title: &str, current: &str, note: Option<&str>, body: &str) -> String {
+pub fn frame(
+    admin: &Admin,
+    page: (&str, &str),
+    csrf: &str,
+    note: Option<&str>,
+    body: &str,
+) -> String {
+    let (title, current) = page;
     let base = admin.base();
     let mut html = Html::new(&admin.scrubber);
     html.raw("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">")
         .raw("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
         .raw("<title>")
         .text(title)
-        .raw(" · Switchboard</title>")
+        .raw(" · Switchboard</title><meta name=\"csrf\" content=\"")
+        .text(csrf)
+        .raw("\">")
         .raw(&format!(
             "<link rel=\"stylesheet\" href=\"{base}/admin.css\">"
         ))

@@ -263,7 +263,7 @@ async fn page(
             html::text_only(&admin.scrubber, &text)
         }
     };
-    let frame = html::frame(&admin, title, path, query.note.as_deref(), &body);
+    let frame = html::frame(&admin, (title, path), &csrf, query.note.as_deref(), &body);
     html_response(frame)
 }
 
@@ -273,7 +273,9 @@ fn html_response(body: String) -> Response {
     let h = response.headers_mut();
     h.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     h.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    // `same-origin`, not `no-referrer`: under the latter a browser sends `Origin: null` with
+    // the page's own forms, which the CSRF check could not tell from a sandboxed frame's.
+    h.insert(REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     response
