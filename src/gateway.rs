@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::access::Access;
+use crate::admin::Admin;
 use crate::agent::{ContextProvider, Tool};
 use crate::clock::Clock;
 use crate::config::Config;
@@ -112,7 +113,9 @@ impl Gateway {
 
     /// Open the database, start channels, recover unfinished events and serve HTTP on
     /// `listener`.
-    pub async fn start(self, listener: TcpListener) -> anyhow::Result<RunningGateway> {
+    pub async fn start(mut self, listener: TcpListener) -> anyhow::Result<RunningGateway> {
+        // Before the scrubber is built, so the dashboard's token is redacted like the rest.
+        crate::admin::token::prepare(&mut self.config)?;
         let config = &self.config;
         if self.provider.is_none()
             && let Some(warning) = provider::key_warning(&config.provider)
@@ -136,7 +139,7 @@ impl Gateway {
         let url = &config.gateway.database_url;
         crate::cluster::start(&registry, url, config.cluster, &background, &shutdown);
 
-        let routes = self.channels.start_all(&sink, &background, &shutdown);
+        let mut routes = self.channels.start_all(&sink, &background, &shutdown);
         deps.approvals.rearm().await?;
         background.spawn(expiries.run(Arc::clone(&sink), shutdown.child_token()));
         let recovered = registry.sweep().await?;
@@ -150,19 +153,22 @@ impl Gateway {
         start_scheduler(&deps, config, &registry, &sink, &background, &shutdown).await?;
 
         let addr = listener.local_addr()?;
-        let app = http::router(
-            HealthState {
-                store: Arc::clone(&store),
-                channels: self.channels.clone(),
-                metrics: Arc::clone(&deps.metrics),
-                registry: Arc::clone(&registry),
-                sandbox: Arc::clone(deps.agents.sandbox()),
-                mcp: deps.agents.mcp().cloned(),
-                metrics_token: config.gateway.metrics_token.expose().map(str::to_owned),
-            },
-            routes,
-            config.gateway.max_body_bytes,
-        );
+        let health = HealthState {
+            store: Arc::clone(&store),
+            channels: self.channels.clone(),
+            metrics: Arc::clone(&deps.metrics),
+            registry: Arc::clone(&registry),
+            sandbox: Arc::clone(deps.agents.sandbox()),
+            mcp: deps.agents.mcp().cloned(),
+            metrics_token: config.gateway.metrics_token.expose().map(str::to_owned),
+        };
+        if config.admin.enabled {
+            let (registry, sink) = (Arc::clone(&registry), Arc::clone(&sink));
+            let (clock, closing) = (self.clock.clone(), shutdown.child_token());
+            let admin = Admin::new(config, health.clone(), registry, sink, clock, closing);
+            routes.limited.push(crate::admin::router(admin));
+        }
+        let app = http::router(health, routes, config.gateway.max_body_bytes);
         serve(listener, app, &background, &shutdown);
         tracing::info!(%addr, channels = ?self.channels.names(), "gateway ready");
         Ok(RunningGateway {

@@ -86,7 +86,7 @@ pub fn metrics_allowed(peer: SocketAddr, token: Option<&str>, authorization: Opt
 }
 
 /// Constant-time equality (the length may show).
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

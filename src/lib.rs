@@ -48,6 +48,7 @@
 #![warn(clippy::too_many_lines)]
 
 pub mod access;
+pub mod admin;
 pub mod agent;
 pub mod attach;
 pub mod budget;

@@ -23,7 +23,7 @@ pub use warnings::warnings;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::conversation::SYSTEM_USER;
+use crate::conversation::{OPERATOR_USER, SYSTEM_USER};
 use crate::store::{AccessRole, Pairing, PairingRequest, Store, StoreError};
 
 /// What the sink does with an event.
@@ -122,8 +122,9 @@ impl Access {
 
     /// Decide `event`; under pairing, a stranger's request is stored here (not the message).
     pub async fn decide(&self, event: &ChannelEvent) -> Result<Verdict, StoreError> {
-        if event.user().id == SYSTEM_USER {
-            // The gateway's own expiry events.
+        if [SYSTEM_USER, OPERATOR_USER].contains(&event.user().id.as_str()) {
+            // The gateway's own expiry events, and the operator's dashboard (behind its
+            // own gate: `crate::admin`).
             return Ok(Verdict::Admit);
         }
         let channel = event.key().channel.as_str();

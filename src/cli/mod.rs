@@ -1,7 +1,7 @@
 //! The command line: `run`, `check`, `migrate`, `audit`, `approvals`, `healthcheck`,
-//! `memory`, `access`, `schedules`, `skills` and `web-token`, each a thin layer over library
-//! code. Which config file they read is `config_file`'s business (a user's file, else a
-//! fallback).
+//! `memory`, `access`, `schedules`, `skills`, `web-token` and `admin-token`, each a thin
+//! layer over library code. Which config file they read is `config_file`'s business (a
+//! user's file, else a fallback).
 //!
 //! Every subcommand loads the config through [`config::load`], which parses it and then runs
 //! every check, including each channel crate's own `validate()` and the route collisions
@@ -58,6 +58,8 @@ pub enum Command {
     Schedules(crate::schedule::operator::SchedulesArgs),
     /// Agent Skills: list them with their state, or trust one as its files are now.
     Skills(crate::skills::cli::SkillsArgs),
+    /// Print the dashboard's link with its token; --rotate replaces the token.
+    AdminToken(crate::admin::token::AdminTokenArgs),
     /// Print the web chat's link with its access token; --rotate replaces a generated one.
     #[cfg(feature = "web")]
     WebToken(crate::web_token::WebTokenArgs),
@@ -161,11 +163,11 @@ pub struct AuditArgs {
 /// `switchboard run`.
 pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     let (path, missing) = args.path();
-    #[cfg_attr(not(feature = "web"), allow(unused_mut))]
     let mut config = config::load(&path)?;
     // Before the scrubber is built, so a generated web chat token is redacted like the rest.
     #[cfg(feature = "web")]
     let web_tokens = crate::web_token::prepare(&mut config)?;
+    crate::admin::token::prepare(&mut config)?;
     telemetry::init(config.gateway.log_format, scrubber(&config));
     config_file::log_fallback(&path, missing.as_ref());
     #[cfg(feature = "web")]

@@ -187,6 +187,14 @@ fn route_problems(config: &Config) -> Vec<Problem> {
         .iter()
         .map(|path| ((*path).to_owned(), "the gateway's own route".to_owned()))
         .collect();
+    if config.admin.enabled {
+        let admin = crate::admin::paths(&config.admin.base());
+        owners.extend(
+            admin
+                .into_iter()
+                .map(|p| (p, "the dashboard ([admin] path)".into())),
+        );
+    }
     let mut problems = Vec::new();
     for (name, channel) in &config.channels {
         for route in channel.settings().http_routes(name) {

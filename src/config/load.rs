@@ -259,6 +259,7 @@ fn validate(config: &Config) -> Vec<Problem> {
     let skills = super::skills::problems(&config.skills);
     for (key, message) in super::schedules::problems(config)
         .into_iter()
+        .chain(config.admin.problems())
         .chain(mcp)
         .chain(skills)
         .chain(profiles)

@@ -95,6 +95,9 @@ pub struct Config {
     /// Agent Skills: where they are installed and pinned (`[skills]`).
     #[serde(default)]
     pub skills: skills::SkillsConfig,
+    /// The operator's dashboard (`[admin]`).
+    #[serde(default)]
+    pub admin: crate::admin::AdminConfig,
     /// Agent profiles by name (`[agents.<name>]`).
     #[serde(default)]
     pub agents: BTreeMap<String, agents::AgentProfileConfig>,

@@ -26,17 +26,21 @@ impl Config {
             .flat_map(url_password)
             .chain(passwords_in_any_url(self));
         let transcription = self.transcription.as_ref().map(|t| &t.api_key);
-        [&self.provider.api_key, &self.gateway.metrics_token]
-            .into_iter()
-            .chain(named.map(|p| &p.api_key))
-            .chain(transcription)
-            .chain(channel_secrets)
-            .filter_map(Secret::expose)
-            .chain(self.mcp.secret_values())
-            .map(str::to_owned)
-            .chain(urls)
-            .filter(|v| !v.is_empty())
-            .collect()
+        [
+            &self.provider.api_key,
+            &self.gateway.metrics_token,
+            &self.admin.token,
+        ]
+        .into_iter()
+        .chain(named.map(|p| &p.api_key))
+        .chain(transcription)
+        .chain(channel_secrets)
+        .filter_map(Secret::expose)
+        .chain(self.mcp.secret_values())
+        .map(str::to_owned)
+        .chain(urls)
+        .filter(|v| !v.is_empty())
+        .collect()
     }
 }
 

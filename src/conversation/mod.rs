@@ -26,7 +26,7 @@ mod turn;
 use std::sync::Arc;
 
 pub use agents::{Agents, TurnSettings};
-pub use approval::{Approvals, Expiries, SYSTEM_USER};
+pub use approval::{Approvals, Expiries, OPERATOR_USER, SYSTEM_USER};
 pub use inbox::Inbox;
 pub use lifecycle::Lifecycle;
 pub use outbound::{ChannelRoutes, Channels, FilePoster, Outbound, Route};

@@ -105,6 +105,7 @@ fn exposure(config: &Config) -> Vec<Finding> {
             ));
         }
     }
+    out.extend(admin(config, public));
     for (name, channel) in &config.channels {
         if channel.kind() == "web" {
             let gated = if public {
@@ -128,6 +129,25 @@ fn exposure(config: &Config) -> Vec<Finding> {
         ));
     }
     out
+}
+
+/// The dashboard on a listen address other hosts reach, still opening without its token
+/// to loopback: behind a proxy on this host that forwards with a loopback `Host` and no
+/// `X-Forwarded-For` (nginx's default), everyone who reaches the proxy would get it.
+fn admin(config: &Config, public: bool) -> Vec<Finding> {
+    let admin = &config.admin;
+    if !admin.enabled || !public || !admin.loopback_without_token {
+        return Vec::new();
+    }
+    vec![Finding::new(
+        Severity::Warning,
+        format!(
+            "the dashboard at {} opens without a token to loopback requests while gateway.listen = {} is public: a proxy on this host that forwards with Host: 127.0.0.1 and no X-Forwarded-For would open it to everyone",
+            admin.base(),
+            &*config.gateway.listen
+        ),
+        "set [admin] loopback_without_token = false (then only the link `switchboard admin-token` prints opens it), or enabled = false",
+    )]
 }
 
 /// Channels that admit groups but list no approver: there only approvers may decide, so
@@ -213,6 +233,20 @@ fn file_modes(config: &Config, path: &Path) -> Vec<Finding> {
                 data.display()
             ),
             format!("chmod 700 {}", data.display()),
+        ));
+    }
+    let admin_token = crate::admin::token::token_path(data);
+    if readable(&admin_token) {
+        out.push(Finding::new(
+            Severity::Critical,
+            format!(
+                "the dashboard's token file {} is world-readable",
+                admin_token.display()
+            ),
+            format!(
+                "chmod 600 {}, then `switchboard admin-token --rotate`",
+                admin_token.display()
+            ),
         ));
     }
     let tokens = std::fs::read_dir(data.join("web")).into_iter().flatten();
@@ -347,6 +381,33 @@ mod tests {
         let with = format!("{text}[policy.approvers]\ntg = [\"42\"]\n");
         let config = crate::config::parse(&with, "t.toml", &[]).unwrap();
         assert!(approvers(&config).is_empty());
+    }
+
+    #[test]
+    fn a_dashboard_open_to_loopback_on_a_public_listen_is_flagged_with_its_fix() {
+        let public = "[gateway]\nlisten = \"0.0.0.0:8080\"\n";
+        let config = crate::config::parse(public, "t.toml", &[]).unwrap();
+        let found = exposure(&config);
+        let flagged: Vec<_> = found
+            .iter()
+            .filter(|f| f.what.contains("dashboard"))
+            .collect();
+        assert_eq!(flagged.len(), 1, "{found:?}");
+        assert!(flagged[0].fix.contains("loopback_without_token = false"));
+        let closed = format!("{public}[admin]\nloopback_without_token = false\n");
+        let config = crate::config::parse(&closed, "t.toml", &[]).unwrap();
+        assert!(
+            !exposure(&config)
+                .iter()
+                .any(|f| f.what.contains("dashboard"))
+        );
+        let local = "[gateway]\nlisten = \"127.0.0.1:8080\"\n";
+        let config = crate::config::parse(local, "t.toml", &[]).unwrap();
+        assert!(
+            !exposure(&config)
+                .iter()
+                .any(|f| f.what.contains("dashboard"))
+        );
     }
 
     #[test]

@@ -59,6 +59,15 @@ impl Finding {
     }
 }
 
+/// The findings a running gateway can make about itself from its config and this host
+/// (the dashboard's health page shows them): everything but the config file's own text and
+/// mode, which the gateway does not know.
+pub fn config_findings(config: &crate::config::Config) -> Vec<Finding> {
+    let mut findings = checks::all(config, std::path::Path::new(""), "");
+    findings.sort_by_key(|f| f.severity);
+    findings
+}
+
 /// `switchboard doctor`.
 pub async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let (path, _) = args.config.path();

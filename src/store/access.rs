@@ -132,6 +132,15 @@ pub trait AccessStore {
         code: &str,
         now_ms: i64,
     ) -> Result<Option<PairingRequest>, StoreError>;
+
+    /// Drop the live request with `code` on `channel` without granting anything (the
+    /// operator refused it); `None` when no live request has that code.
+    async fn refuse_pairing(
+        &self,
+        channel: &str,
+        code: &str,
+        now_ms: i64,
+    ) -> Result<Option<PairingRequest>, StoreError>;
 }
 
 /// `pairing_requests` columns, in the order selected.
@@ -317,5 +326,24 @@ where
         .await?;
         tx.commit().await?;
         Ok(Some(request))
+    }
+
+    async fn refuse_pairing(
+        &self,
+        channel: &str,
+        code: &str,
+        now_ms: i64,
+    ) -> Result<Option<PairingRequest>, StoreError> {
+        let sql = format!(
+            "DELETE FROM pairing_requests WHERE channel = $1 AND code = $2 AND expires_at > $3 \
+             RETURNING {PAIRING_COLUMNS}"
+        );
+        let row: Option<PairingRow> = sqlx::query_as(&sql)
+            .bind(channel)
+            .bind(code)
+            .bind(now_ms)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(pairing))
     }
 }

@@ -37,6 +37,17 @@ pub struct AuditEntry {
     pub created_at: i64,
 }
 
+/// Which entries a page of the audit log shows: each field set narrows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// Only this tool.
+    pub tool: Option<String>,
+    /// Only decisions starting with this (`allow`, `ask`, `deny`, `ask: approved`).
+    pub decision: Option<String>,
+    /// Only calls decided by this person (a user id, or the operator's).
+    pub decided_by: Option<String>,
+}
+
 /// Where audit entries go.
 #[async_trait]
 pub trait AuditLog {
@@ -47,6 +58,14 @@ pub trait AuditLog {
     async fn audit(
         &self,
         conversation: Option<&ConversationKey>,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>, StoreError>;
+
+    /// Entries matching `filter`, newest first, skipping the newest `offset` of them.
+    async fn audit_page(
+        &self,
+        filter: &AuditFilter,
+        offset: usize,
         limit: usize,
     ) -> Result<Vec<AuditEntry>, StoreError>;
 }
@@ -96,6 +115,27 @@ where
         )
         .bind(conversation.map(ToString::to_string))
         .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        convert(rows)
+    }
+
+    async fn audit_page(
+        &self,
+        filter: &AuditFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        let rows: Vec<AuditRecord> = sqlx::query_as(
+            "SELECT conversation_key, inbox_id, tool, call_id, args, decision, decided_by, status, duration_ms, output, created_at \
+             FROM audit WHERE ($1 IS NULL OR tool = $1) AND ($2 IS NULL OR decision LIKE $2 || '%') \
+             AND ($3 IS NULL OR decided_by = $3) ORDER BY id DESC LIMIT $4 OFFSET $5",
+        )
+        .bind(filter.tool.as_deref().map(text::put::<DB>))
+        .bind(filter.decision.clone())
+        .bind(filter.decided_by.clone())
+        .bind(limit as i64)
+        .bind(offset as i64)
         .fetch_all(&self.pool)
         .await?;
         convert(rows)

@@ -31,6 +31,19 @@ pub struct LeaseRow {
     pub live: bool,
 }
 
+/// One replica as its heartbeat row shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instance {
+    /// Its `instance_id`.
+    pub id: String,
+    /// When it first beat (database ms).
+    pub started_at: i64,
+    /// How long ago its last heartbeat was, by the database's clock (ms).
+    pub silent_ms: i64,
+    /// Whether it stopped claiming (shutting down).
+    pub draining: bool,
+}
+
 /// Instances, conversation leases and wake-ups (see the module documentation).
 #[async_trait]
 pub trait ClusterStore: Send + Sync {
@@ -48,6 +61,9 @@ pub trait ClusterStore: Send + Sync {
 
     /// Instances whose last heartbeat is younger than `within` and that are not draining.
     async fn live_instances(&self, within: Duration) -> Result<Vec<String>, StoreError>;
+
+    /// Every instance row with the age of its heartbeat, by id.
+    async fn instances(&self) -> Result<Vec<Instance>, StoreError>;
 
     /// Take conversation `key` for `owner` for `ttl`, when it is free, expired or already
     /// `owner`'s; returns the new epoch (one more than any before), or `None` while another
@@ -223,6 +239,24 @@ where
             .fetch_all(&self.pool)
             .await?;
         Ok(ids)
+    }
+
+    async fn instances(&self) -> Result<Vec<Instance>, StoreError> {
+        let sql = format!(
+            "SELECT instance_id, started_at, {} - heartbeat_at, draining FROM instances \
+             ORDER BY instance_id",
+            DB::DIALECT.now_ms
+        );
+        let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(&sql).fetch_all(&self.pool).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, started_at, silent_ms, draining)| Instance {
+                id,
+                started_at,
+                silent_ms,
+                draining: draining != 0,
+            })
+            .collect())
     }
 
     async fn acquire_conversation(

@@ -13,7 +13,7 @@ use super::backend::{Backend, Completion, SqlStore};
 use super::cluster::held;
 use super::rows::{InboxRecord, conversation_key};
 use super::text;
-use super::{Claim, InboxCounts, InboxRow, Insert, Spent, Store, StoreError};
+use super::{Claim, ConversationSummary, InboxCounts, InboxRow, Insert, Spent, Store, StoreError};
 use crate::ids::InboxKind;
 use crate::provider::ChatMessage;
 
@@ -302,6 +302,36 @@ where
             }
         }
         Ok(counts)
+    }
+
+    async fn conversations(&self, limit: usize) -> Result<Vec<ConversationSummary>, StoreError> {
+        // A conversation whose first event still waits has no `conversations` row yet.
+        let rows: Vec<(String, i64, i64, i64, Option<String>, Option<String>)> = sqlx::query_as(
+            "WITH q AS (SELECT conversation_key AS key, COUNT(*) AS queued, \
+               SUM(CASE WHEN status = 'processing' THEN 1 ELSE 0 END) AS running, \
+               MAX(created_at) AS at FROM inbox WHERE status IN ('pending', 'processing') \
+               GROUP BY conversation_key), \
+             k AS (SELECT key, updated_at AS at FROM conversations UNION ALL SELECT key, at FROM q) \
+             SELECT k.key, MAX(k.at) AS at, CAST(COALESCE(MAX(q.queued), 0) AS BIGINT), \
+               CAST(COALESCE(MAX(q.running), 0) AS BIGINT), MAX(m.profile), MAX(m.model) \
+             FROM k LEFT JOIN q ON q.key = k.key \
+             LEFT JOIN conversation_models m ON m.conversation_key = k.key \
+             GROUP BY k.key ORDER BY at DESC, k.key LIMIT $1",
+        )
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|(key, last_activity, queued, running, profile, model)| {
+                Ok(ConversationSummary {
+                    key: conversation_key(&key)?,
+                    last_activity,
+                    queued,
+                    running: running > 0,
+                    model: profile.zip(model),
+                })
+            })
+            .collect()
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -56,10 +56,10 @@ use switchboard_channel::{ChannelEvent, ConversationKey, MessageRef};
 
 pub use access::{AccessRole, AccessStore, Grant, Pairing, PairingRequest};
 pub use approvals::{Approval, ApprovalCounts, ApprovalStore};
-pub use audit::{AuditEntry, AuditLog};
+pub use audit::{AuditEntry, AuditFilter, AuditLog};
 pub use backend::{Backend, Completion, Dialect, SqlStore};
 pub use checkpoints::{Checkpoint, CheckpointStore, NewCheckpoint};
-pub use cluster::{ClusterStore, INBOX_CHANNEL, LeaseRow};
+pub use cluster::{ClusterStore, INBOX_CHANNEL, Instance, LeaseRow};
 pub use durable::Durable;
 pub use history::window;
 pub use memory::{Memory, MemoryStore, search_words};
@@ -68,7 +68,7 @@ pub use profiles::{ModelChoice, ProfileStore};
 pub use schedules::{JobSource, NewSchedule, Schedule, ScheduleStore, Timing};
 pub use sqlite::SqliteStore;
 pub use timeouts::Timeouts;
-pub use usage::{Spent, UsageStore, Used};
+pub use usage::{ScopeDay, Spent, UsageStore, Used};
 
 use crate::ids::InboxKind;
 use crate::provider::ChatMessage;
@@ -176,6 +176,21 @@ pub struct InboxCounts {
     pub done: i64,
     /// Given up on.
     pub failed: i64,
+}
+
+/// One conversation as the operator's overview lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversationSummary {
+    /// Which conversation.
+    pub key: ConversationKey,
+    /// When it last stored an event or finished a turn (Unix ms).
+    pub last_activity: i64,
+    /// Events stored and not yet answered (the one being answered included).
+    pub queued: i64,
+    /// Whether a turn is running now (an event is claimed).
+    pub running: bool,
+    /// The profile and model `/model` chose, when one was chosen.
+    pub model: Option<(String, String)>,
 }
 
 /// Durable state. Time is passed in (Unix ms) so leases behave alike on both databases.
@@ -286,6 +301,9 @@ pub trait Store:
 
     /// Inbox rows per state.
     async fn inbox_counts(&self) -> Result<InboxCounts, StoreError>;
+
+    /// The `limit` conversations active most recently, newest first, with their queues.
+    async fn conversations(&self, limit: usize) -> Result<Vec<ConversationSummary>, StoreError>;
 
     /// Whether the database answers.
     async fn ping(&self) -> Result<(), StoreError>;

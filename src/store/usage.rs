@@ -30,6 +30,17 @@ pub struct Spent<'a> {
     pub used: Used,
 }
 
+/// What one scope used on one day, as the dashboard's chart reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeDay {
+    /// `conversation:<key>` or `user:<channel>:<user id>`.
+    pub scope: String,
+    /// Days since the epoch, UTC.
+    pub day: i64,
+    /// How much.
+    pub used: Used,
+}
+
 /// Where budget usage is counted.
 #[async_trait]
 pub trait UsageStore {
@@ -38,6 +49,9 @@ pub trait UsageStore {
 
     /// What `scope` used on `day` (zero when nothing was recorded).
     async fn usage(&self, scope: &str, day: i64) -> Result<Used, StoreError>;
+
+    /// Every scope's usage on `first_day` and after, oldest day first.
+    async fn usage_since(&self, first_day: i64) -> Result<Vec<ScopeDay>, StoreError>;
 }
 
 #[async_trait]
@@ -71,6 +85,24 @@ where
             tokens,
             tool_runs,
         }))
+    }
+
+    async fn usage_since(&self, first_day: i64) -> Result<Vec<ScopeDay>, StoreError> {
+        let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+            "SELECT scope, day, tokens, tool_runs FROM budget_usage WHERE day >= $1 \
+             ORDER BY day, scope",
+        )
+        .bind(first_day)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(scope, day, tokens, tool_runs)| ScopeDay {
+                scope,
+                day,
+                used: Used { tokens, tool_runs },
+            })
+            .collect())
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod access;
 mod access_store;
+mod admin;
 mod agent_loop;
 mod app;
 mod approval_secrets;

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::approval::Request;
-use super::{Deps, Route};
+use super::{Deps, OPERATOR_USER, Route};
 use crate::command::{Action, ApprovalButton, Command, Intent};
 use crate::memory::{autosave, compact_if_needed, scope_for};
 use crate::profile::Active;
@@ -176,7 +176,10 @@ impl Turn<'_> {
                 self.done().await
             }
             (ChannelEvent::Button(press), Intent::Button(Some(button))) => {
-                self.decide(&press.user, &button, Some(press), cancel).await
+                // The dashboard's press has no message to answer on: its outcome is posted
+                // in the chat instead, where the people waiting see who decided.
+                let answer_on = Some(press).filter(|p| p.user.id != OPERATOR_USER);
+                self.decide(&press.user, &button, answer_on, cancel).await
             }
             (ChannelEvent::Button(press), Intent::Continue) => {
                 self.continue_paused(press, cancel).await

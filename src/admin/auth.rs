@@ -1,0 +1,311 @@
+//! Who may open the dashboard, and which requests may act. Without a token: only a browser
+//! on this host (a loopback peer naming a loopback `Host`, with no proxy header), so neither
+//! another machine nor a DNS-rebinding page gets in. Otherwise only with the dashboard's
+//! token (`?token=` once, traded for an HttpOnly, SameSite=Strict cookie; or a bearer
+//! header). Every action is a POST that must carry the page's CSRF field and, when the
+//! browser names one, come from the page's own origin.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+use crate::http::same;
+
+/// The token cookie's name.
+pub const TOKEN_COOKIE: &str = "sb_admin_token";
+
+/// Headers a proxy adds: a request carrying one came from somewhere else, whatever its peer.
+const PROXY_HEADERS: [&str; 4] = [
+    "forwarded",
+    "x-forwarded-for",
+    "x-real-ip",
+    "x-forwarded-host",
+];
+
+/// Host names that count as this machine (any port).
+const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+/// How a request got in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admitted {
+    /// A browser on this host, without the token.
+    Local,
+    /// With the token, from a cookie or a bearer header.
+    Token,
+    /// With the token in `?token=`: set the cookie and drop it from the address bar.
+    TokenInQuery,
+}
+
+/// The request as the gate sees it.
+pub struct Knock<'a> {
+    /// The TCP peer.
+    pub peer: SocketAddr,
+    /// The request's headers.
+    pub headers: &'a HeaderMap,
+    /// `?token=`, when given.
+    pub query_token: Option<&'a str>,
+}
+
+/// Let the request in, or the refusal to send. `token_file` is read per request, so a
+/// rotated token applies at once (an unreadable file admits only local browsers).
+pub fn admit(
+    knock: &Knock<'_>,
+    token_file: &Path,
+    loopback_without_token: bool,
+) -> Result<Admitted, Response> {
+    let expected = super::token::read(token_file).ok().flatten();
+    if let Some(expected) = &expected {
+        let matches = |given: &str| same(expected.as_bytes(), given.trim().as_bytes());
+        if knock.query_token.is_some_and(matches) {
+            return Ok(Admitted::TokenInQuery);
+        }
+        let bearer =
+            header(knock.headers, AUTHORIZATION.as_str()).and_then(|v| v.strip_prefix("Bearer "));
+        if bearer.is_some_and(matches) || cookie(knock.headers, TOKEN_COOKIE).is_some_and(matches) {
+            return Ok(Admitted::Token);
+        }
+    }
+    if loopback_without_token && is_local(knock.peer, knock.headers) {
+        return Ok(Admitted::Local);
+    }
+    if !host_is_loopback(knock.headers) {
+        let text = "The dashboard answers without its token only to a browser on the gateway's \
+                    own host (http://localhost:<port>/admin). Elsewhere open the link \
+                    `switchboard admin-token` prints.\n";
+        return Err((StatusCode::FORBIDDEN, text).into_response());
+    }
+    let text = "The dashboard needs its token here: open the link `switchboard admin-token` \
+                prints.\n";
+    Err((StatusCode::UNAUTHORIZED, text).into_response())
+}
+
+/// A loopback peer, a loopback `Host`, and no sign of a proxy in between.
+fn is_local(peer: SocketAddr, headers: &HeaderMap) -> bool {
+    peer.ip().to_canonical().is_loopback()
+        && host_is_loopback(headers)
+        && !PROXY_HEADERS.iter().any(|h| headers.contains_key(*h))
+}
+
+/// Whether `Host` names this machine (a request without one names nothing and fails).
+fn host_is_loopback(headers: &HeaderMap) -> bool {
+    let Some(host) = header(headers, HOST.as_str()) else {
+        return false;
+    };
+    let host = host.trim().to_ascii_lowercase();
+    LOOPBACK_NAMES.contains(&host_name(&host))
+}
+
+/// `host` without its `:port` (an IPv6 literal keeps its brackets).
+fn host_name(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.find(']').map_or(host, |end| &host[..=end]);
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    }
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The value of cookie `name`, if the request carries it.
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim_matches('"'))
+}
+
+/// The `Set-Cookie` value that keeps `token` for the dashboard's pages under `base`.
+pub fn token_cookie(token: &str, base: &str, headers: &HeaderMap) -> String {
+    let secure =
+        header(headers, "x-forwarded-proto").is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    let secure = if secure { "; Secure" } else { "" };
+    format!(
+        "{TOKEN_COOKIE}={token}; Path={base}; Max-Age=2592000; HttpOnly; SameSite=Strict{secure}"
+    )
+}
+
+/// The CSRF field every form carries: derived from the dashboard's token (which no other
+/// site can read), so it is the same on every replica and changes when the token rotates.
+pub fn csrf_token(token_file: &Path) -> Option<String> {
+    let token = super::token::read(token_file).ok().flatten()?;
+    let digest = Sha256::new()
+        .chain_update(b"switchboard admin csrf\0")
+        .chain_update(token.as_bytes())
+        .finalize();
+    Some(digest[..16].iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Whether an action may proceed: the form's `csrf` field is the page's, and the browser
+/// (when it says where the request comes from) sent it from the dashboard's own origin.
+pub fn action_allowed(headers: &HeaderMap, given_csrf: &str, token_file: &Path) -> bool {
+    let Some(expected) = csrf_token(token_file) else {
+        return false;
+    };
+    same_origin(headers) && same(expected.as_bytes(), given_csrf.as_bytes())
+}
+
+/// `Origin` names the `Host` the request went to; without `Origin`, `Sec-Fetch-Site` (when
+/// sent) says same-origin. A client sending neither is not a browser on another site.
+fn same_origin(headers: &HeaderMap) -> bool {
+    // `null` (an opaque origin) names nothing: then only `Sec-Fetch-Site` can vouch.
+    if let Some(origin) = headers.get(ORIGIN).filter(|o| o.as_bytes() != b"null") {
+        let (Ok(origin), Some(host)) = (origin.to_str(), header(headers, HOST.as_str())) else {
+            return false;
+        };
+        let own = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"));
+        return own.is_some_and(|own| own.trim_end_matches('/').eq_ignore_ascii_case(host));
+    }
+    match header(headers, "sec-fetch-site") {
+        Some(site) => site == "same-origin",
+        None => !headers.contains_key(ORIGIN),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(*k, HeaderValue::from_static(v));
+        }
+        map
+    }
+
+    fn knock<'a>(peer: &str, headers: &'a HeaderMap, token: Option<&'a str>) -> Knock<'a> {
+        Knock {
+            peer: peer.parse().unwrap(),
+            headers,
+            query_token: token,
+        }
+    }
+
+    fn token_file(dir: &Path) -> std::path::PathBuf {
+        let path = dir.join("admin.token");
+        std::fs::write(&path, "0123456789abcdef0123456789abcdef\n").unwrap();
+        path
+    }
+
+    #[test]
+    fn only_a_browser_on_this_host_gets_in_without_the_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = token_file(dir.path());
+        let local = headers(&[("host", "localhost:8080")]);
+        let admit = |k: &Knock<'_>| admit(k, &file, true).map_err(|r| r.status().as_u16());
+        assert_eq!(
+            admit(&knock("127.0.0.1:5", &local, None)),
+            Ok(Admitted::Local)
+        );
+        assert_eq!(admit(&knock("[::1]:5", &local, None)), Ok(Admitted::Local));
+        assert_eq!(
+            admit(&knock("10.0.0.7:5", &local, None)),
+            Err(401),
+            "remote peer"
+        );
+        let rebound = headers(&[("host", "evil.example:8080")]);
+        assert_eq!(
+            admit(&knock("127.0.0.1:5", &rebound, None)),
+            Err(403),
+            "foreign Host"
+        );
+        let proxied = headers(&[("host", "127.0.0.1:8080"), ("x-forwarded-for", "1.2.3.4")]);
+        assert_eq!(
+            admit(&knock("127.0.0.1:5", &proxied, None)),
+            Err(401),
+            "proxied"
+        );
+        assert_eq!(
+            admit(&knock("127.0.0.1:5", &headers(&[]), None)),
+            Err(403),
+            "no Host"
+        );
+        let closed = super::admit(&knock("127.0.0.1:5", &local, None), &file, false);
+        assert_eq!(
+            closed.map_err(|r| r.status().as_u16()),
+            Err(401),
+            "switched off"
+        );
+    }
+
+    #[test]
+    fn the_token_opens_it_from_anywhere_by_query_cookie_or_bearer_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = token_file(dir.path());
+        let token = "0123456789abcdef0123456789abcdef";
+        let far = headers(&[("host", "ops.example.com")]);
+        let admit = |k: &Knock<'_>| admit(k, &file, true).map_err(|r| r.status().as_u16());
+        assert_eq!(
+            admit(&knock("10.0.0.7:5", &far, Some(token))),
+            Ok(Admitted::TokenInQuery)
+        );
+        assert_eq!(admit(&knock("10.0.0.7:5", &far, Some("0123"))), Err(403));
+        let jar = headers(&[
+            ("host", "ops.example.com"),
+            (
+                "cookie",
+                "a=b; sb_admin_token=0123456789abcdef0123456789abcdef",
+            ),
+        ]);
+        assert_eq!(admit(&knock("10.0.0.7:5", &jar, None)), Ok(Admitted::Token));
+        let bearer = headers(&[
+            ("host", "ops.example.com"),
+            ("authorization", "Bearer 0123456789abcdef0123456789abcdef"),
+        ]);
+        assert_eq!(
+            admit(&knock("10.0.0.7:5", &bearer, None)),
+            Ok(Admitted::Token)
+        );
+        let web_cookie = headers(&[
+            ("host", "ops.example.com"),
+            ("cookie", "sb_web_token=0123456789abcdef0123456789abcdef"),
+        ]);
+        assert_eq!(admit(&knock("10.0.0.7:5", &web_cookie, None)), Err(403));
+    }
+
+    #[test]
+    fn an_action_needs_the_csrf_field_and_the_pages_own_origin() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = token_file(dir.path());
+        let csrf = csrf_token(&file).unwrap();
+        let own = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://127.0.0.1:8080"),
+        ]);
+        assert!(action_allowed(&own, &csrf, &file));
+        assert!(!action_allowed(&own, "0000", &file), "wrong field");
+        let foreign = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "https://evil.example"),
+        ]);
+        assert!(!action_allowed(&foreign, &csrf, &file), "another origin");
+        let null = headers(&[("host", "127.0.0.1:8080"), ("origin", "null")]);
+        assert!(!action_allowed(&null, &csrf, &file));
+        let framed = headers(&[("origin", "null"), ("sec-fetch-site", "cross-site")]);
+        assert!(!action_allowed(&framed, &csrf, &file));
+        let own_null = headers(&[("origin", "null"), ("sec-fetch-site", "same-origin")]);
+        assert!(action_allowed(&own_null, &csrf, &file));
+        let cross = headers(&[("host", "127.0.0.1:8080"), ("sec-fetch-site", "cross-site")]);
+        assert!(!action_allowed(&cross, &csrf, &file));
+        std::fs::write(&file, "fedcba9876543210fedcba9876543210\n").unwrap();
+        assert!(
+            !action_allowed(&own, &csrf, &file),
+            "a rotated token changes it"
+        );
+    }
+}

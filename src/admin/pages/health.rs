@@ -1,0 +1,147 @@
+//! The health page: the database, every channel's readiness, the sandbox's posture, MCP
+//! servers, the replicas sharing the database with their heartbeat, what waits, and the
+//! doctor's findings with their fixes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::admin::Admin;
+use crate::admin::html::{Html, span, when};
+use crate::doctor::Severity;
+
+/// How long the page waits for the database before saying it did not answer.
+const DB_WAIT: Duration = Duration::from_millis(800);
+
+pub(super) async fn render(admin: &Admin) -> anyhow::Result<String> {
+    let mut html = Html::new(&admin.scrubber);
+    html.raw("<section><h2>Readiness</h2><table><thead><tr><th>Check</th><th>State</th><th>Detail</th></tr></thead><tbody>");
+    let db = match tokio::time::timeout(DB_WAIT, admin.store.ping()).await {
+        Ok(Ok(())) => Ok("answers".to_owned()),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(_) => Err("no answer within 800 ms".to_owned()),
+    };
+    let (ok, detail) = match &db {
+        Ok(d) => (true, d.as_str()),
+        Err(d) => (false, d.as_str()),
+    };
+    row(&mut html, "database", ok, detail);
+    for (name, health) in admin.health.channels.health() {
+        row(
+            &mut html,
+            &format!("channel {name}"),
+            health.ready,
+            &health.detail,
+        );
+    }
+    let sandbox = Arc::clone(&admin.health.sandbox);
+    let posture = tokio::task::spawn_blocking(move || crate::sandbox::readyz_check(&sandbox)).await;
+    let checks = posture
+        .into_iter()
+        .chain(admin.health.mcp.iter().flat_map(|m| m.readyz_checks()));
+    for check in checks {
+        let name = check["name"].as_str().unwrap_or("check");
+        let detail = match &check["detail"] {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        row(
+            &mut html,
+            name,
+            check["ok"].as_bool().unwrap_or(true),
+            &detail,
+        );
+    }
+    html.raw("</tbody></table></section>");
+    if db.is_ok() {
+        work(admin, &mut html).await?;
+        replicas(admin, &mut html).await?;
+    }
+    findings(admin, &mut html).await;
+    Ok(html.finish())
+}
+
+fn row(html: &mut Html<'_>, name: &str, ok: bool, detail: &str) {
+    let (class, state) = if ok {
+        ("ok", "ok")
+    } else {
+        ("bad", "not ready")
+    };
+    html.raw("<tr><td>")
+        .text(name)
+        .raw(&format!(
+            "</td><td><span class=\"state {class}\">{state}</span></td><td>"
+        ))
+        .text(detail)
+        .raw("</td></tr>");
+}
+
+/// What waits: inbox rows and approvals by state, live conversations on this replica.
+async fn work(admin: &Admin, html: &mut Html<'_>) -> anyhow::Result<()> {
+    let inbox = admin.store.inbox_counts().await?;
+    let approvals = admin.store.approval_counts().await?;
+    let figures = [
+        ("events waiting", inbox.pending),
+        ("events being answered", inbox.processing),
+        ("events failed", inbox.failed),
+        ("approvals pending", approvals.pending),
+        ("conversations live here", admin.registry.active() as i64),
+    ];
+    html.raw("<section><h2>Work</h2><dl class=\"figures\">");
+    for (label, n) in figures {
+        html.raw(&format!("<div><dt>{label}</dt><dd>{n}</dd></div>"));
+    }
+    html.raw("</dl></section>");
+    Ok(())
+}
+
+/// Every replica's heartbeat row (PostgreSQL); on SQLite the process is alone.
+async fn replicas(admin: &Admin, html: &mut Html<'_>) -> anyhow::Result<()> {
+    html.raw("<section><h2>Replicas</h2>");
+    if !admin.store.shared() {
+        html.el(
+            "p",
+            "muted",
+            "One process on SQLite: there are no other replicas.",
+        );
+        html.raw("</section>");
+        return Ok(());
+    }
+    let here = admin.registry.deps().lifecycle.owner().to_owned();
+    let instances = admin.store.instances().await?;
+    html.raw("<table><thead><tr><th>Instance</th><th>Started</th><th>Last heartbeat</th><th>State</th></tr></thead><tbody>");
+    for i in instances {
+        let state = if i.draining { "draining" } else { "running" };
+        html.raw("<tr><td>").text(&i.id);
+        if i.id == here {
+            html.raw(" <span class=\"muted\">(this page)</span>");
+        }
+        html.raw("</td><td>")
+            .text(&when(i.started_at))
+            .raw("</td><td>")
+            .text(&format!("{} ago", span(i.silent_ms)))
+            .raw("</td><td>")
+            .text(state)
+            .raw("</td></tr>");
+    }
+    html.raw("</tbody></table></section>");
+    Ok(())
+}
+
+async fn findings(admin: &Admin, html: &mut Html<'_>) {
+    html.raw("<section><h2>Doctor</h2><ul class=\"findings\">");
+    for f in admin.findings().await {
+        let (class, label) = match f.severity {
+            Severity::Critical => ("critical", "critical"),
+            Severity::Warning => ("warning", "warning"),
+            Severity::Note => ("note", "note"),
+        };
+        html.raw(&format!(
+            "<li class=\"{class}\"><span class=\"sev\">{label}</span> "
+        ))
+        .text(&f.what)
+        .raw("<div class=\"fix\">fix: ")
+        .text(&f.fix)
+        .raw("</div></li>");
+    }
+    html.raw("</ul></section>");
+}
