@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn text_is_scrubbed_before_it_is_escaped() {
-        let scrubber = Scrubber::new(vec!["hunter2-secret-value".into()]);
+        let scrubber = Scrubber::new(["hunter2-secret-value"]);
         let mut html = Html::new(&scrubber);
         html.text("<b>key=hunter2-secret-value</b> & 'x'");
         let out = html.finish();

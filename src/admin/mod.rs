@@ -169,6 +169,10 @@ impl Admin {
     }
 
     /// Let the request in (see `auth`), or the refusal.
+    #[expect(
+        clippy::result_large_err,
+        reason = "the refusal is built only for a refused request and sent at once"
+    )]
     fn gate(
         &self,
         peer: SocketAddr,

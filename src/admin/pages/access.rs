@@ -5,6 +5,10 @@
 use crate::admin::Admin;
 use crate::admin::html::{Html, span, when};
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one page's markup, read top to bottom as it appears"
+)]
 pub(super) async fn render(admin: &Admin, csrf: &str) -> anyhow::Result<String> {
     let now = admin.clock.now_ms();
     let base = admin.base();

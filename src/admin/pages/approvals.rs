@@ -9,6 +9,10 @@ use crate::ids::ApprovalStatus;
 /// How many decided approvals are listed under the pending ones.
 const RECENT: usize = 20;
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one page's markup, read top to bottom as it appears"
+)]
 pub(super) async fn render(admin: &Admin, csrf: &str) -> anyhow::Result<String> {
     let now = admin.clock.now_ms();
     let mut pending = admin.store.pending_approvals().await?;

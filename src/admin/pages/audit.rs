@@ -11,6 +11,10 @@ const PER_PAGE: usize = 50;
 /// Characters of arguments or output shown per entry.
 const SHOWN: usize = 240;
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one page's markup, read top to bottom as it appears"
+)]
 pub(super) async fn render(admin: &Admin, query: &PageQuery) -> anyhow::Result<String> {
     let filled = |v: &Option<String>| {
         v.as_deref()
