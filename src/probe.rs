@@ -111,6 +111,24 @@ async fn probe_channel(
             let auth = format!("Bot {token}");
             (http.get(url).header("authorization", auth), "/username")
         }
+        // Logging in would make a device; the homeserver answering its versions is the check.
+        #[cfg(feature = "matrix")]
+        ChannelConfig::Matrix(c) => {
+            let base = c.homeserver_url.trim_end_matches('/');
+            let url = format!("{base}/_matrix/client/versions");
+            let answer = ask_json(http.get(url)).await.map(|body| {
+                format!(
+                    "homeserver {base} answers (Matrix {}); {} logs in when the gateway starts",
+                    body["versions"]
+                        .as_array()
+                        .and_then(|v| v.last())
+                        .and_then(Value::as_str)
+                        .unwrap_or("?"),
+                    c.user_id
+                )
+            });
+            return Some(answer);
+        }
         #[allow(unreachable_patterns)]
         _ => return None,
     };
@@ -119,6 +137,13 @@ async fn probe_channel(
 
 /// Send `request`; the bot's name at JSON pointer `name_at` when the platform says ok.
 async fn ask(request: reqwest::RequestBuilder, name_at: &str) -> Result<String, String> {
+    let body = ask_json(request).await?;
+    let name = body.pointer(name_at).and_then(Value::as_str).unwrap_or("?");
+    Ok(format!("bot {name}"))
+}
+
+/// Send `request`; its JSON body when the platform says ok.
+async fn ask_json(request: reqwest::RequestBuilder) -> Result<Value, String> {
     // The URL may carry the token (Telegram): never print reqwest's text with it.
     let response = request
         .send()
@@ -135,6 +160,5 @@ async fn ask(request: reqwest::RequestBuilder, name_at: &str) -> Result<String, 
             .unwrap_or("no explanation");
         return Err(format!("HTTP {}: {why}", status.as_u16()));
     }
-    let name = body.pointer(name_at).and_then(Value::as_str).unwrap_or("?");
-    Ok(format!("bot {name}"))
+    Ok(body)
 }

@@ -14,7 +14,7 @@ use switchboard_channel::{ChannelSettings, Site};
 use super::{Config, Problem};
 
 /// Every platform `kind`, whether or not this binary was built with it.
-pub const KINDS: &[&str] = &["slack", "telegram", "discord", "web"];
+pub const KINDS: &[&str] = &["slack", "telegram", "discord", "web", "matrix"];
 
 /// One `[channels.<name>]` table: the platform's own settings type.
 #[derive(Debug, Clone)]
@@ -31,6 +31,9 @@ pub enum ChannelConfig {
     /// The built-in web chat page and its WebSocket.
     #[cfg(feature = "web")]
     Web(switchboard_web::WebConfig),
+    /// Matrix client-server API (`/sync`, end-to-end encryption).
+    #[cfg(feature = "matrix")]
+    Matrix(switchboard_matrix::MatrixConfig),
 }
 
 impl ChannelConfig {
@@ -45,12 +48,15 @@ impl ChannelConfig {
             Self::Discord(_) => "discord",
             #[cfg(feature = "web")]
             Self::Web(_) => "web",
+            #[cfg(feature = "matrix")]
+            Self::Matrix(_) => "matrix",
             // Built without any platform: there is no value to match.
             #[cfg(not(any(
                 feature = "slack",
                 feature = "telegram",
                 feature = "discord",
-                feature = "web"
+                feature = "web",
+                feature = "matrix"
             )))]
             _ => match *self {},
         }
@@ -67,11 +73,14 @@ impl ChannelConfig {
             Self::Discord(s) => s,
             #[cfg(feature = "web")]
             Self::Web(s) => s,
+            #[cfg(feature = "matrix")]
+            Self::Matrix(s) => s,
             #[cfg(not(any(
                 feature = "slack",
                 feature = "telegram",
                 feature = "discord",
-                feature = "web"
+                feature = "web",
+                feature = "matrix"
             )))]
             _ => match *self {},
         }
@@ -84,7 +93,8 @@ impl ChannelConfig {
         feature = "slack",
         feature = "telegram",
         feature = "discord",
-        feature = "web"
+        feature = "web",
+        feature = "matrix"
     )),
     allow(unused_variables)
 )]
@@ -98,6 +108,8 @@ fn from_kind<'de, D: Deserializer<'de>>(kind: &str, d: D) -> Result<ChannelConfi
         "discord" => Deserialize::deserialize(d).map(ChannelConfig::Discord),
         #[cfg(feature = "web")]
         "web" => Deserialize::deserialize(d).map(ChannelConfig::Web),
+        #[cfg(feature = "matrix")]
+        "matrix" => Deserialize::deserialize(d).map(ChannelConfig::Matrix),
         known if KINDS.contains(&known) => Err(de::Error::custom(format!(
             "kind {known:?}: this binary was built without the `{known}` feature"
         ))),

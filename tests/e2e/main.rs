@@ -22,6 +22,7 @@ mod helpers;
 mod holdback;
 mod leak;
 mod logs;
+mod matrix;
 mod mcp;
 mod memory;
 mod memory_store;

@@ -41,13 +41,50 @@ impl ConversationKey {
     }
 }
 
+/// The text form, `channel:chat` or `channel:chat:thread`, is how keys are stored and typed.
+/// A `:` inside a part (Matrix room ids: `!abc:example.org`) is written `%3A` and a `%` is
+/// written `%25`, so every key reads back as itself; ids without either (every other
+/// platform's) read exactly as before.
 impl fmt::Display for ConversationKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (channel, chat) = (escape(&self.channel), escape(&self.chat));
         match &self.thread {
-            Some(thread) => write!(f, "{}:{}:{}", self.channel, self.chat, thread),
-            None => write!(f, "{}:{}", self.channel, self.chat),
+            Some(thread) => write!(f, "{channel}:{chat}:{}", escape(thread)),
+            None => write!(f, "{channel}:{chat}"),
         }
     }
+}
+
+fn escape(part: &str) -> std::borrow::Cow<'_, str> {
+    if part.contains([':', '%']) {
+        part.replace('%', "%25").replace(':', "%3A").into()
+    } else {
+        part.into()
+    }
+}
+
+fn unescape(part: &str) -> String {
+    if !part.contains('%') {
+        return part.to_owned();
+    }
+    let mut out = String::with_capacity(part.len());
+    let mut rest = part;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let code = rest.get(at + 1..at + 3).map(str::to_ascii_uppercase);
+        match code.as_deref() {
+            Some("3A") => out.push(':'),
+            Some("25") => out.push('%'),
+            _ => {
+                out.push('%');
+                rest = &rest[at + 1..];
+                continue;
+            }
+        }
+        rest = &rest[at + 3..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Why a string is not a [`ConversationKey`].
@@ -64,9 +101,9 @@ impl FromStr for ConversationKey {
         let chat = parts.next().filter(|p| !p.is_empty());
         match (channel, chat) {
             (Some(channel), Some(chat)) => Ok(Self {
-                channel: channel.to_owned(),
-                chat: chat.to_owned(),
-                thread: parts.next().filter(|p| !p.is_empty()).map(str::to_owned),
+                channel: unescape(channel),
+                chat: unescape(chat),
+                thread: parts.next().filter(|p| !p.is_empty()).map(unescape),
             }),
             _ => Err(BadConversationKey(s.to_owned())),
         }
@@ -223,6 +260,29 @@ mod tests {
         ] {
             assert_eq!(key.to_string().parse::<ConversationKey>().unwrap(), key);
         }
+    }
+
+    #[test]
+    fn matrix_ids_with_colons_and_percents_read_back_as_themselves() {
+        for key in [
+            ConversationKey::new("matrix", "!abc:example.org:8448").in_thread("$ev:example.org"),
+            ConversationKey::new("matrix", "!50%off:example.org"),
+            ConversationKey::new("web", "100%3A"),
+        ] {
+            let text = key.to_string();
+            assert_eq!(
+                text.matches(':').count(),
+                1 + usize::from(key.thread.is_some()),
+                "{text}"
+            );
+            assert_eq!(text.parse::<ConversationKey>().unwrap(), key, "{text}");
+        }
+        assert_eq!(
+            ConversationKey::new("matrix", "!a:b").to_string(),
+            "matrix:!a%3Ab"
+        );
+        let stray: ConversationKey = "web:a%zz%".parse().unwrap();
+        assert_eq!(stray.chat, "a%zz%", "a % that escapes nothing stays");
     }
 
     #[test]

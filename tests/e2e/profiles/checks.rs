@@ -28,8 +28,11 @@ fn check(text: &str) -> (Option<i32>, String) {
         .arg(&file)
         .output()
         .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
     (out.status.code(), text)
 }
 

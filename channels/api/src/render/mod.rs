@@ -17,6 +17,9 @@ pub enum Target {
     DiscordMarkdown,
     /// Safe HTML for the built-in web chat: no raw HTML, only http/https/mailto links.
     WebHtml,
+    /// Matrix `org.matrix.custom.html`: the web chat's safe HTML, whose tags are all within
+    /// the ones the Matrix spec lets clients show.
+    MatrixHtml,
 }
 
 /// Render `markdown` for `target`.
@@ -29,7 +32,7 @@ pub fn render(markdown: &str, target: Target) -> String {
         Target::TelegramHtml => chat::render(markdown, chat::Dialect::Telegram),
         Target::SlackMrkdwn => chat::render(markdown, chat::Dialect::Slack),
         Target::DiscordMarkdown => discord::render(markdown),
-        Target::WebHtml => web::render(markdown),
+        Target::WebHtml | Target::MatrixHtml => web::render(markdown),
     }
 }
 

@@ -1,0 +1,230 @@
+//! The state the receive loop and the outbound calls share: the logged-in SDK client (made
+//! on first use, from the saved session when there is one), receive health, and the bot's
+//! recent prompts with their choices.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use matrix_sdk::Room;
+use matrix_sdk::authentication::matrix::MatrixSession;
+use matrix_sdk::ruma::{OwnedRoomId, OwnedUserId, RoomId};
+use switchboard_channel::{ChannelError, ConversationKey, Health, Recent};
+use tokio::sync::OnceCell;
+
+use crate::choices::Choice;
+use crate::config::MatrixConfig;
+use crate::errors::from_sdk;
+
+/// How many prompts' choices (and the bot's own reactions on them) are remembered.
+const PROMPTS_KEPT: usize = 512;
+
+/// One Matrix account, logged in once per process.
+pub(crate) struct Client {
+    pub(crate) name: String,
+    pub(crate) config: MatrixConfig,
+    pub(crate) user_id: OwnedUserId,
+    /// `<data_dir>/matrix/<name>`: `session.json` and the SDK's SQLite stores.
+    dir: PathBuf,
+    sdk: OnceCell<matrix_sdk::Client>,
+    pub(crate) health: Mutex<Status>,
+    /// Prompts the bot posted: event id → the choices it offered and the ids of the
+    /// reactions it put under it, so a press is read without a fetch and the bot's own
+    /// reactions go when the choices do.
+    pub(crate) prompts: Mutex<Recent<Prompt>>,
+}
+
+/// What the bot offered under one of its messages.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Prompt {
+    /// The thread the prompt was posted in, for the press's conversation key.
+    pub(crate) thread: Option<String>,
+    pub(crate) choices: Vec<Choice>,
+    pub(crate) reactions: Vec<String>,
+}
+
+/// Receive-side health for `/readyz`.
+#[derive(Debug, Default)]
+pub(crate) struct Status {
+    pub(crate) last_ok: Option<SystemTime>,
+    pub(crate) last_error: Option<String>,
+    pub(crate) stopped: Option<String>,
+}
+
+impl Client {
+    pub(crate) fn new(name: &str, config: MatrixConfig, dir: PathBuf) -> Result<Self, String> {
+        let user_id = OwnedUserId::try_from(config.user_id.as_str())
+            .map_err(|e| format!("channels.{name}.user_id {e}"))?;
+        Ok(Self {
+            name: name.to_owned(),
+            config,
+            user_id,
+            dir,
+            sdk: OnceCell::new(),
+            health: Mutex::new(Status::default()),
+            prompts: Mutex::new(Recent::new(PROMPTS_KEPT)),
+        })
+    }
+
+    /// The logged-in client: the saved session restored, or a password login whose
+    /// session is then saved (`session.json`, readable by the gateway's user only), so the
+    /// bot keeps one device, and its encryption keys, across restarts.
+    pub(crate) async fn sdk(&self) -> Result<&matrix_sdk::Client, ChannelError> {
+        self.sdk.get_or_try_init(|| self.log_in()).await
+    }
+
+    async fn log_in(&self) -> Result<matrix_sdk::Client, ChannelError> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| {
+            ChannelError::Fatal(format!("cannot create {}: {e}", self.dir.display()))
+        })?;
+        let client = matrix_sdk::Client::builder()
+            .homeserver_url(&self.config.homeserver_url)
+            .sqlite_store(
+                self.dir.join("store"),
+                self.config.store_passphrase.expose(),
+            )
+            .build()
+            .await
+            .map_err(|e| ChannelError::Fatal(format!("cannot open the Matrix store: {e}")))?;
+        let session_file = self.dir.join("session.json");
+        match read_session(&session_file)? {
+            Some(session) if session.meta.user_id == self.user_id => {
+                client
+                    .matrix_auth()
+                    .restore_session(session)
+                    .await
+                    .map_err(|e| from_sdk(&e))?;
+                tracing::info!(channel = %self.name, user = %self.user_id, "Matrix session restored");
+            }
+            other => {
+                if other.is_some() {
+                    return Err(ChannelError::Fatal(format!(
+                        "{} belongs to another account than {}; move it away to log in as the new one",
+                        session_file.display(),
+                        self.user_id
+                    )));
+                }
+                let password = self.config.password.expose().unwrap_or_default();
+                let response = client
+                    .matrix_auth()
+                    .login_username(&self.user_id, password)
+                    .initial_device_display_name(&self.config.device_name)
+                    .send()
+                    .await
+                    .map_err(|e| from_sdk(&e))?;
+                tracing::info!(channel = %self.name, user = %self.user_id, device = %response.device_id, "logged in to Matrix");
+                let session = client
+                    .matrix_auth()
+                    .session()
+                    .ok_or_else(|| ChannelError::Fatal("login gave no session".into()))?;
+                write_session(&session_file, &session)?;
+            }
+        }
+        Ok(client)
+    }
+
+    /// The joined room a conversation lives in.
+    pub(crate) async fn room(&self, key: &ConversationKey) -> Result<Room, ChannelError> {
+        let id = RoomId::parse(&key.chat)
+            .map_err(|_| ChannelError::NotFound(format!("{} is not a room id", key.chat)))?;
+        self.room_by_id(&id).await
+    }
+
+    pub(crate) async fn room_by_id(&self, id: &OwnedRoomId) -> Result<Room, ChannelError> {
+        self.sdk()
+            .await?
+            .get_room(id)
+            .ok_or_else(|| ChannelError::NotFound(format!("the bot is not in room {id}")))
+    }
+
+    pub(crate) fn with_status<T>(&self, f: impl FnOnce(&mut Status) -> T) -> T {
+        f(&mut self
+            .health
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    pub(crate) fn with_prompts<T>(&self, f: impl FnOnce(&mut Recent<Prompt>) -> T) -> T {
+        f(&mut self
+            .prompts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    pub(crate) fn receive_ok(&self) {
+        self.with_status(|s| {
+            s.last_ok = Some(SystemTime::now());
+            s.last_error = None;
+        });
+    }
+
+    pub(crate) fn receive_failed(&self, why: String) {
+        self.with_status(|s| s.last_error = Some(why));
+    }
+
+    pub(crate) fn health(&self) -> Health {
+        self.with_status(|s| match (&s.stopped, &s.last_error, s.last_ok) {
+            (Some(why), _, _) => Health {
+                ready: false,
+                detail: format!("stopped: {why}"),
+                last_ok: s.last_ok,
+            },
+            (None, Some(why), _) => Health {
+                ready: false,
+                detail: why.clone(),
+                last_ok: s.last_ok,
+            },
+            (None, None, Some(_)) => Health {
+                ready: true,
+                detail: "syncing".into(),
+                last_ok: s.last_ok,
+            },
+            (None, None, None) => Health {
+                ready: false,
+                detail: "not synced yet".into(),
+                last_ok: None,
+            },
+        })
+    }
+}
+
+fn read_session(path: &Path) -> Result<Option<MatrixSession>, ChannelError> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            ChannelError::Fatal(format!(
+                "{} is not a saved Matrix session ({e}); move it away to log in again",
+                path.display()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ChannelError::Fatal(format!(
+            "cannot read {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// Written to a temporary file created 0600 and renamed over, so the access token inside is
+/// never readable by others, not even half-written.
+fn write_session(path: &Path, session: &MatrixSession) -> Result<(), ChannelError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let fail = |e: std::io::Error| {
+        ChannelError::Fatal(format!(
+            "cannot save the Matrix session to {}: {e}",
+            path.display()
+        ))
+    };
+    let tmp = path.with_extension("json.tmp");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(fail)?;
+    let json = serde_json::to_vec(session).map_err(|e| ChannelError::Fatal(e.to_string()))?;
+    file.write_all(&json).map_err(fail)?;
+    file.sync_all().map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(fail)
+}

@@ -1,0 +1,276 @@
+//! Outbound: messages as `m.text` with the markdown as `body` and its HTML rendering as
+//! `formatted_body`; a streamed answer grows by `m.replace` edits; deletes are redactions;
+//! files go through the SDK's attachment upload (encrypted in encrypted rooms). Every
+//! message sets an empty `m.mentions`, so nothing the model writes pings anyone.
+
+use matrix_sdk::attachment::AttachmentConfig;
+use matrix_sdk::media::{MediaFormat, MediaRequestParameters};
+use matrix_sdk::ruma::events::room::{EncryptedFile, MediaSource};
+use matrix_sdk::ruma::{EventId, OwnedMxcUri};
+use serde_json::{Value, json};
+use switchboard_channel::{
+    Attachment, ChannelError, ConversationKey, FileError, MessageRef, Outbound, OutboundFile,
+    Target, human_size, render,
+};
+
+use crate::choices::{self, Choice, FIELD};
+use crate::client::{Client, Prompt};
+use crate::errors::from_sdk;
+
+impl Client {
+    pub(crate) async fn send(
+        &self,
+        key: &ConversationKey,
+        msg: &Outbound,
+    ) -> Result<MessageRef, ChannelError> {
+        let room = self.room(key).await?;
+        let offered = choices::choices(&msg.buttons);
+        let mut content = message(&msg.text, &offered);
+        if let Some(thread) = &key.thread {
+            content["m.relates_to"] = json!({
+                "rel_type": "m.thread",
+                "event_id": thread,
+                "is_falling_back": true,
+                "m.in_reply_to": { "event_id": thread },
+            });
+        }
+        let sent = room
+            .send_raw("m.room.message", content)
+            .await
+            .map_err(|e| from_sdk(&e))?;
+        let id = sent.event_id.to_string();
+        if !offered.is_empty() {
+            let reactions = self.react(&room, &sent.event_id, &offered).await;
+            self.with_prompts(|p| {
+                p.insert(
+                    id.clone(),
+                    Prompt {
+                        thread: key.thread.clone(),
+                        choices: offered,
+                        reactions,
+                    },
+                );
+            });
+        }
+        Ok(MessageRef::new(id))
+    }
+
+    pub(crate) async fn edit(
+        &self,
+        key: &ConversationKey,
+        msg_ref: &MessageRef,
+        msg: &Outbound,
+    ) -> Result<(), ChannelError> {
+        let room = self.room(key).await?;
+        let target = parse_event_id(&msg_ref.id)?;
+        let offered = choices::choices(&msg.buttons);
+        let new_content = message(&msg.text, &offered);
+        // Clients that know edits show `m.new_content`; the rest show the fallback body.
+        let content = json!({
+            "msgtype": "m.text",
+            "body": format!("* {}", new_content["body"].as_str().unwrap_or_default()),
+            "m.mentions": {},
+            "m.new_content": new_content,
+            "m.relates_to": { "rel_type": "m.replace", "event_id": target },
+        });
+        room.send_raw("m.room.message", content)
+            .await
+            .map_err(|e| from_sdk(&e))?;
+        let before = self.with_prompts(|p| p.get(&msg_ref.id));
+        if offered.is_empty() {
+            // The choices are gone: so go the bot's reactions that offered them.
+            if let Some(before) = before.filter(|b| !b.reactions.is_empty()) {
+                for reaction in before
+                    .reactions
+                    .iter()
+                    .filter_map(|r| EventId::parse(r).ok())
+                {
+                    if let Err(err) = room.redact(&reaction, None, None).await {
+                        tracing::debug!(channel = %self.name, error = %err, "could not remove the bot's reaction");
+                    }
+                }
+                self.with_prompts(|p| p.insert(msg_ref.id.clone(), Prompt::default()));
+            }
+        } else if before.as_ref().is_none_or(|b| b.choices != offered) {
+            let reactions = self.react(&room, &target, &offered).await;
+            self.with_prompts(|p| {
+                p.insert(
+                    msg_ref.id.clone(),
+                    Prompt {
+                        thread: key.thread.clone(),
+                        choices: offered,
+                        reactions,
+                    },
+                );
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn delete(
+        &self,
+        key: &ConversationKey,
+        msg_ref: &MessageRef,
+    ) -> Result<(), ChannelError> {
+        let room = self.room(key).await?;
+        let target = parse_event_id(&msg_ref.id)?;
+        room.redact(&target, None, None)
+            .await
+            .map(|_| ())
+            .map_err(|e| crate::errors::from_http(&e))
+    }
+
+    pub(crate) async fn typing(&self, key: &ConversationKey) -> Result<(), ChannelError> {
+        let room = self.room(key).await?;
+        room.typing_notice(true).await.map_err(|e| from_sdk(&e))
+    }
+
+    /// Put each choice's emoji under `target` so the person presses with one tap. Best
+    /// effort: a reaction that fails leaves the choice in the text line.
+    async fn react(
+        &self,
+        room: &matrix_sdk::Room,
+        target: &EventId,
+        offered: &[Choice],
+    ) -> Vec<String> {
+        let mut ids = Vec::new();
+        for choice in offered {
+            let content = json!({
+                "m.relates_to": { "rel_type": "m.annotation", "event_id": target, "key": choice.key },
+            });
+            match room.send_raw("m.reaction", content).await {
+                Ok(sent) => ids.push(sent.event_id.to_string()),
+                Err(err) => {
+                    tracing::debug!(channel = %self.name, error = %err, "could not add a choice's reaction");
+                }
+            }
+        }
+        ids
+    }
+
+    pub(crate) async fn download(
+        &self,
+        file: &Attachment,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, FileError> {
+        if let Some(size) = file.size.filter(|s| *s > max_bytes) {
+            tracing::debug!(channel = %self.name, file = %file.name, size, "a Matrix file over the limit");
+            return Err(FileError::TooLarge { limit: max_bytes });
+        }
+        let source = if file.id.starts_with("mxc://") {
+            MediaSource::Plain(OwnedMxcUri::from(file.id.as_str()))
+        } else {
+            let encrypted: EncryptedFile = serde_json::from_str(&file.id)
+                .map_err(|e| FileError::Gone(format!("unreadable file reference: {e}")))?;
+            MediaSource::Encrypted(Box::new(encrypted))
+        };
+        let sdk = self
+            .sdk()
+            .await
+            .map_err(|e| FileError::Transient(e.to_string()))?;
+        let request = MediaRequestParameters {
+            source,
+            format: MediaFormat::File,
+        };
+        let bytes = sdk
+            .media()
+            .get_media_content(&request, false)
+            .await
+            .map_err(|e| FileError::Transient(format!("downloading {}: {e}", file.name)))?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(FileError::TooLarge { limit: max_bytes });
+        }
+        tracing::debug!(channel = %self.name, file = %file.name, size = %human_size(bytes.len() as u64), "downloaded a Matrix file");
+        Ok(bytes)
+    }
+
+    pub(crate) async fn send_file(
+        &self,
+        key: &ConversationKey,
+        file: &OutboundFile,
+    ) -> Result<MessageRef, FileError> {
+        let room = self
+            .room(key)
+            .await
+            .map_err(|e| FileError::Fatal(e.to_string()))?;
+        let mime: mime::Mime = file
+            .mime
+            .as_deref()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(mime::APPLICATION_OCTET_STREAM);
+        let caption = (!file.caption.trim().is_empty()).then(|| file.caption.clone());
+        let sent = room
+            .send_attachment(
+                &file.name,
+                &mime,
+                file.bytes.clone(),
+                AttachmentConfig::new().caption(caption),
+            )
+            .await
+            .map_err(|e| FileError::Transient(format!("uploading {}: {e}", file.name)))?;
+        Ok(MessageRef::new(sent.event_id.to_string()))
+    }
+}
+
+/// A message's content: the markdown as `body`, its HTML as `formatted_body`, and the
+/// choices (with their line under the text) when it offers any.
+fn message(markdown: &str, offered: &[Choice]) -> Value {
+    let text = if offered.is_empty() {
+        markdown.to_owned()
+    } else {
+        format!("{markdown}\n\n{}", choices::hint(offered))
+    };
+    let mut content = json!({
+        "msgtype": "m.text",
+        "body": text,
+        "format": "org.matrix.custom.html",
+        "formatted_body": render(&text, Target::MatrixHtml),
+        "m.mentions": {},
+    });
+    if !offered.is_empty() {
+        content[FIELD] = json!(offered);
+    }
+    content
+}
+
+fn parse_event_id(id: &str) -> Result<matrix_sdk::ruma::OwnedEventId, ChannelError> {
+    EventId::parse(id).map_err(|_| ChannelError::NotFound(format!("{id} is not a Matrix event id")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_channel::Button;
+
+    #[test]
+    fn a_message_carries_markdown_html_no_mentions_and_its_choices() {
+        let plain = message("**hi** @room", &[]);
+        assert_eq!(plain["body"], "**hi** @room");
+        assert!(
+            plain["formatted_body"]
+                .as_str()
+                .unwrap()
+                .contains("<strong>hi</strong>")
+        );
+        assert_eq!(plain["m.mentions"], json!({}));
+        assert!(plain.get(FIELD).is_none());
+        let offered = choices::choices(&[Button {
+            label: "Deny".into(),
+            payload: "ap:x:d".into(),
+        }]);
+        let prompt = message("Run it?", &offered);
+        assert!(
+            prompt["body"]
+                .as_str()
+                .unwrap()
+                .ends_with("React with ❌ Deny — or reply with one.")
+        );
+        assert_eq!(prompt[FIELD][0]["payload"], "ap:x:d");
+    }
+
+    #[test]
+    fn raw_html_from_the_model_is_text() {
+        let content = message("<img src=x onerror=alert(1)>", &[]);
+        assert!(!content["formatted_body"].as_str().unwrap().contains("<img"));
+    }
+}

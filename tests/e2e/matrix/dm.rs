@@ -1,0 +1,102 @@
+//! A direct room: the answer streams into one message by edits, arrives once across a
+//! restart, and a stranger is answered with a pairing code instead.
+
+use std::time::Duration;
+
+use switchboard::access::cli::{AccessAction, apply};
+use switchboard_standins::Reply;
+
+use super::{Bot, Person, bot_messages, dm, synapse, wait_bot, wait_joined};
+
+#[tokio::test]
+async fn a_direct_message_gets_a_streamed_answer_in_one_edited_message() {
+    let Some(hs) = synapse() else { return };
+    let t = dm(&hs, false, |_| String::new()).await;
+    let answer: String = (1..=12)
+        .map(|i| format!("Line {i} of a **streamed** answer.\n"))
+        .collect();
+    t.app
+        .llm
+        .push(Reply::paced(answer, 40, Duration::from_millis(250)));
+    t.alice.say(&t.room, "hello").await;
+    let seen = wait_bot(&t.room, &t.bot.account.id, |s| {
+        s.iter().any(|m| m.text.contains("Line 12"))
+    })
+    .await;
+    assert_eq!(seen.len(), 1, "one message, edited as it grew: {seen:#?}");
+    let answer = &seen[0];
+    assert!(answer.edits >= 1, "{answer:#?}");
+    let html = answer.content["formatted_body"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(html.contains("<strong>streamed</strong>"), "{html}");
+    assert_eq!(answer.content["m.mentions"], serde_json::json!({}));
+}
+
+#[tokio::test]
+async fn after_a_restart_new_messages_are_answered_and_old_ones_not_again() {
+    let Some(hs) = synapse() else { return };
+    let mut t = dm(&hs, false, |_| String::new()).await;
+    t.app.llm.push(Reply::text("first answer"));
+    t.alice.say(&t.room, "one").await;
+    wait_bot(&t.room, &t.bot.account.id, |s| {
+        s.iter().any(|m| m.text == "first answer")
+    })
+    .await;
+    t.app.stop().await;
+    // Written while the gateway is down: read from the saved sync token when it is back.
+    t.alice.say(&t.room, "two").await;
+    t.app.llm.push(Reply::text("second answer"));
+    t.app.start().await;
+    let seen = wait_bot(&t.room, &t.bot.account.id, |s| {
+        s.iter().any(|m| m.text == "second answer")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let seen_later = bot_messages(&t.room, &t.bot.account.id).await;
+    let texts: Vec<&str> = seen_later.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["first answer", "second answer"],
+        "nothing answered twice: {seen:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_stranger_gets_a_pairing_code_and_is_answered_once_allowed() {
+    let Some(hs) = synapse() else { return };
+    let bot = Bot::new(&hs, "").await;
+    let app = bot.app("").start().await;
+    let stranger = Person::new(&hs, "stranger").await;
+    let room = stranger.room(&bot.account.id, true, false, &[]).await;
+    wait_joined(&room, &bot.account.id).await;
+    stranger.say(&room, "hi, who are you?").await;
+    let seen = wait_bot(&room, &bot.account.id, |s| {
+        s.iter().any(|m| m.text.contains("pairing code"))
+    })
+    .await;
+    let text = &seen[0].text;
+    let code = text
+        .split("switchboard access allow matrix ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_alphanumeric()).next())
+        .expect("the reply names the command");
+    let action = AccessAction::Allow {
+        channel: "matrix".into(),
+        code: code.into(),
+    };
+    let now = switchboard::clock::Clock::wall().now_ms();
+    apply(app.store().as_ref(), &action, now)
+        .await
+        .expect("the grant is stored");
+    assert!(
+        app.llm.requests().is_empty(),
+        "nothing reached the model before"
+    );
+    app.llm.push(Reply::text("Now I know you."));
+    stranger.say(&room, "hello again").await;
+    wait_bot(&room, &bot.account.id, |s| {
+        s.iter().any(|m| m.text == "Now I know you.")
+    })
+    .await;
+}
