@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use matrix_sdk::Room;
 use matrix_sdk::authentication::matrix::MatrixSession;
+use matrix_sdk::config::RequestConfig;
 use matrix_sdk::ruma::{OwnedRoomId, OwnedUserId, RoomId};
 use switchboard_channel::{ChannelError, ConversationKey, Health, Recent};
 use tokio::sync::OnceCell;
@@ -83,6 +84,10 @@ impl Client {
                 self.dir.join("store"),
                 self.config.store_passphrase.expose(),
             )
+            // No retries inside the SDK: a 429 or a 5xx reaches the core as a `ChannelError`,
+            // whose pacing and retries are the same for every platform (and the sync loop
+            // backs off by itself).
+            .request_config(RequestConfig::new().disable_retry())
             .build()
             .await
             .map_err(|e| ChannelError::Fatal(format!("cannot open the Matrix store: {e}")))?;

@@ -9,6 +9,8 @@
 mod approvals;
 mod dm;
 mod encrypted;
+mod files;
+mod flood;
 mod rooms;
 
 use std::time::{Duration, Instant};
@@ -64,6 +66,10 @@ pub struct Account {
 }
 
 impl Synapse {
+    pub fn new(url: String, secret: String) -> Self {
+        Self { url, secret }
+    }
+
     /// Register `@<prefix>_<random>:localhost` through the shared-secret admin API.
     pub async fn register(&self, prefix: &str) -> Account {
         let http = reqwest::Client::new();
