@@ -100,3 +100,35 @@ async fn a_stranger_gets_a_pairing_code_and_is_answered_once_allowed() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_gateway_killed_mid_answer_finishes_it_by_editing_the_same_message() {
+    let Some(hs) = synapse() else { return };
+    let mut t = super::dm_built(&hs, false, |_| String::new(), |b| b.killable()).await;
+    let me = t.bot.account.id.clone();
+    let first_part: String = "The first part of the answer. ".repeat(8);
+    t.app.llm.push(Reply::paced(
+        format!("{first_part}{}", "never sent ".repeat(200)),
+        40,
+        Duration::from_millis(400),
+    ));
+    t.alice.say(&t.room, "a long question").await;
+    wait_bot(&t.room, &me, |s| {
+        s.iter().any(|m| m.text.contains("The first part"))
+    })
+    .await;
+    t.app.kill();
+    t.app.llm.push(Reply::text("The whole answer, at last."));
+    t.app.start().await;
+    let seen = wait_bot(&t.room, &me, |s| {
+        s.iter().any(|m| m.text == "The whole answer, at last.")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let seen_later = bot_messages(&t.room, &me).await;
+    assert_eq!(
+        seen_later.len(),
+        1,
+        "one message, edited to the answer: {seen:#?}"
+    );
+}

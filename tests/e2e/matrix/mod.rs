@@ -337,9 +337,19 @@ pub struct Dm {
 /// A bot that lets `alice` in, and a direct room of hers it has joined; `extra` is TOML
 /// for the app, given alice's id.
 pub async fn dm(hs: &Synapse, encrypted: bool, extra: impl FnOnce(&str) -> String) -> Dm {
+    dm_built(hs, encrypted, extra, |b| b).await
+}
+
+/// [`dm`], with the app's builder adjusted (a killable first life).
+pub async fn dm_built(
+    hs: &Synapse,
+    encrypted: bool,
+    extra: impl FnOnce(&str) -> String,
+    adjust: impl FnOnce(Builder) -> Builder,
+) -> Dm {
     let alice = Person::new(hs, "alice").await;
     let bot = Bot::new(hs, &format!("allowed_users = [\"{}\"]\n", alice.id)).await;
-    let app = bot.app(&extra(alice.id.as_str())).start().await;
+    let app = adjust(bot.app(&extra(alice.id.as_str()))).start().await;
     let room = alice.room(&bot.account.id, true, encrypted, &[]).await;
     wait_joined(&room, &bot.account.id).await;
     Dm {
