@@ -5,6 +5,8 @@
 
 use matrix_sdk::attachment::AttachmentConfig;
 use matrix_sdk::media::{MediaFormat, MediaRequestParameters};
+use matrix_sdk::ruma::api::client::relations::get_relating_events_with_rel_type;
+use matrix_sdk::ruma::events::relation::RelationType;
 use matrix_sdk::ruma::events::room::{EncryptedFile, MediaSource};
 use matrix_sdk::ruma::{EventId, OwnedMxcUri};
 use serde_json::{Value, json};
@@ -39,19 +41,18 @@ impl Client {
             .await
             .map_err(|e| from_sdk(&e))?;
         let id = sent.event_id.to_string();
-        if !offered.is_empty() {
-            let reactions = self.react(&room, &sent.event_id, &offered).await;
-            self.with_prompts(|p| {
-                p.insert(
-                    id.clone(),
-                    Prompt {
-                        thread: key.thread.clone(),
-                        choices: offered,
-                        reactions,
-                    },
-                );
-            });
-        }
+        // Remembered with or without choices, so an edit knows what it replaces.
+        let reactions = self.react(&room, &sent.event_id, &offered).await;
+        self.with_prompts(|p| {
+            p.insert(
+                id.clone(),
+                Prompt {
+                    thread: key.thread.clone(),
+                    choices: offered,
+                    reactions,
+                },
+            );
+        });
         Ok(MessageRef::new(id))
     }
 
@@ -76,34 +77,44 @@ impl Client {
         room.send_raw("m.room.message", content)
             .await
             .map_err(|e| from_sdk(&e))?;
-        let before = self.with_prompts(|p| p.get(&msg_ref.id));
-        if offered.is_empty() {
-            // The choices are gone: so go the bot's reactions that offered them.
-            if let Some(before) = before.filter(|b| !b.reactions.is_empty()) {
-                for reaction in before
-                    .reactions
-                    .iter()
-                    .filter_map(|r| EventId::parse(r).ok())
-                {
-                    if let Err(err) = room.redact(&reaction, None, None).await {
-                        tracing::debug!(channel = %self.name, error = %err, "could not remove the bot's reaction");
-                    }
+        let before = match self.with_prompts(|p| p.get(&msg_ref.id)) {
+            Some(before) => before,
+            // Posted before a restart: its reactions are read back once.
+            None => Prompt {
+                thread: key.thread.clone(),
+                choices: Vec::new(),
+                reactions: self.own_reactions(&room, &target).await,
+            },
+        };
+        // After a restart the old choices are unknown, but reactions are only ever put
+        // under choices: with none offered now, they go.
+        let unchanged =
+            offered == before.choices && !(offered.is_empty() && !before.reactions.is_empty());
+        let reactions = if unchanged {
+            before.reactions
+        } else {
+            // The choices changed (or went): so go the bot's reactions that offered them.
+            for reaction in before
+                .reactions
+                .iter()
+                .filter_map(|r| EventId::parse(r).ok())
+            {
+                if let Err(err) = room.redact(&reaction, None, None).await {
+                    tracing::debug!(channel = %self.name, error = %err, "could not remove the bot's reaction");
                 }
-                self.with_prompts(|p| p.insert(msg_ref.id.clone(), Prompt::default()));
             }
-        } else if before.as_ref().is_none_or(|b| b.choices != offered) {
-            let reactions = self.react(&room, &target, &offered).await;
-            self.with_prompts(|p| {
-                p.insert(
-                    msg_ref.id.clone(),
-                    Prompt {
-                        thread: key.thread.clone(),
-                        choices: offered,
-                        reactions,
-                    },
-                );
-            });
-        }
+            self.react(&room, &target, &offered).await
+        };
+        self.with_prompts(|p| {
+            p.insert(
+                msg_ref.id.clone(),
+                Prompt {
+                    thread: key.thread.clone(),
+                    choices: offered,
+                    reactions,
+                },
+            );
+        });
         Ok(())
     }
 
@@ -123,6 +134,32 @@ impl Client {
     pub(crate) async fn typing(&self, key: &ConversationKey) -> Result<(), ChannelError> {
         let room = self.room(key).await?;
         room.typing_notice(true).await.map_err(|e| from_sdk(&e))
+    }
+
+    /// The ids of the reactions the bot put under `target` (an empty list when it cannot
+    /// tell: its reactions then stay).
+    async fn own_reactions(&self, room: &matrix_sdk::Room, target: &EventId) -> Vec<String> {
+        let request = get_relating_events_with_rel_type::v1::Request::new(
+            room.room_id().to_owned(),
+            target.to_owned(),
+            RelationType::Annotation,
+        );
+        let Ok(sdk) = self.sdk().await else {
+            return Vec::new();
+        };
+        match sdk.send(request).await {
+            Ok(response) => response
+                .chunk
+                .iter()
+                .filter_map(|raw| raw.deserialize_as::<Value>().ok())
+                .filter(|event| event["sender"] == self.user_id.as_str())
+                .filter_map(|event| event["event_id"].as_str().map(str::to_owned))
+                .collect(),
+            Err(err) => {
+                tracing::debug!(channel = %self.name, error = %err, "could not read the bot's reactions");
+                Vec::new()
+            }
+        }
     }
 
     /// Put each choice's emoji under `target` so the person presses with one tap. Best

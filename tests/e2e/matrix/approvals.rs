@@ -56,6 +56,18 @@ async fn a_reaction_after_a_restart_approves_the_call_exactly_once() {
         prompt.text
     );
 
+    let deadline = std::time::Instant::now() + super::WAIT;
+    loop {
+        let mut offered = super::reactions(&room, &prompt.id, me).await;
+        offered.sort();
+        if offered.len() == 3 {
+            assert_eq!(offered, ["♾️", "✅", "❌"], "one tap each");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{offered:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     app.restart().await;
     alice.react(&room, &prompt.id, "✅").await;
     wait_bot(&room, me, |s| {
@@ -84,6 +96,10 @@ async fn a_reaction_after_a_restart_approves_the_call_exactly_once() {
     assert!(
         decided.content.get("ch.switchboard.choices").is_none(),
         "the choices are gone: {decided:#?}"
+    );
+    assert!(
+        super::reactions(&room, &prompt.id, me).await.is_empty(),
+        "and so are the bot's reactions"
     );
 }
 

@@ -310,6 +310,29 @@ pub async fn bot_messages(room: &Room, bot: &OwnedUserId) -> Vec<Seen> {
     seen
 }
 
+/// The reaction keys `who` has under `target` (not redacted).
+pub async fn reactions(room: &Room, target: &str, who: &OwnedUserId) -> Vec<String> {
+    use matrix_sdk::ruma::api::client::relations::get_relating_events_with_rel_type::v1::Request;
+    use matrix_sdk::ruma::events::relation::RelationType;
+    let request = Request::new(
+        room.room_id().to_owned(),
+        target.try_into().unwrap(),
+        RelationType::Annotation,
+    );
+    let response = room.client().send(request).await.unwrap();
+    response
+        .chunk
+        .iter()
+        .filter_map(|raw| raw.deserialize_as::<Value>().ok())
+        .filter(|e| e["sender"] == who.as_str())
+        .filter_map(|e| {
+            e["content"]["m.relates_to"]["key"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
 /// Wait until the bot's messages in `room` satisfy `done`.
 pub async fn wait_bot(room: &Room, bot: &OwnedUserId, done: impl Fn(&[Seen]) -> bool) -> Vec<Seen> {
     let deadline = Instant::now() + WAIT;
