@@ -28,6 +28,8 @@ pub(crate) struct Client {
     /// `<data_dir>/matrix/<name>`: `session.json` and the SDK's SQLite stores.
     dir: PathBuf,
     sdk: OnceCell<matrix_sdk::Client>,
+    /// The lock on `dir`, held while this process uses the stores.
+    lock: std::sync::OnceLock<std::fs::File>,
     pub(crate) health: Mutex<Status>,
     /// Prompts the bot posted: event id → the choices it offered and the ids of the
     /// reactions it put under it, so a press is read without a fetch and the bot's own
@@ -62,6 +64,7 @@ impl Client {
             user_id,
             dir,
             sdk: OnceCell::new(),
+            lock: std::sync::OnceLock::new(),
             health: Mutex::new(Status::default()),
             prompts: Mutex::new(Recent::new(PROMPTS_KEPT)),
         })
@@ -78,6 +81,7 @@ impl Client {
         std::fs::create_dir_all(&self.dir).map_err(|e| {
             ChannelError::Fatal(format!("cannot create {}: {e}", self.dir.display()))
         })?;
+        self.lock_dir()?;
         let client = matrix_sdk::Client::builder()
             .homeserver_url(&self.config.homeserver_url)
             .sqlite_store(
@@ -126,6 +130,33 @@ impl Client {
             }
         }
         Ok(client)
+    }
+
+    /// Take the account folder's lock: the SDK's stores (above all the encryption sessions)
+    /// must not be used by two processes at once, e.g. two replicas sharing `data_dir`.
+    fn lock_dir(&self) -> Result<(), ChannelError> {
+        if self.lock.get().is_some() {
+            return Ok(());
+        }
+        let path = self.dir.join("lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| ChannelError::Fatal(format!("cannot open {}: {e}", path.display())))?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
+            |_| {
+                ChannelError::Transient(format!(
+                    "the Matrix account {} is in use by another gateway process (it holds {}); \
+                     run the Matrix channel on one gateway only",
+                    self.user_id,
+                    path.display()
+                ))
+            },
+        )?;
+        let _ = self.lock.set(file);
+        Ok(())
     }
 
     /// The joined room a conversation lives in.

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use switchboard::access::cli::{AccessAction, apply};
+use switchboard_channel::{Channel, ChannelError, ConversationKey, Outbound};
 use switchboard_standins::Reply;
 
 use super::{Bot, Person, bot_messages, dm, synapse, wait_bot, wait_joined};
@@ -131,4 +132,29 @@ async fn a_gateway_killed_mid_answer_finishes_it_by_editing_the_same_message() {
         1,
         "one message, edited to the answer: {seen:#?}"
     );
+}
+
+#[tokio::test]
+async fn a_second_process_on_the_same_account_folder_is_refused_not_let_in() {
+    let Some(hs) = synapse() else { return };
+    let t = dm(&hs, false, |_| String::new()).await;
+    t.app.llm.push(Reply::text("first"));
+    t.alice.say(&t.room, "hi").await;
+    wait_bot(&t.room, &t.bot.account.id, |s| s.iter().any(|m| m.text == "first")).await;
+    // What a second replica sharing data_dir would build.
+    let config = switchboard_matrix::MatrixConfig::new(
+        &hs.url,
+        t.bot.account.id.as_str(),
+        &t.bot.account.password,
+    );
+    let dir = t.app.config.gateway.data_dir.join("matrix/matrix");
+    let second = switchboard_matrix::MatrixChannel::new("matrix", config, dir).unwrap();
+    let key = ConversationKey::new("matrix", t.room.room_id().as_str());
+    let refused = second.send(&key, &Outbound::text("from the second")).await;
+    match refused {
+        Err(ChannelError::Transient(why)) => {
+            assert!(why.contains("in use by another gateway process"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
