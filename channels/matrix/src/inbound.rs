@@ -92,22 +92,22 @@ impl Reader<'_> {
             key = key.in_thread(root);
         }
         let mut to_bot = false;
-        if let Some(replied) = replied.and_then(|id| EventId::parse(id).ok()) {
-            if let Some((prompt, prompt_key)) = self.prompt(&replied).await {
-                to_bot = true;
-                if let Some(choice) = choices::by_reply(&prompt, &text) {
-                    return self
-                        .press(prompt_key, event_id, sender, choice, &replied)
-                        .await;
-                }
+        if let Some(replied) = replied.and_then(|id| EventId::parse(id).ok())
+            && let Some((offered, prompt_key)) = self.bot_message(&replied).await
+        {
+            to_bot = true;
+            if let Some(choice) = choices::by_reply(&offered, &text) {
+                return self
+                    .press(prompt_key, event_id, sender, choice, &replied)
+                    .await;
             }
         }
-        if !self.place.is_direct()
-            && self.client.config.require_mention_in_groups
-            && !to_bot
-            && !self.mentions_bot(content, &body)
-            && !(thread.is_some() && self.sink.knows_conversation(&key).await.unwrap_or(false))
-        {
+        let addressed = self.place.is_direct()
+            || !self.client.config.require_mention_in_groups
+            || to_bot
+            || self.mentions_bot(content, &body)
+            || (thread.is_some() && self.sink.knows_conversation(&key).await.unwrap_or(false));
+        if !addressed {
             return Verdict::Skip("a room message not addressed to the bot");
         }
         Verdict::Deliver(Box::new(ChannelEvent::Message(Inbound {
@@ -131,7 +131,11 @@ impl Reader<'_> {
         ) else {
             return Verdict::Skip("a reaction without a target");
         };
-        let Some((prompt, prompt_key)) = self.prompt(&target).await else {
+        let Some((prompt, prompt_key)) = self
+            .bot_message(&target)
+            .await
+            .filter(|(offered, _)| !offered.is_empty())
+        else {
             return Verdict::Skip("a reaction to a message that offers no choices");
         };
         match choices::by_reaction(&prompt, key) {
@@ -162,17 +166,16 @@ impl Reader<'_> {
         })))
     }
 
-    /// The choices the bot offered under `target` and that prompt's conversation, when
-    /// `target` is the bot's own message with choices: from memory, or read back from the
-    /// room (after a restart).
-    async fn prompt(&self, target: &EventId) -> Option<(Vec<Choice>, ConversationKey)> {
+    /// When `target` is the bot's own message: the choices it offers (often none) and its
+    /// conversation, from memory or read back from the room (after a restart).
+    async fn bot_message(&self, target: &EventId) -> Option<(Vec<Choice>, ConversationKey)> {
         let room_key = ConversationKey::new(&self.client.name, self.room.room_id().as_str());
         if let Some(known) = self.client.with_prompts(|p| p.get(target.as_str())) {
             let key = match known.thread {
                 Some(thread) => room_key.in_thread(thread),
                 None => room_key,
             };
-            return Some((known.choices, key)).filter(|(c, _)| !c.is_empty());
+            return Some((known.choices, key));
         }
         let fetched = match self.room.event(target, None).await {
             Ok(fetched) => fetched,
@@ -186,7 +189,8 @@ impl Reader<'_> {
             return None;
         }
         let content = &event["content"];
-        let offered: Vec<Choice> = serde_json::from_value(content[FIELD].clone()).ok()?;
+        let offered: Vec<Choice> =
+            serde_json::from_value(content[FIELD].clone()).unwrap_or_default();
         let relates = &content["m.relates_to"];
         let key = match (relates["rel_type"] == "m.thread")
             .then(|| relates["event_id"].as_str())
@@ -195,7 +199,7 @@ impl Reader<'_> {
             Some(thread) => room_key.in_thread(thread),
             None => room_key,
         };
-        Some((offered, key)).filter(|(c, _)| !c.is_empty())
+        Some((offered, key))
     }
 
     fn mentions_bot(&self, content: &Value, body: &str) -> bool {

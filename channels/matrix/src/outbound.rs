@@ -89,7 +89,7 @@ impl Client {
         // After a restart the old choices are unknown, but reactions are only ever put
         // under choices: with none offered now, they go.
         let unchanged =
-            offered == before.choices && !(offered.is_empty() && !before.reactions.is_empty());
+            offered == before.choices && (!offered.is_empty() || before.reactions.is_empty());
         let reactions = if unchanged {
             before.reactions
         } else {

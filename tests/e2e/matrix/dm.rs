@@ -140,7 +140,10 @@ async fn a_second_process_on_the_same_account_folder_is_refused_not_let_in() {
     let t = dm(&hs, false, |_| String::new()).await;
     t.app.llm.push(Reply::text("first"));
     t.alice.say(&t.room, "hi").await;
-    wait_bot(&t.room, &t.bot.account.id, |s| s.iter().any(|m| m.text == "first")).await;
+    wait_bot(&t.room, &t.bot.account.id, |s| {
+        s.iter().any(|m| m.text == "first")
+    })
+    .await;
     // What a second replica sharing data_dir would build.
     let config = switchboard_matrix::MatrixConfig::new(
         &hs.url,

@@ -199,10 +199,10 @@ impl Person {
     pub async fn join(&self, room_id: &OwnedRoomId) -> Room {
         let deadline = Instant::now() + WAIT;
         loop {
-            if let Some(room) = self.client.get_room(room_id) {
-                if room.join().await.is_ok() || room.state() == matrix_sdk::RoomState::Joined {
-                    return room;
-                }
+            if let Some(room) = self.client.get_room(room_id)
+                && (room.join().await.is_ok() || room.state() == matrix_sdk::RoomState::Joined)
+            {
+                return room;
             }
             assert!(Instant::now() < deadline, "never invited to {room_id}");
             tokio::time::sleep(Duration::from_millis(100)).await;

@@ -25,12 +25,12 @@ async fn in_a_room_only_a_mention_is_answered_and_its_thread_goes_on_without_one
     let app = bot.app("").start().await;
     let me = &bot.account.id;
     let room = alice.room(me, false, false, &[&bob.id]).await;
-    let _bobs = bob.join(&room.room_id().to_owned()).await;
+    let bobs = bob.join(&room.room_id().to_owned()).await;
     wait_joined(&room, me).await;
 
     alice.say(&room, "lunch at noon, anyone?").await;
     app.llm.push(Reply::text("Here to help."));
-    let root = alice
+    alice
         .send(
             &room,
             json!({
@@ -40,7 +40,6 @@ async fn in_a_room_only_a_mention_is_answered_and_its_thread_goes_on_without_one
             }),
         )
         .await;
-    let _ = root;
     let seen = wait_bot(&room, me, |s| s.iter().any(|m| m.text == "Here to help.")).await;
     assert_eq!(
         seen.len(),
@@ -48,6 +47,23 @@ async fn in_a_room_only_a_mention_is_answered_and_its_thread_goes_on_without_one
         "the unaddressed message got nothing: {seen:#?}"
     );
     assert_eq!(app.llm.requests().len(), 1);
+
+    // A reply to the bot's message needs no mention.
+    app.llm.push(Reply::text("Replying to your reply."));
+    bob.send(
+        &bobs,
+        json!({
+            "msgtype": "m.text",
+            "body": "why?",
+            "m.relates_to": {"m.in_reply_to": {"event_id": seen[0].id}},
+        }),
+    )
+    .await;
+    wait_bot(&room, me, |s| {
+        s.iter().any(|m| m.text == "Replying to your reply.")
+    })
+    .await;
+    assert_eq!(app.llm.requests().len(), 2);
 
     // A thread: opened with a mention, then continued without one.
     let topic = alice.say(&room, "a thread about the release").await;
@@ -73,7 +89,7 @@ async fn in_a_room_only_a_mention_is_answered_and_its_thread_goes_on_without_one
     );
     app.llm.push(Reply::text("Still in the thread."));
     bob.send(
-        &room,
+        &bobs,
         json!({
             "msgtype": "m.text",
             "body": "and the docs?",
@@ -86,7 +102,7 @@ async fn in_a_room_only_a_mention_is_answered_and_its_thread_goes_on_without_one
         s.iter().any(|m| m.text == "Still in the thread.")
     })
     .await;
-    assert_eq!(app.llm.requests().len(), 3);
+    assert_eq!(app.llm.requests().len(), 4);
 }
 
 #[tokio::test]
