@@ -114,7 +114,7 @@ async fn probe_channel(
         // Logging in would make a device; the homeserver answering its versions is the check.
         #[cfg(feature = "matrix")]
         ChannelConfig::Matrix(c) => {
-            let base = c.homeserver_url.trim_end_matches('/');
+            let base = c.homeserver.trim_end_matches('/');
             let url = format!("{base}/_matrix/client/versions");
             let answer = ask_json(http.get(url)).await.map(|body| {
                 format!(

@@ -41,7 +41,7 @@ fn matrix(config: &Config) -> Vec<Finding> {
         };
         let dir = config.gateway.data_dir.join("matrix").join(name);
         // A channel without its password is skipped at start: nothing of it is on disk.
-        let runs = settings.password.is_set();
+        let runs = switchboard_channel::ChannelSettings::missing_credential(settings).is_none();
         if runs && !settings.store_passphrase.is_set() {
             out.push(Finding::new(
                 Severity::Warning,
@@ -424,7 +424,7 @@ mod tests {
     fn a_matrix_store_without_a_passphrase_is_a_warning_and_a_readable_session_critical() {
         let dir = tempfile::tempdir().unwrap();
         let text = format!(
-            "[gateway]\ndata_dir = \"{}\"\n[channels.mx]\nkind = \"matrix\"\nhomeserver_url = \"https://m.example.org\"\nuser_id = \"@b:example.org\"\npassword = \"not-a-real-one\"\n",
+            "[gateway]\ndata_dir = \"{}\"\n[channels.mx]\nkind = \"matrix\"\nhomeserver = \"https://m.example.org\"\nuser_id = \"@b:example.org\"\npassword = \"not-a-real-one\"\n",
             dir.path().display()
         );
         let config = crate::config::parse(&text, "t.toml", &[]).unwrap();

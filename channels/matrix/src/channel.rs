@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use switchboard_channel::{
-    Attachment, Channel, ChannelError, ConversationKey, EventSink, FileError, Health, LengthUnit,
-    Limits, MessageRef, Outbound, OutboundFile,
+    Attachment, ButtonPress, Channel, ChannelError, ConversationKey, EventSink, FileError, Health,
+    LengthUnit, Limits, MessageRef, Outbound, OutboundFile,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -29,8 +29,10 @@ impl MatrixChannel {
     /// Build channel `name` from its settings, keeping its session and stores in `dir`;
     /// the error names the setting to fix.
     pub fn new(name: &str, config: MatrixConfig, dir: PathBuf) -> Result<Self, String> {
-        if !config.password.is_set() {
-            return Err(format!("channels.{name}.password is not set"));
+        if !config.password.is_set() && !config.access_token.is_set() {
+            return Err(format!(
+                "channels.{name}: neither password nor access_token is set"
+            ));
         }
         if let Some(first) = config.problems().first() {
             return Err(format!("channels.{name}.{first}"));
@@ -99,6 +101,15 @@ impl Channel for MatrixChannel {
 
     async fn typing(&self, key: &ConversationKey) -> Result<(), ChannelError> {
         self.client.typing(key).await
+    }
+
+    /// Matrix has no message only one person sees: a refused press is answered in a
+    /// thread under the prompt, addressed to the presser, and the prompt's choices stay.
+    async fn answer_privately(&self, press: &ButtonPress, text: &str) -> Result<(), ChannelError> {
+        let about = press.message.as_ref().map(|m| m.id.as_str());
+        self.client
+            .notice(&press.key, about, &press.user.id, text)
+            .await
     }
 
     fn max_attachment_bytes(&self) -> u64 {

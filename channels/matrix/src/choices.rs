@@ -79,8 +79,8 @@ pub(crate) fn by_reaction<'a>(choices: &'a [Choice], key: &str) -> Option<&'a Ch
     choices.iter().find(|c| bare(&c.key) == key)
 }
 
-/// The choice a reply's text names: its emoji, its number (`1`) or its label, ignoring case
-/// and surrounding space.
+/// The choice a reply's text names: its emoji, its number (`1`), its label or the label's
+/// first word (`approve`, `always`, `deny`), ignoring case and surrounding space.
 pub(crate) fn by_reply<'a>(choices: &'a [Choice], text: &str) -> Option<&'a Choice> {
     let text = text.trim();
     if text.is_empty() {
@@ -88,9 +88,11 @@ pub(crate) fn by_reply<'a>(choices: &'a [Choice], text: &str) -> Option<&'a Choi
     }
     let lower = text.to_lowercase();
     choices.iter().enumerate().find_map(|(i, c)| {
+        let label = c.label.to_lowercase();
         let hit = bare(&c.key) == bare(text)
             || lower == (i + 1).to_string()
-            || lower == c.label.to_lowercase();
+            || lower == label
+            || label.split_whitespace().next() == Some(lower.as_str());
         hit.then_some(c)
     })
 }
@@ -145,6 +147,8 @@ mod tests {
     fn a_reply_may_name_the_emoji_the_number_or_the_label() {
         let c = choices(&buttons(&["Approve once", "Always allow", "Deny"]));
         assert_eq!(by_reply(&c, " deny ").unwrap().payload, "p2");
+        assert_eq!(by_reply(&c, "Approve").unwrap().payload, "p0");
+        assert_eq!(by_reply(&c, "always").unwrap().payload, "p1");
         assert_eq!(by_reply(&c, "2").unwrap().payload, "p1");
         assert_eq!(by_reply(&c, "✅").unwrap().payload, "p0");
         assert!(by_reply(&c, "yes please").is_none());

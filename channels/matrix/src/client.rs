@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use matrix_sdk::ClientBuildError;
 use matrix_sdk::Room;
-use matrix_sdk::authentication::matrix::MatrixSession;
+use matrix_sdk::SessionMeta;
+use matrix_sdk::authentication::matrix::{MatrixSession, MatrixSessionTokens};
 use matrix_sdk::config::RequestConfig;
 use matrix_sdk::ruma::{OwnedRoomId, OwnedUserId, RoomId};
 use switchboard_channel::{ChannelError, ConversationKey, Health, Recent};
@@ -83,7 +85,7 @@ impl Client {
         })?;
         self.lock_dir()?;
         let client = matrix_sdk::Client::builder()
-            .homeserver_url(&self.config.homeserver_url)
+            .homeserver_url(&self.config.homeserver)
             .sqlite_store(
                 self.dir.join("store"),
                 self.config.store_passphrase.expose(),
@@ -94,7 +96,7 @@ impl Client {
             .request_config(RequestConfig::new().disable_retry())
             .build()
             .await
-            .map_err(|e| ChannelError::Fatal(format!("cannot open the Matrix store: {e}")))?;
+            .map_err(|e| self.build_error(e))?;
         let session_file = self.dir.join("session.json");
         match read_session(&session_file)? {
             Some(session) if session.meta.user_id == self.user_id => {
@@ -113,23 +115,108 @@ impl Client {
                         self.user_id
                     )));
                 }
-                let password = self.config.password.expose().unwrap_or_default();
-                let response = client
-                    .matrix_auth()
-                    .login_username(&self.user_id, password)
-                    .initial_device_display_name(&self.config.device_name)
-                    .send()
-                    .await
-                    .map_err(|e| from_sdk(&e))?;
-                tracing::info!(channel = %self.name, user = %self.user_id, device = %response.device_id, "logged in to Matrix");
-                let session = client
-                    .matrix_auth()
-                    .session()
-                    .ok_or_else(|| ChannelError::Fatal("login gave no session".into()))?;
+                let session = match self.config.access_token.expose() {
+                    Some(token) => {
+                        let session = self.token_session(token).await?;
+                        client
+                            .matrix_auth()
+                            .restore_session(session.clone())
+                            .await
+                            .map_err(|e| from_sdk(&e))?;
+                        tracing::info!(channel = %self.name, user = %self.user_id, device = %session.meta.device_id, "logged in to Matrix with the access token");
+                        session
+                    }
+                    None => {
+                        let password = self.config.password.expose().unwrap_or_default();
+                        let mut login = client
+                            .matrix_auth()
+                            .login_username(&self.user_id, password)
+                            .initial_device_display_name(&self.config.device_name);
+                        if let Some(device) = &self.config.device_id {
+                            login = login.device_id(device);
+                        }
+                        let response = login.send().await.map_err(|e| from_sdk(&e))?;
+                        tracing::info!(channel = %self.name, user = %self.user_id, device = %response.device_id, "logged in to Matrix");
+                        client
+                            .matrix_auth()
+                            .session()
+                            .ok_or_else(|| ChannelError::Fatal("login gave no session".into()))?
+                    }
+                };
                 write_session(&session_file, &session)?;
             }
         }
         Ok(client)
+    }
+
+    /// The session of `access_token`: its device is `device_id` when set, else the one the
+    /// homeserver names for the token (`whoami`), which must belong to `user_id`.
+    async fn token_session(&self, token: &str) -> Result<MatrixSession, ChannelError> {
+        let device_id = match &self.config.device_id {
+            Some(device) => device.clone(),
+            None => {
+                let url = format!(
+                    "{}/_matrix/client/v3/account/whoami",
+                    self.config.homeserver.trim_end_matches('/')
+                );
+                let response = matrix_sdk::reqwest::Client::new()
+                    .get(url)
+                    .bearer_auth(token)
+                    .send()
+                    .await
+                    .map_err(|e| ChannelError::Transient(e.without_url().to_string()))?;
+                let status = response.status();
+                if status.as_u16() == 401 || status.as_u16() == 403 {
+                    return Err(ChannelError::Fatal(format!(
+                        "channels.{}.access_token is not accepted by the homeserver (HTTP {status})",
+                        self.name
+                    )));
+                }
+                let bytes = response
+                    .bytes()
+                    .await
+                    .map_err(|e| ChannelError::Transient(e.without_url().to_string()))?;
+                let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+                if body["user_id"].as_str() != Some(self.user_id.as_str()) {
+                    return Err(ChannelError::Fatal(format!(
+                        "channels.{}.access_token belongs to {}, not {}",
+                        self.name, body["user_id"], self.user_id
+                    )));
+                }
+                body["device_id"].as_str().map(str::to_owned).ok_or_else(|| {
+                    ChannelError::Fatal(format!(
+                        "the homeserver does not say which device channels.{}.access_token belongs to; set device_id",
+                        self.name
+                    ))
+                })?
+            }
+        };
+        Ok(MatrixSession {
+            meta: SessionMeta {
+                user_id: self.user_id.clone(),
+                device_id: device_id.into(),
+            },
+            tokens: MatrixSessionTokens {
+                access_token: token.to_owned(),
+                refresh_token: None,
+            },
+        })
+    }
+
+    /// A homeserver out of reach is retried; a store that does not open is not.
+    fn build_error(&self, err: ClientBuildError) -> ChannelError {
+        match err {
+            ClientBuildError::Http(http) => crate::errors::from_http(&http),
+            ClientBuildError::AutoDiscovery(e) => {
+                ChannelError::Transient(format!("reaching the homeserver: {e}"))
+            }
+            ClientBuildError::SqliteStore(e) => ChannelError::Fatal(format!(
+                "cannot open the Matrix store in {} ({e}); a changed store_passphrase cannot open \
+                 the old store: restore it, or move the folder away to start as a new device",
+                self.dir.display()
+            )),
+            other => ChannelError::Fatal(format!("cannot set up the Matrix client: {other}")),
+        }
     }
 
     /// Take the account folder's lock: the SDK's stores (above all the encryption sessions)

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use switchboard_channel::settings::{collect, expanded, is_http_url};
+use switchboard_channel::settings::{collect, expanded, expanded_opt, is_http_url};
 use switchboard_channel::{
     AccessRules, BuildError, Channel, ChannelSettings, DmPolicy, GroupPolicy, Secret,
     SettingsError, Site,
@@ -18,14 +18,22 @@ use switchboard_channel::{
 pub struct MatrixConfig {
     /// The homeserver's client-server API base URL (`https://matrix.example.org`).
     #[serde(deserialize_with = "expanded")]
-    pub homeserver_url: String,
+    pub homeserver: String,
     /// The bot's full user id, `@bot:example.org`.
     #[serde(deserialize_with = "expanded")]
     pub user_id: String,
     /// The account's password, used once to log in (the session is kept in the data
-    /// directory afterwards); unset skips the channel. Never logged.
+    /// directory afterwards). Never logged.
     #[serde(default)]
     pub password: Secret,
+    /// Instead of a password: an access token of an existing login (its device is then the
+    /// bot's). With neither set the channel is skipped. Never logged.
+    #[serde(default)]
+    pub access_token: Secret,
+    /// The device to log in as (a password login) or that the access token belongs to;
+    /// unset: the homeserver picks one at the first login, kept afterwards.
+    #[serde(default, deserialize_with = "expanded_opt")]
+    pub device_id: Option<String>,
     /// Encrypts the SDK's stores (room state, end-to-end encryption keys) on disk. Optional,
     /// but without it a copy of the data directory holds the bot's encryption keys in clear.
     #[serde(default)]
@@ -46,7 +54,11 @@ pub struct MatrixConfig {
     pub group_policy: GroupPolicy,
     /// Room ids (`!abc:example.org`) the bot answers in under `group_policy = "allowlist"`.
     #[serde(default)]
-    pub allowed_groups: Vec<String>,
+    pub allowed_rooms: Vec<String>,
+    /// Room ids where every message is answered, mentioned or not (they must be let in by
+    /// `group_policy` too).
+    #[serde(default)]
+    pub always_on_rooms: Vec<String>,
     /// In rooms, only messages that mention the bot or reply to it start a conversation;
     /// a thread the bot already answers in goes on without one.
     #[serde(default = "yes")]
@@ -78,17 +90,20 @@ fn default_max_attachment_bytes() -> u64 {
 impl MatrixConfig {
     /// Settings for `user_id` on `homeserver_url` logging in with `password`, every other
     /// key at its default.
-    pub fn new(homeserver_url: &str, user_id: &str, password: &str) -> Self {
+    pub fn new(homeserver: &str, user_id: &str, password: &str) -> Self {
         Self {
-            homeserver_url: homeserver_url.to_owned(),
+            homeserver: homeserver.to_owned(),
             user_id: user_id.to_owned(),
             password: Secret::new(password),
+            access_token: Secret::default(),
+            device_id: None,
             store_passphrase: Secret::default(),
             device_name: default_device_name(),
             allowed_users: Vec::new(),
             dm_policy: None,
             group_policy: GroupPolicy::default(),
-            allowed_groups: Vec::new(),
+            allowed_rooms: Vec::new(),
+            always_on_rooms: Vec::new(),
             require_mention_in_groups: true,
             sync_timeout_secs: default_sync_timeout(),
             max_attachment_bytes: default_max_attachment_bytes(),
@@ -98,9 +113,9 @@ impl MatrixConfig {
     /// Every problem with these settings, each naming its key.
     pub fn problems(&self) -> Vec<SettingsError> {
         let mut errors = Vec::new();
-        if !is_http_url(&self.homeserver_url) {
+        if !is_http_url(&self.homeserver) {
             errors.push(SettingsError::new(
-                "homeserver_url",
+                "homeserver",
                 "must be an http(s) URL (the homeserver's client API, e.g. https://matrix.example.org)",
             ));
         }
@@ -122,10 +137,31 @@ impl MatrixConfig {
                 ),
             ));
         }
-        if let Some(bad) = self.allowed_groups.iter().find(|r| !is_room_id(r)) {
+        for (key, rooms) in [
+            ("allowed_rooms", &self.allowed_rooms),
+            ("always_on_rooms", &self.always_on_rooms),
+        ] {
+            if let Some(bad) = rooms.iter().find(|r| !is_room_id(r)) {
+                errors.push(SettingsError::new(
+                    key,
+                    format!("lists {bad:?}, which is not a room id like !abc123:example.org (room settings → Advanced)"),
+                ));
+            }
+        }
+        if self.password.is_set() && self.access_token.is_set() {
             errors.push(SettingsError::new(
-                "allowed_groups",
-                format!("lists {bad:?}, which is not a room id like !abc123:example.org (room settings → Advanced)"),
+                "access_token",
+                "and password are both set; keep one (the token's login, or a new one with the password)",
+            ));
+        }
+        if self
+            .device_id
+            .as_deref()
+            .is_some_and(|d| d.is_empty() || d.chars().any(|c| c.is_whitespace() || c.is_control()))
+        {
+            errors.push(SettingsError::new(
+                "device_id",
+                "must be a device id without spaces",
             ));
         }
         if self.sync_timeout_secs == 0 || self.sync_timeout_secs > 300 {
@@ -167,11 +203,11 @@ impl ChannelSettings for MatrixConfig {
     }
 
     fn secrets(&self) -> Vec<&Secret> {
-        vec![&self.password, &self.store_passphrase]
+        vec![&self.password, &self.access_token, &self.store_passphrase]
     }
 
     fn missing_credential(&self) -> Option<&'static str> {
-        (!self.password.is_set()).then_some("password")
+        (!self.password.is_set() && !self.access_token.is_set()).then_some("password")
     }
 
     fn access(&self) -> AccessRules {
@@ -179,7 +215,7 @@ impl ChannelSettings for MatrixConfig {
             dm_policy: self.dm_policy.unwrap_or_default(),
             group_policy: self.group_policy,
             allowed_users: self.allowed_users.clone(),
-            allowed_groups: self.allowed_groups.clone(),
+            allowed_groups: self.allowed_rooms.clone(),
             operator_only: false,
         }
     }
@@ -201,7 +237,7 @@ mod tests {
     #[test]
     fn a_homeserver_a_user_and_a_password_are_enough() {
         let config: MatrixConfig = serde_json::from_value(serde_json::json!({
-            "homeserver_url": "https://matrix.example.org",
+            "homeserver": "https://matrix.example.org",
             "user_id": "@bot:example.org",
             "password": "not-a-real-password",
         }))
@@ -217,15 +253,19 @@ mod tests {
     fn bad_ids_and_urls_are_each_named() {
         let mut config = MatrixConfig::new("matrix.example.org", "bot", "pw");
         config.allowed_users = vec!["alice".into()];
-        config.allowed_groups = vec!["#room:example.org".into()];
+        config.allowed_rooms = vec!["#room:example.org".into()];
+        config.always_on_rooms = vec!["room".into()];
         config.sync_timeout_secs = 0;
+        config.access_token = Secret::new("also-set");
         assert_eq!(
             keys(&config),
             [
-                "homeserver_url",
+                "homeserver",
                 "user_id",
                 "allowed_users",
-                "allowed_groups",
+                "allowed_rooms",
+                "always_on_rooms",
+                "access_token",
                 "sync_timeout_secs"
             ]
         );
@@ -237,13 +277,16 @@ mod tests {
         assert_eq!(config.missing_credential(), Some("password"));
         let config = MatrixConfig::new("https://m.example.org", "@bot:example.org", "hunter2-ish");
         assert!(!format!("{config:?}").contains("hunter2-ish"));
-        assert_eq!(config.secrets().len(), 2);
+        assert_eq!(config.secrets().len(), 3);
+        let mut by_token = MatrixConfig::new("https://m.example.org", "@bot:example.org", "");
+        by_token.access_token = Secret::new("syt_not_a_real_token");
+        assert_eq!(by_token.missing_credential(), None);
     }
 
     #[test]
     fn an_unknown_key_is_refused() {
         let parsed = serde_json::from_value::<MatrixConfig>(serde_json::json!({
-            "homeserver_url": "https://m.example.org", "user_id": "@b:example.org", "token": "x",
+            "homeserver": "https://m.example.org", "user_id": "@b:example.org", "token": "x",
         }));
         assert!(parsed.is_err());
     }

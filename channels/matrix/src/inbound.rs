@@ -104,6 +104,12 @@ impl Reader<'_> {
         }
         let addressed = self.place.is_direct()
             || !self.client.config.require_mention_in_groups
+            || self
+                .client
+                .config
+                .always_on_rooms
+                .iter()
+                .any(|r| r == self.room.room_id().as_str())
             || to_bot
             || self.mentions_bot(content, &body)
             || (thread.is_some() && self.sink.knows_conversation(&key).await.unwrap_or(false));

@@ -28,14 +28,7 @@ impl Client {
         let room = self.room(key).await?;
         let offered = choices::choices(&msg.buttons);
         let mut content = message(&msg.text, &offered);
-        if let Some(thread) = &key.thread {
-            content["m.relates_to"] = json!({
-                "rel_type": "m.thread",
-                "event_id": thread,
-                "is_falling_back": true,
-                "m.in_reply_to": { "event_id": thread },
-            });
-        }
+        in_thread(&mut content, key);
         let sent = room
             .send_raw("m.room.message", content)
             .await
@@ -54,6 +47,34 @@ impl Client {
             );
         });
         Ok(MessageRef::new(id))
+    }
+
+    /// A notice to `to` about `about` (a prompt): what a platform with private answers shows
+    /// only to them. Matrix has none, so it is a reply in a thread under the prompt (or in
+    /// the prompt's own thread), addressed so it reaches them and stays out of the room.
+    pub(crate) async fn notice(
+        &self,
+        key: &ConversationKey,
+        about: Option<&str>,
+        to: &str,
+        text: &str,
+    ) -> Result<(), ChannelError> {
+        let room = self.room(key).await?;
+        let mut content = json!({
+            "msgtype": "m.notice",
+            "body": format!("{to}: {text}"),
+            "format": "org.matrix.custom.html",
+            "formatted_body": render(&format!("{to}: {text}"), Target::MatrixHtml),
+            "m.mentions": { "user_ids": [to] },
+        });
+        match (&key.thread, about) {
+            (None, Some(prompt)) => in_thread(&mut content, &key.clone().in_thread(prompt)),
+            _ => in_thread(&mut content, key),
+        }
+        room.send_raw("m.room.message", content)
+            .await
+            .map(|_| ())
+            .map_err(|e| from_sdk(&e))
     }
 
     pub(crate) async fn edit(
@@ -268,6 +289,18 @@ fn message(markdown: &str, offered: &[Choice]) -> Value {
         content[FIELD] = json!(offered);
     }
     content
+}
+
+/// Put `content` in `key`'s thread, when it has one.
+fn in_thread(content: &mut Value, key: &ConversationKey) {
+    if let Some(thread) = &key.thread {
+        content["m.relates_to"] = json!({
+            "rel_type": "m.thread",
+            "event_id": thread,
+            "is_falling_back": true,
+            "m.in_reply_to": { "event_id": thread },
+        });
+    }
 }
 
 fn parse_event_id(id: &str) -> Result<matrix_sdk::ruma::OwnedEventId, ChannelError> {

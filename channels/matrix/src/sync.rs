@@ -223,7 +223,7 @@ impl Syncer {
             inviter.is_some_and(|who| config.allowed_users.iter().any(|u| u == "*" || u == who));
         let room_allowed = match config.group_policy {
             GroupPolicy::Open => true,
-            GroupPolicy::Allowlist => config.allowed_groups.iter().any(|g| g == room_id.as_str()),
+            GroupPolicy::Allowlist => config.allowed_rooms.iter().any(|g| g == room_id.as_str()),
             GroupPolicy::Disabled => false,
         };
         listed

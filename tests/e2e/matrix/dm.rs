@@ -161,3 +161,49 @@ async fn a_second_process_on_the_same_account_folder_is_refused_not_let_in() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test]
+async fn an_access_token_of_an_existing_login_is_the_bots_device() {
+    let Some(hs) = synapse() else { return };
+    let alice = Person::new(&hs, "alice").await;
+    let account = hs.register("bot").await;
+    let login: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/_matrix/client/v3/login", hs.url))
+        .json(&serde_json::json!({
+            "type": "m.login.password",
+            "identifier": {"type": "m.id.user", "user": account.id.as_str()},
+            "password": account.password,
+            "device_id": "TOKENDEVICE",
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = login["access_token"].as_str().unwrap();
+    let table = format!(
+        "[channels.matrix]\nkind = \"matrix\"\nhomeserver = \"{}\"\nuser_id = \"{}\"\naccess_token = \"{token}\"\nsync_timeout_secs = 2\nallowed_users = [\"{}\"]\n",
+        hs.url, account.id, alice.id
+    );
+    let app = crate::app::TestApp::builder().config(&table).start().await;
+    let room = alice.room(&account.id, true, true, &[]).await;
+    wait_joined(&room, &account.id).await;
+    app.llm.push(Reply::text("Logged in by token."));
+    alice.say(&room, "hello").await;
+    wait_bot(&room, &account.id, |s| {
+        s.iter().any(|m| m.text == "Logged in by token.")
+    })
+    .await;
+    let devices = alice
+        .client
+        .encryption()
+        .get_user_devices(&account.id)
+        .await
+        .unwrap();
+    let ids: Vec<String> = devices
+        .devices()
+        .map(|d| d.device_id().to_string())
+        .collect();
+    assert_eq!(ids, ["TOKENDEVICE"], "the token's own device, no new login");
+}

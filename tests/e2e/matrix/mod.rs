@@ -114,7 +114,7 @@ impl Bot {
     pub async fn new(hs: &Synapse, extra: &str) -> Self {
         let account = hs.register("bot").await;
         let table = format!(
-            "[channels.matrix]\nkind = \"matrix\"\nhomeserver_url = \"{}\"\nuser_id = \"{}\"\npassword = \"{}\"\nsync_timeout_secs = 2\n{extra}",
+            "[channels.matrix]\nkind = \"matrix\"\nhomeserver = \"{}\"\nuser_id = \"{}\"\npassword = \"{}\"\nsync_timeout_secs = 2\n{extra}",
             hs.url, account.id, account.password
         );
         Self { account, table }

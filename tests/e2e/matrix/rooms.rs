@@ -152,6 +152,27 @@ async fn only_an_approvers_reaction_runs_the_call() {
     bob.react(&bobs, &prompt.id, "✅").await;
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(shell_runs(&app).await, 0, "bob is no approver");
+    let told = wait_bot(&room, me, |s| {
+        s.iter().any(|m| m.content["msgtype"] == "m.notice")
+    })
+    .await;
+    let notice = told
+        .iter()
+        .find(|m| m.content["msgtype"] == "m.notice")
+        .unwrap();
+    assert!(
+        notice.text.starts_with(bob.id.as_str()),
+        "addressed to bob: {notice:#?}"
+    );
+    assert_eq!(notice.content["m.mentions"]["user_ids"][0], bob.id.as_str());
+    assert_eq!(
+        notice.content["m.relates_to"]["rel_type"], "m.thread",
+        "kept out of the room"
+    );
+    assert_eq!(
+        notice.content["m.relates_to"]["event_id"],
+        prompt.id.as_str()
+    );
     let still = bot_messages(&room, me).await;
     assert!(
         still
