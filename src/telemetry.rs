@@ -60,9 +60,16 @@ impl<'a> MakeWriter<'a> for ScrubbingWriter {
     }
 }
 
+/// The log filter when `RUST_LOG` is unset: the gateway's own lines from `info`, the Matrix
+/// SDK's from `warn` (its `info` narrates every sync and login step), and none of its key-backup
+/// warnings (the bot keeps its keys in its own store and uses no server-side backup).
+const DEFAULT_FILTER: &str = "info,matrix_sdk=warn,matrix_sdk_base=warn,matrix_sdk_crypto=warn,\
+                              matrix_sdk_sqlite=warn,matrix_sdk_crypto::backups=error";
+
 /// Install the global subscriber (once; later calls are ignored).
 pub fn init(format: LogFormat, scrubber: Arc<Scrubber>) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let ansi = colour(
         std::io::stderr().is_terminal(),
         std::env::var_os("NO_COLOR").as_deref(),
@@ -86,6 +93,16 @@ fn colour(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_filter_parses_and_keeps_the_sdk_to_warnings() {
+        let filter = EnvFilter::try_new(DEFAULT_FILTER).expect("every directive parses");
+        let shown = filter.to_string();
+        assert!(
+            shown.contains("matrix_sdk=warn") && shown.contains("info"),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn only_a_terminal_without_no_color_gets_colour() {
