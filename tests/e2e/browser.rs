@@ -25,6 +25,36 @@ const CHROMIUM_FLAGS: &[&str] = &[
     "--window-size=1000,760",
 ];
 
+/// What `script` (a page function returning JSON) reports about the page now.
+pub async fn page_state(client: &Client, script: &str) -> serde_json::Value {
+    client
+        .execute(script, Vec::new())
+        .await
+        .expect("page state")
+}
+
+/// Run `script` on the page until its report satisfies `done`, and return that report; past
+/// the tests' `WAIT`, fail naming `what` with the last report.
+pub async fn wait_for(
+    client: &Client,
+    script: &str,
+    what: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = Instant::now() + crate::helpers::WAIT;
+    loop {
+        let now = page_state(client, script).await;
+        if done(&now) {
+            return now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {now:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+}
+
 /// A browser session; dropping it kills chromedriver (and with it Chromium).
 pub struct Browser {
     /// The WebDriver session.

@@ -3,15 +3,13 @@
 //! strict CSP), every page renders, and Approve pressed in the browser runs the call. A
 //! screenshot of every page goes to `target/artifacts/admin-<page>.png`.
 
-use std::time::{Duration, Instant};
-
 use fantoccini::{Client, Locator};
 use serde_json::{Value, json};
 use switchboard::store::PairingRequest;
 use switchboard_standins::Reply;
 
 use crate::approvals::{POLICY, buttons_channel, prompt};
-use crate::helpers::{TestApp, WAIT, key, wait_transcript, wall_ms};
+use crate::helpers::{TestApp, key, wait_transcript, wall_ms};
 
 /// What the page shows, read in one round trip.
 const STATE_JS: &str = r#"
@@ -27,25 +25,12 @@ return {
 "#;
 
 async fn state(client: &Client) -> Value {
-    client
-        .execute(STATE_JS, Vec::new())
-        .await
-        .expect("page state")
+    crate::browser::page_state(client, STATE_JS).await
 }
 
+/// Poll the page until `done` holds; returns the state that satisfied it.
 async fn wait_for(client: &Client, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let now = state(client).await;
-        if done(&now) {
-            return now;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}: {now:#}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    crate::browser::wait_for(client, STATE_JS, what, done).await
 }
 
 fn artifact(name: &str) -> std::path::PathBuf {

@@ -68,26 +68,12 @@ impl Tool for LookupDocs {
 }
 
 async fn state(client: &Client) -> Value {
-    client
-        .execute(STATE_JS, Vec::new())
-        .await
-        .expect("page state")
+    crate::browser::page_state(client, STATE_JS).await
 }
 
 /// Poll the page until `done` holds; returns the state that satisfied it.
 async fn wait_for(client: &Client, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let now = state(client).await;
-        if done(&now) {
-            return now;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}: {now:#}"
-        );
-        tokio::time::sleep(Duration::from_millis(40)).await;
-    }
+    crate::browser::wait_for(client, STATE_JS, what, done).await
 }
 
 fn last_bot(state: &Value) -> String {
@@ -153,11 +139,13 @@ async fn streams_a_growing_draft(browser: &crate::browser::Browser) {
         progress_seen,
         "the tool's progress line was shown while streaming"
     );
-    let done = state(client).await;
-    assert_eq!(
-        done["progress"], 0,
-        "progress lines are cleared from the final answer"
-    );
+    // The final text and the removal of the progress lines may land in two frames.
+    let done = wait_for(
+        client,
+        "progress lines cleared from the final answer",
+        |s| s["progress"] == 0,
+    )
+    .await;
     assert_eq!(done["users"], json!(["How do drafts work?"]));
     assert_eq!(done["bots"].as_array().unwrap().len(), 1, "{done:#}");
     assert_eq!(done["copy"], 1, "the code block has a copy button");

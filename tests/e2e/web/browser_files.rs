@@ -3,8 +3,6 @@
 //! workspace file; a file over `max_attachment_bytes` gets the server's refusal line on its
 //! chip and in the banner, and is never sent.
 
-use std::time::{Duration, Instant};
-
 use fantoccini::{Client, Locator};
 use serde_json::{Value, json};
 use switchboard_standins::Reply;
@@ -13,7 +11,6 @@ use switchboard_standins::files::csv;
 use super::browser::type_and_send;
 use super::spawn;
 use crate::attach::request_text;
-use crate::helpers::WAIT;
 
 /// The chips, the banner and the messages, read in one round trip.
 const FILES_JS: &str = r#"
@@ -30,21 +27,7 @@ return {
 "#;
 
 async fn wait_for(client: &Client, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let now = client
-            .execute(FILES_JS, Vec::new())
-            .await
-            .expect("page state");
-        if done(&now) {
-            return now;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}: {now:#}"
-        );
-        tokio::time::sleep(Duration::from_millis(40)).await;
-    }
+    crate::browser::wait_for(client, FILES_JS, what, done).await
 }
 
 /// Choose `path` in the page's (hidden) file picker.

@@ -7,7 +7,7 @@
 //! fontconfig), so none of those screenshots holds a missing-glyph box.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fantoccini::{Client, Locator};
 use serde_json::{Value, json};
@@ -19,7 +19,7 @@ use super::browser_files::pick;
 use super::first_run::{run_example, stop};
 use crate::attach::request_text;
 use crate::browser::Browser;
-use crate::helpers::{WAIT, free_port};
+use crate::helpers::free_port;
 
 /// What the page shows, read in one round trip. `text` is what is drawn (`innerText`: an
 /// icon's `<title>` is not drawn, so it is not there).
@@ -44,26 +44,12 @@ const ANSWER: &str = "I am **Switchboard**, a gateway between this chat and a la
 - I read files you attach\n\nAsk me to do something.";
 
 async fn state(client: &Client) -> Value {
-    client
-        .execute(STATE_JS, Vec::new())
-        .await
-        .expect("page state")
+    crate::browser::page_state(client, STATE_JS).await
 }
 
 /// Poll the page until `done` holds; returns the state that satisfied it.
 async fn wait_for(client: &Client, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let now = state(client).await;
-        if done(&now) {
-            return now;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}: {now:#}"
-        );
-        tokio::time::sleep(Duration::from_millis(40)).await;
-    }
+    crate::browser::wait_for(client, STATE_JS, what, done).await
 }
 
 fn last_bot(state: &Value) -> &str {
