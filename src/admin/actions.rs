@@ -147,20 +147,7 @@ pub(super) async fn allow(
     headers: HeaderMap,
     Form(form): Form<PairingForm>,
 ) -> Response {
-    if let Err(refused) = check(&admin, peer, &headers, &form.csrf) {
-        return refused;
-    }
-    let code = form.code.trim().to_ascii_uppercase();
-    let now = admin.clock.now_ms();
-    match admin.store.accept_pairing(&form.channel, &code, now).await {
-        Ok(Some(r)) => back(
-            &admin,
-            "/access",
-            &format!("Allowed {} on {}.", r.user_id, r.channel),
-        ),
-        Ok(None) => back(&admin, "/access", "That code is no longer live."),
-        Err(err) => failed(&admin, "/access", "Allowing", &err),
-    }
+    answer_pairing(&admin, peer, &headers, &form, true).await
 }
 
 pub(super) async fn refuse(
@@ -169,19 +156,40 @@ pub(super) async fn refuse(
     headers: HeaderMap,
     Form(form): Form<PairingForm>,
 ) -> Response {
-    if let Err(refused) = check(&admin, peer, &headers, &form.csrf) {
+    answer_pairing(&admin, peer, &headers, &form, false).await
+}
+
+/// Let in (`allow`) or turn away the person a live pairing code was sent to.
+async fn answer_pairing(
+    admin: &Admin,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    form: &PairingForm,
+    allow: bool,
+) -> Response {
+    if let Err(refused) = check(admin, peer, headers, &form.csrf) {
         return refused;
     }
     let code = form.code.trim().to_ascii_uppercase();
     let now = admin.clock.now_ms();
-    match admin.store.refuse_pairing(&form.channel, &code, now).await {
+    let (answered, doing) = if allow {
+        ("Allowed", "Allowing")
+    } else {
+        ("Refused", "Refusing")
+    };
+    let result = if allow {
+        admin.store.accept_pairing(&form.channel, &code, now).await
+    } else {
+        admin.store.refuse_pairing(&form.channel, &code, now).await
+    };
+    match result {
         Ok(Some(r)) => back(
-            &admin,
+            admin,
             "/access",
-            &format!("Refused {} on {}.", r.user_id, r.channel),
+            &format!("{answered} {} on {}.", r.user_id, r.channel),
         ),
-        Ok(None) => back(&admin, "/access", "That code is no longer live."),
-        Err(err) => failed(&admin, "/access", "Refusing", &err),
+        Ok(None) => back(admin, "/access", "That code is no longer live."),
+        Err(err) => failed(admin, "/access", doing, &err),
     }
 }
 
