@@ -62,3 +62,67 @@ pub(crate) fn is_unknown_token(err: &Error) -> bool {
         Some(ErrorKind::UnknownToken { .. })
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use matrix_sdk::RumaApiError;
+    use matrix_sdk::ruma::api::client::error::{Error as ClientError, ErrorBody};
+    use matrix_sdk::ruma::api::error::FromHttpResponseError;
+    use matrix_sdk::ruma::exports::http::StatusCode;
+
+    use super::*;
+
+    fn server(status: u16, kind: ErrorKind) -> HttpError {
+        let body = ErrorBody::Standard {
+            kind,
+            message: "from the homeserver".into(),
+        };
+        let status = StatusCode::from_u16(status).unwrap();
+        HttpError::Api(FromHttpResponseError::Server(RumaApiError::ClientApi(
+            ClientError::new(status, body),
+        )))
+    }
+
+    #[test]
+    fn m_limit_exceeded_waits_what_the_server_says_or_two_seconds() {
+        let said = server(
+            429,
+            ErrorKind::LimitExceeded {
+                retry_after: Some(RetryAfter::Delay(Duration::from_millis(1714))),
+            },
+        );
+        assert_eq!(
+            from_http(&said),
+            ChannelError::RateLimited {
+                retry_after: Duration::from_millis(1714)
+            }
+        );
+        let silent = server(429, ErrorKind::LimitExceeded { retry_after: None });
+        assert_eq!(
+            from_http(&silent),
+            ChannelError::RateLimited {
+                retry_after: DEFAULT_RETRY_AFTER
+            }
+        );
+    }
+
+    #[test]
+    fn missing_is_not_found_a_5xx_transient_and_a_refusal_fatal() {
+        assert!(matches!(
+            from_http(&server(404, ErrorKind::NotFound)),
+            ChannelError::NotFound(_)
+        ));
+        assert!(matches!(
+            from_http(&server(502, ErrorKind::Unknown)),
+            ChannelError::Transient(_)
+        ));
+        assert!(matches!(
+            from_http(&server(403, ErrorKind::forbidden())),
+            ChannelError::Fatal(_)
+        ));
+        assert_eq!(
+            from_http(&server(413, ErrorKind::TooLarge)),
+            ChannelError::TooLong
+        );
+    }
+}
