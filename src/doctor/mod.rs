@@ -7,6 +7,7 @@
 //! Layout: this file (arguments, findings, output); `checks` (one function per concern).
 
 mod checks;
+mod matrix;
 
 use std::process::ExitCode;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 use switchboard_standins::Reply;
 
-use super::{bot_messages, dm, synapse, wait_bot};
+use super::{bot_messages, dm, synapse, wait_bot, wait_prompt};
 
 pub(super) fn policy(approver: &str) -> String {
     format!(
@@ -37,16 +37,7 @@ async fn a_reaction_after_a_restart_approves_the_call_exactly_once() {
         ))
         .push(Reply::text("Created it."));
     alice.say(&room, "make a file").await;
-    let seen = wait_bot(&room, me, |s| {
-        s.iter()
-            .any(|m| m.content.get("ch.switchboard.choices").is_some())
-    })
-    .await;
-    let prompt = seen
-        .iter()
-        .find(|m| m.content.get("ch.switchboard.choices").is_some())
-        .unwrap()
-        .clone();
+    let prompt = wait_prompt(&room, me).await;
     assert!(prompt.text.contains("Approval needed"), "{prompt:#?}");
     assert!(
         prompt
@@ -115,16 +106,7 @@ async fn a_reply_naming_deny_refuses_the_call() {
         ))
         .push(Reply::text("Understood, not doing it."));
     alice.say(&room, "make a file").await;
-    let seen = wait_bot(&room, me, |s| {
-        s.iter()
-            .any(|m| m.content.get("ch.switchboard.choices").is_some())
-    })
-    .await;
-    let prompt = seen
-        .iter()
-        .find(|m| m.content.get("ch.switchboard.choices").is_some())
-        .unwrap()
-        .clone();
+    let prompt = wait_prompt(&room, me).await;
     alice
         .send(&room, json!({"msgtype": "m.text", "body": "deny", "m.relates_to": {"m.in_reply_to": {"event_id": prompt.id}}}))
         .await;

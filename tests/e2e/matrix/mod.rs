@@ -349,6 +349,37 @@ pub async fn wait_bot(room: &Room, bot: &OwnedUserId, done: impl Fn(&[Seen]) -> 
     }
 }
 
+/// Wait for the bot's message that offers choices (an approval prompt) and return it.
+pub async fn wait_prompt(room: &Room, bot: &OwnedUserId) -> Seen {
+    let offers = |m: &Seen| m.content.get("ch.switchboard.choices").is_some();
+    let seen = wait_bot(room, bot, |s| s.iter().any(offers)).await;
+    seen.into_iter().find(offers).expect("found above")
+}
+
+/// A room of alice, bob and a bot that lets both in (rooms open), with `extra` TOML for
+/// the app given alice's id; everyone has joined. Returns the app, the bot, alice with her
+/// view of the room, and bob with his.
+pub async fn group(
+    hs: &Synapse,
+    extra: impl FnOnce(&str) -> String,
+) -> (TestApp, Bot, (Person, Room), (Person, Room)) {
+    let alice = Person::new(hs, "alice").await;
+    let bob = Person::new(hs, "bob").await;
+    let bot = Bot::new(
+        hs,
+        &format!(
+            "allowed_users = [\"{}\", \"{}\"]\ngroup_policy = \"open\"\n",
+            alice.id, bob.id
+        ),
+    )
+    .await;
+    let app = bot.app(&extra(alice.id.as_str())).start().await;
+    let room = alice.room(&bot.account.id, false, false, &[&bob.id]).await;
+    let bobs = bob.join(&room.room_id().to_owned()).await;
+    wait_joined(&room, &bot.account.id).await;
+    (app, bot, (alice, room), (bob, bobs))
+}
+
 /// A running app with a bot, and a person already in a direct room with it.
 pub struct Dm {
     pub app: TestApp,

@@ -7,26 +7,13 @@ use serde_json::json;
 use switchboard_standins::Reply;
 
 use super::approvals::{policy, shell_runs};
-use super::{Bot, Person, bot_messages, synapse, wait_bot, wait_joined};
+use super::{bot_messages, group, synapse, wait_bot, wait_prompt};
 
 #[tokio::test]
 async fn in_a_room_only_a_mention_is_answered_and_its_thread_goes_on_without_one() {
     let Some(hs) = synapse() else { return };
-    let alice = Person::new(&hs, "alice").await;
-    let bob = Person::new(&hs, "bob").await;
-    let bot = Bot::new(
-        &hs,
-        &format!(
-            "allowed_users = [\"{}\", \"{}\"]\ngroup_policy = \"open\"\n",
-            alice.id, bob.id
-        ),
-    )
-    .await;
-    let app = bot.app("").start().await;
+    let (app, bot, (alice, room), (bob, bobs)) = group(&hs, |_| String::new()).await;
     let me = &bot.account.id;
-    let room = alice.room(me, false, false, &[&bob.id]).await;
-    let bobs = bob.join(&room.room_id().to_owned()).await;
-    wait_joined(&room, me).await;
 
     alice.say(&room, "lunch at noon, anyone?").await;
     app.llm.push(Reply::text("Here to help."));
@@ -108,21 +95,8 @@ async fn in_a_room_only_a_mention_is_answered_and_its_thread_goes_on_without_one
 #[tokio::test]
 async fn only_an_approvers_reaction_runs_the_call() {
     let Some(hs) = synapse() else { return };
-    let alice = Person::new(&hs, "alice").await;
-    let bob = Person::new(&hs, "bob").await;
-    let bot = Bot::new(
-        &hs,
-        &format!(
-            "allowed_users = [\"{}\", \"{}\"]\ngroup_policy = \"open\"\n",
-            alice.id, bob.id
-        ),
-    )
-    .await;
-    let app = bot.app(&policy(alice.id.as_str())).start().await;
+    let (app, bot, (alice, room), (bob, bobs)) = group(&hs, policy).await;
     let me = &bot.account.id;
-    let room = alice.room(me, false, false, &[&bob.id]).await;
-    let bobs = bob.join(&room.room_id().to_owned()).await;
-    wait_joined(&room, me).await;
 
     app.llm
         .push(Reply::tool_call(
@@ -139,16 +113,7 @@ async fn only_an_approvers_reaction_runs_the_call() {
         }),
     )
     .await;
-    let seen = wait_bot(&room, me, |s| {
-        s.iter()
-            .any(|m| m.content.get("ch.switchboard.choices").is_some())
-    })
-    .await;
-    let prompt = seen
-        .iter()
-        .find(|m| m.content.get("ch.switchboard.choices").is_some())
-        .unwrap()
-        .clone();
+    let prompt = wait_prompt(&room, me).await;
     bob.react(&bobs, &prompt.id, "✅").await;
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(shell_runs(&app).await, 0, "bob is no approver");
