@@ -143,9 +143,42 @@ pub(crate) fn find_exec(words: &[String]) -> Vec<Vec<String>> {
     found
 }
 
+/// The programs `rg --pre PROG` (run on every file searched) and `rg --hostname-bin PROG`
+/// start, each as a command of its own, so a deny rule naming the program sees it. The
+/// preprocessor gets the file's path, written `{}` as `find -exec` writes it.
+pub(crate) fn rg_programs(words: &[String]) -> Vec<Vec<String>> {
+    if words.first().map(|w| basename(w)) != Some("rg") {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    for (i, word) in words.iter().enumerate().skip(1) {
+        if word == "--" {
+            break;
+        }
+        for option in ["--pre", "--hostname-bin"] {
+            let program = if word == option {
+                words.get(i + 1).map(String::as_str)
+            } else {
+                word.strip_prefix(option).and_then(|r| r.strip_prefix('='))
+            };
+            found.extend(program.map(|p| vec![p.to_string(), "{}".to_string()]));
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rg_pre_and_hostname_bin_are_commands() {
+        let words: Vec<String> = "rg --pre touch x --hostname-bin=id . -- --pre y"
+            .split(' ')
+            .map(String::from)
+            .collect();
+        assert_eq!(rg_programs(&words), [vec!["touch", "{}"], vec!["id", "{}"]]);
+    }
 
     #[test]
     fn a_posix_shell_reads_bash_only_quotes_differently() {

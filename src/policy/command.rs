@@ -2,6 +2,7 @@
 //! command (`timeout`, `env`, `nice`, `xargs`, …) so each command is judged as what it really
 //! does, and keeps what the wrappers changed (variables, directory, arguments from input).
 
+use super::expansion;
 use super::words::assignment_name;
 
 /// One word as written (for assignment detection) and as the shell passes it on.
@@ -36,6 +37,9 @@ pub(crate) struct Stripped {
     pub args_from_input: bool,
     /// The directory `env -C DIR` runs it in.
     pub chdir: Option<String>,
+    /// The unquoted text of every word bash expands into something unread (wrappers' and
+    /// assignments' words included): see [`expansion::unread`].
+    pub unread: Vec<String>,
 }
 
 /// The last path component, so `/usr/bin/env` is recognised as `env`.
@@ -74,6 +78,12 @@ pub(crate) fn strip_wrappers(mut words: Vec<Word>) -> Stripped {
             _ => break,
         }
     }
+    out.unread = words
+        .iter()
+        .enumerate()
+        .filter(|(at, w)| expansion::unread(&w.raw, *at == i))
+        .map(|(_, w)| w.value.clone())
+        .collect();
     out.words = words.drain(i..).map(|w| w.value).collect();
     out
 }

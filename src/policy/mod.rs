@@ -14,6 +14,7 @@ mod breakers;
 mod carrier;
 mod command;
 mod decision;
+mod expansion;
 mod git;
 mod part;
 mod readonly;
@@ -213,11 +214,19 @@ impl Policy {
             .unwrap_or_else(|| Decision::by_mode(Verdict::Allow, "empty command: nothing runs"))
     }
 
+    /// One simple command's verdict. Words bash expands into something unread count as
+    /// matching wherever they could: a deny or ask rule matching any command they may make,
+    /// a circuit breaker tripped by any of those (deny wins when in doubt).
     fn judge_part(&self, part: &Part, analysis: &Analysis, extra: &[Rule]) -> Decision {
+        let unread = expansion::Unread::of(part);
         let decision = self
-            .first_match(extra, |rule| rule.matches_part(part))
+            .first_match(extra, |rule| {
+                rule.matches_part(part) || rule.may_match_unread(&unread.views, unread.anything)
+            })
             .unwrap_or_else(|| self.shell_default(part));
-        match breakers::tripped(part, analysis) {
+        let breaker = breakers::tripped(part, analysis)
+            .or_else(|| unread.views.iter().find_map(breakers::tripped_by_view));
+        match breaker {
             Some(name) if decision.verdict != Verdict::Deny => {
                 Decision::by_rule(Verdict::Ask, Matched::Breaker(name.to_owned()))
             }
@@ -328,6 +337,21 @@ fn narrowest_shell_rule(command: &str) -> String {
             format!("{SHELL}({{{}}})", alternatives.join(","))
         }
     }
+}
+
+/// The simple commands the gate reads in a shell line, each as the words it judges (wrappers
+/// stripped; nested ones, such as `find -exec`'s and `sh -c`'s, included), or `None` when it
+/// cannot read the line. What the differential test holds against the words bash runs.
+pub fn read_commands(command: &str) -> Option<Vec<Vec<String>>> {
+    let analysis = analyze::analyze(command).ok()?;
+    Some(analysis.parts.into_iter().map(|p| p.words).collect())
+}
+
+/// The words the gate judges for a command that runs as `argv`: its wrappers stripped, as
+/// [`read_commands`] strips them.
+pub fn judged_words(argv: &[String]) -> Vec<String> {
+    let words = argv.iter().cloned().map(command::Word::plain).collect();
+    command::strip_wrappers(words).words
 }
 
 /// Validate patterns without building (for `switchboard check`).

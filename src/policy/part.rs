@@ -69,6 +69,10 @@ pub(crate) struct Part {
     pub background: bool,
     /// The innermost shell function whose body holds it.
     pub in_function: Option<String>,
+    /// Words bash expands into something the analyzer cannot read (`{-exec,x}`, `-exec$u`,
+    /// `*.txt`), unquoted: such a command is never read-only, and an allow rule must spell
+    /// these out to grant it.
+    pub unread: Vec<String>,
     /// Assignments, `env -C DIR`, `xargs` when it runs the command, words, redirections,
     /// joined by single spaces: what allow rules match and "Always allow" writes.
     pub text: String,

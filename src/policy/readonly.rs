@@ -31,9 +31,10 @@ pub(crate) fn harmless_variable(name: &str) -> bool {
 
 /// Whether `part` is in the curated read-only set. The command name must be written bare
 /// (`/tmp/x/ls` is not `ls`), no output may be redirected to a file, and its arguments must be
-/// known (`xargs` appends some read from its input).
+/// known (`xargs` appends some read from its input; an expansion makes words of its own).
 pub(crate) fn is_read_only(part: &Part) -> bool {
-    if part.redirects.iter().any(|r| r.writes()) || part.args_from_input {
+    if part.redirects.iter().any(|r| r.writes()) || part.args_from_input || !part.unread.is_empty()
+    {
         return false;
     }
     let Some((program, args)) = part.words.split_first() else {

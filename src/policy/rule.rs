@@ -123,8 +123,9 @@ impl Rule {
 
     /// Whether this `shell` rule matches one simple command. A deny or ask rule matches any of
     /// its spellings. An allow rule matches the text as written, assignments and redirections
-    /// included, and a wildcard never stands for an assignment, an `env -C DIR` or a redirection
-    /// that writes: those must be spelled out in the pattern (`shell(npm test > out.txt)`).
+    /// included, and a wildcard never stands for an assignment, an `env -C DIR`, a redirection
+    /// that writes or a word bash expands: those must be spelled out in the pattern
+    /// (`shell(npm test > out.txt)`).
     pub(crate) fn matches_part(&self, part: &Part) -> bool {
         let glob = match (&self.spec, self.tool == SHELL) {
             (_, false) => return false,
@@ -145,6 +146,15 @@ impl Rule {
         glob.is_match(&part.text)
             && part.prefix.iter().chain(&chdir).all(|a| spelled(a))
             && writes.map(Redirect::render).all(|r| spelled(&r))
+            && part.unread.iter().all(|w| spelled(w))
+    }
+
+    /// Whether this deny or ask rule may match a command with unread words: one of the
+    /// `views` bash could run matches it, or (`anything`) the words could hide any command.
+    pub(crate) fn may_match_unread(&self, views: &[Part], anything: bool) -> bool {
+        self.list != Listed::Allow
+            && self.tool == SHELL
+            && (anything || views.iter().any(|p| self.matches_part(p)))
     }
 
     /// Whether this deny rule names a program of a line the parser could not read.

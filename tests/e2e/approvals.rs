@@ -29,7 +29,7 @@ async fn spawn(extra: &str) -> TestApp {
     TestApp::spawn_on(buttons_channel(), &format!("{POLICY}{extra}")).await
 }
 
-fn workspace_file(app: &TestApp, chat: &str, name: &str) -> std::path::PathBuf {
+pub(crate) fn workspace_file(app: &TestApp, chat: &str, name: &str) -> std::path::PathBuf {
     app.config
         .gateway
         .data_dir

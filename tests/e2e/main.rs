@@ -29,6 +29,7 @@ mod memory_store;
 mod offload;
 mod pause;
 mod plan;
+mod policy_bash;
 mod profiles;
 mod providers;
 mod replicas;

@@ -12,7 +12,9 @@ mod rough;
 
 pub(crate) use rough::rough;
 
-use super::carrier::{find_exec, git_shell_aliases, inner_script, read_alike, transparent};
+use super::carrier::{
+    find_exec, git_shell_aliases, inner_script, read_alike, rg_programs, transparent,
+};
 use super::command::{Stripped, Word, strip_wrappers};
 use super::part::{Analysis, Part, Redirect};
 use super::words::{Unparsable, substitutions, unquote};
@@ -323,6 +325,7 @@ impl<'a> Scan<'a> {
             carrier: false,
             background: false,
             in_function,
+            unread: stripped.unread,
         });
         self.created.push(id);
         id
@@ -356,7 +359,7 @@ impl<'a> Scan<'a> {
             .take_while(|a| !a.starts_with(['-', '(', '!']));
         let found_outside =
             starts.any(|s| s.starts_with(['/', '~']) || s.contains(['$', '`']) || s.contains(".."));
-        for exec in find_exec(&words) {
+        for exec in find_exec(&words).into_iter().chain(rg_programs(&words)) {
             let mut stripped = strip_wrappers(exec.into_iter().map(Word::plain).collect());
             stripped.args_from_input |= found_outside;
             if !stripped.words.is_empty() {

@@ -23,8 +23,9 @@ pub(crate) fn rough(command: &str) -> Vec<Part> {
     let mut analysis = Analysis::default();
     let mut scan = Scan::new(&mut analysis, 0);
     for segment in command.split(SEPARATORS) {
+        // A comma may part brace alternatives (`{-exec,touch,x}`): every piece may be a word.
         let words: Vec<String> = segment
-            .split_whitespace()
+            .split(|c: char| c.is_whitespace() || c == ',')
             .map(|w| w.replace(['\'', '"', '\\'], ""))
             .filter(|w| !w.is_empty() && !w.starts_with(['<', '>']))
             .collect();

@@ -18,6 +18,9 @@ pub(crate) struct Breaker {
     pub check: fn(&Part, &Analysis) -> bool,
 }
 
+/// The breaker for a command bash makes out of expansions.
+const COMPUTED_NAME: &str = "command name computed at run time";
+
 /// Every circuit breaker, checked in order against every simple command.
 pub(crate) const BREAKERS: &[Breaker] = &[
     Breaker {
@@ -69,7 +72,7 @@ pub(crate) const BREAKERS: &[Breaker] = &[
         check: fork_bomb,
     },
     Breaker {
-        name: "command name computed at run time",
+        name: COMPUTED_NAME,
         check: computed_name,
     },
 ];
@@ -79,6 +82,18 @@ pub(crate) fn tripped(part: &Part, analysis: &Analysis) -> Option<&'static str> 
     BREAKERS
         .iter()
         .find(|b| (b.check)(part, analysis))
+        .map(|b| b.name)
+}
+
+/// The first breaker one of the commands unread words may make trips (`Unread::views`). The
+/// name check is left out: every word of a view may start it, and whether the unread words can
+/// hide a command is the real command's own check ([`computed_name`]).
+pub(crate) fn tripped_by_view(view: &Part) -> Option<&'static str> {
+    let plain = Analysis::default();
+    BREAKERS
+        .iter()
+        .filter(|b| b.name != COMPUTED_NAME)
+        .find(|b| (b.check)(view, &plain))
         .map(|b| b.name)
 }
 
@@ -360,6 +375,9 @@ fn computed_name(part: &Part, _: &Analysis) -> bool {
     let Some(name) = part.program() else {
         return false;
     };
+    if super::expansion::hides_a_command(part) {
+        return true;
+    }
     let braces = name.contains('{') && name.contains('}');
     !matches!(name, "[" | "[[") && (braces || name.contains(['$', '`', '*', '?', '[']))
 }

@@ -47,9 +47,10 @@ fn dollar_double_paren_not_closed_by_double_paren_is_a_command_substitution() {
             ("ls $((touch x) )", Ask),
             ("ls $((touch x) ; (id))", Ask),
             ("ls \"$((touch x) )\"", Ask),
-            // Real arithmetic stays arithmetic.
-            ("ls $((1 + 2))", Allow),
-            ("ls $(( (1 + 2) * 3 ))", Allow),
+            // Real arithmetic stays arithmetic, but its value is a word the gate does not
+            // read: it asks like any other expansion.
+            ("ls $((1 + 2))", Ask),
+            ("ls $(( (1 + 2) * 3 ))", Ask),
         ],
     );
 }
@@ -224,7 +225,9 @@ fn a_plain_lower_case_variable_alone_is_read_only_and_anything_else_asks() {
     check_table(
         &guarded,
         &[
-            ("f=src/main.rs; cat $f", Allow),
+            ("f=src/main.rs", Allow),
+            // Its use is an expansion the gate does not read (`$f` could be `-delete`).
+            ("f=src/main.rs; cat $f", Ask),
             ("x='$(touch y)'; cat ${x@P}", Ask),
             ("x='a[$(touch y)]'; cat $((x))", Ask),
             ("IFS=/; ls", Ask),
