@@ -166,7 +166,7 @@ fn corpus() -> Vec<Case> {
 
 /// Each program with an action that runs or writes, hidden by each way bash has of making a
 /// word: `{W}` is where the action's word goes, and the flag says whether the action runs a
-/// program `DENY` names. The expansions (the first nine ways) leave words unread: they must
+/// program `DENY` names. The expansions (the first ten ways) leave words unread: they must
 /// ask, be refused and trip a breaker. The quotings bash reads and the gate decodes too
 /// (`$'…'`, glued quotes) must ask, and be refused where the action runs `touch` or `sh`.
 fn generated() -> Vec<Case> {
@@ -180,9 +180,13 @@ fn generated() -> Vec<Case> {
         ("ls | xargs {W} x", "touch", true),
         ("timeout 5 {W} x", "touch", true),
         ("sh {W} 'touch x'", "-c", true),
+        ("env {W} x", "touch", true),
+        ("sed {W} s/a/b/ a.txt", "-i", false),
+        ("awk {W} prog.awk a.txt", "-f", false),
+        ("tar -xf x.tar {W}=touch", "--to-command", false),
     ];
-    const EXPANSIONS: usize = 9;
-    let hide: [fn(&str) -> String; 13] = [
+    const EXPANSIONS: usize = 10;
+    let hide: [fn(&str) -> String; 14] = [
         |w| format!("{{{w},}}"),
         |w| format!("{w}$u"),
         |w| format!("{w}${{u}}"),
@@ -192,6 +196,7 @@ fn generated() -> Vec<Case> {
         |w| format!("{w}$(true)"),
         |w| format!("{w}`true`"),
         |w| format!("{}?", &w[..w.len() - 1]),
+        |w| format!("{w}${{IFS}}x"),
         |w| {
             format!(
                 "{}$'\\x{:02x}'",
