@@ -49,6 +49,7 @@ mod store_contract;
 mod stored_secrets;
 mod telegram;
 mod tools;
+mod upgrade;
 mod web;
 
 /// Unix seconds now.
