@@ -18,6 +18,7 @@ mod config;
 mod db_faults;
 mod docker_image;
 mod doctor;
+mod full_disk;
 mod helpers;
 mod holdback;
 mod leak;
