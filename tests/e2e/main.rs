@@ -32,6 +32,7 @@ mod pause;
 mod plan;
 mod profiles;
 mod providers;
+mod release;
 mod replicas;
 mod rewind;
 mod rewind_store;
