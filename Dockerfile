@@ -17,7 +17,11 @@ FROM chef AS builder
 COPY --from=planner /src/recipe.json recipe.json
 RUN cargo chef cook --profile dist --recipe-path recipe.json
 COPY . .
-RUN cargo build --profile dist --locked --bin switchboard
+# The commit `switchboard --version` names: the build context has no .git, so it comes in
+# as a build argument (`docker build --build-arg SWITCHBOARD_COMMIT=$(git rev-parse --short
+# HEAD) .`), else `unknown`. Declared after the dependencies' layer, which it leaves cached.
+ARG SWITCHBOARD_COMMIT=unknown
+RUN SWITCHBOARD_COMMIT="$SWITCHBOARD_COMMIT" cargo build --profile dist --locked --bin switchboard
 
 FROM debian:bookworm-slim AS runtime
 RUN apt-get update \

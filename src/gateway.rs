@@ -174,7 +174,7 @@ impl Gateway {
         }
         let app = http::router(health, routes, config.gateway.max_body_bytes);
         serve(listener, app, &background, &shutdown);
-        tracing::info!(%addr, channels = ?self.channels.names(), "gateway ready");
+        tracing::info!(%addr, channels = ?self.channels.names(), version = crate::cli::VERSION, "gateway ready");
         Ok(RunningGateway {
             addr,
             shutdown,

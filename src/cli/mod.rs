@@ -20,9 +20,19 @@ use crate::{Gateway, channels, store, telemetry};
 mod config_file;
 pub use config_file::{ConfigArgs, DEFAULT_CONFIG, EXAMPLE_CONFIG};
 
+/// What `switchboard --version` prints after the name: the release and the commit it was
+/// built from (`build.rs`; `unknown` when the build had neither `.git` nor a
+/// `SWITCHBOARD_COMMIT`).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SWITCHBOARD_COMMIT"),
+    ")"
+);
+
 /// Switchboard: an LLM agent behind your chat platforms.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version = VERSION, about)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]

@@ -15,7 +15,7 @@ use super::registry::Signals;
 use super::{Deps, Registry, turn};
 use crate::cluster::Held;
 use crate::profile::Active;
-use crate::store::{Durable, InboxRow, StoreError};
+use crate::store::{Durable, InboxRow, Refusal, StoreError};
 
 /// An event claimed this often without finishing (it crashed the process each time) is
 /// given up on rather than crashing it forever.
@@ -157,7 +157,7 @@ async fn claim_and_run(
             Ok(None) => return,
             Err(err) => {
                 store_failures += 1;
-                tracing::error!(%key, error = %err, "claiming from the inbox failed");
+                log_claim_failure(key, &err);
                 if store_failures > 5 {
                     return; // the periodic sweep wakes us again
                 }
@@ -198,6 +198,16 @@ async fn claim_and_run(
             turn::Ended::Drained => return,
             turn::Ended::Normally => {}
         }
+    }
+}
+
+/// A claim that failed: at ERROR, unless the database refuses writes for a reason that
+/// lasts, which the store logged once at ERROR with the fix.
+fn log_claim_failure(key: &ConversationKey, err: &StoreError) {
+    if Refusal::of(err).is_some() {
+        tracing::warn!(%key, error = %err, "claiming from the inbox was refused");
+    } else {
+        tracing::error!(%key, error = %err, "claiming from the inbox failed");
     }
 }
 

@@ -10,7 +10,7 @@ use switchboard_channel::{ChannelEvent, ConversationKey, Delivery, EventSink, Si
 use super::Registry;
 use crate::access::{Verdict, pairing_reply};
 use crate::command::{Command, Intent};
-use crate::store::Insert;
+use crate::store::{Insert, Refusal};
 
 /// The sink feeding the conversation registry.
 pub struct Inbox {
@@ -112,7 +112,12 @@ impl EventSink for Inbox {
             .insert_event(&event, intent.kind(), now)
             .await
             .map_err(|e| {
-                tracing::error!(error = %e, "inbox insert failed; the platform will redeliver");
+                if Refusal::of(&e).is_some() {
+                    // The store said it once at ERROR, with the fix; not again per event.
+                    tracing::warn!(error = %e, "inbox insert refused; the platform will redeliver");
+                } else {
+                    tracing::error!(error = %e, "inbox insert failed; the platform will redeliver");
+                }
                 self.count(&event, "error");
                 SinkError(e.to_string())
             })?;

@@ -309,8 +309,9 @@ where
             .bind(channel)
             .bind(code)
             .bind(now_ms)
-            .fetch_optional(&mut *tx)
-            .await?;
+            .fetch_all(&mut *tx)
+            .await?
+            .pop();
         let Some(request) = row.map(pairing) else {
             return Ok(None);
         };
@@ -338,12 +339,14 @@ where
             "DELETE FROM pairing_requests WHERE channel = $1 AND code = $2 AND expires_at > $3 \
              RETURNING {PAIRING_COLUMNS}"
         );
+        // `fetch_all`: the refusal counts only once its commit landed (see `mod.rs`).
         let row: Option<PairingRow> = sqlx::query_as(&sql)
             .bind(channel)
             .bind(code)
             .bind(now_ms)
-            .fetch_optional(&self.pool)
-            .await?;
+            .fetch_all(&self.pool)
+            .await?
+            .pop();
         Ok(row.map(pairing))
     }
 }

@@ -20,7 +20,7 @@ use sqlx::{Database, Pool, Transaction};
 use switchboard_channel::ConversationKey;
 
 use super::inbox::PendingInsert;
-use super::{Claim, Memory, Spent, StoreError, Timeouts};
+use super::{Claim, Memory, Spent, StoreError, Timeouts, Writable};
 use crate::provider::ChatMessage;
 
 /// SQL text that differs between the databases. Everything else is shared, written with
@@ -116,6 +116,10 @@ pub trait Backend: Database + HasStatementCache + sealed::Sealed {
         memory: &Memory,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
+    /// Write something that changes nothing but must reach the disk, to learn whether the
+    /// database takes writes again after it refused them (see `writable.rs`).
+    fn probe_write(store: &SqlStore<Self>) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     /// After a raw value was overwritten, make sure no older copy stays in a journal file
     /// that a grep of the data directory could find.
     fn flush_journal(store: &SqlStore<Self>)
@@ -155,22 +159,28 @@ pub struct SqlStore<DB: Backend> {
     pub(super) timeouts: Timeouts,
     /// What only this database's store keeps ([`Backend::Local`]).
     pub(super) local: DB::Local,
+    /// Whether writes land: fed by the inbox insert and the completion, read by the
+    /// readiness ping.
+    pub(super) writes: Writable,
 }
 
 impl<DB: Backend> SqlStore<DB> {
     /// A store over open pools of a migrated database configured with `timeouts`: `pool`
-    /// for the work, `front` for the request path.
+    /// for the work, `front` for the request path; `place` names the data in the log (the
+    /// SQLite file, the PostgreSQL database; never a URL, which may hold a password).
     pub(super) fn new(
         pool: Pool<DB>,
         front: Pool<DB>,
         timeouts: Timeouts,
         local: DB::Local,
+        place: String,
     ) -> Self {
         Self {
             pool,
             front,
             timeouts,
             local,
+            writes: Writable::new(place),
         }
     }
 }

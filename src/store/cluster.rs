@@ -276,12 +276,14 @@ where
              WHERE conversation_leases.owner = excluded.owner OR conversation_leases.lease_until < {now} \
              RETURNING epoch"
         );
+        // `fetch_all`: the lease is ours only once its commit landed (see `mod.rs`).
         let epoch = sqlx::query_scalar(&sql)
             .bind(key.to_string())
             .bind(owner)
             .bind(millis(ttl))
-            .fetch_optional(&self.pool)
-            .await?;
+            .fetch_all(&self.pool)
+            .await?
+            .pop();
         Ok(epoch)
     }
 

@@ -3,7 +3,9 @@
 //! inbox disagreeing with the chat. [`Durable::write`] retries a transient database error
 //! ([`StoreError::is_transient`]: connection reset or closed (or cut mid-handshake, which
 //! reads as a protocol or TLS error), pool timeout, I/O, PostgreSQL
-//! shutting down or restarting, serialization failures and deadlocks, a busy SQLite file)
+//! shutting down or restarting, serialization failures and deadlocks, a busy SQLite file,
+//! and a database that refuses writes until someone acts: a full disk, a read-only file or
+//! session, `writable.rs`)
 //! with capped exponential backoff until the write succeeds or the process stops. Any other
 //! error is returned at once, `StoreError::Superseded` included: the fenced claim belongs to
 //! someone else, who finishes the event.

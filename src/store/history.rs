@@ -74,7 +74,9 @@ where
     /// its budgets, atomically, the way this database does it best
     /// ([`Backend::complete_turn`]); nothing is stored when the claim was superseded.
     pub(super) async fn complete_turn(&self, turn: Completion<'_>) -> Result<bool, StoreError> {
-        match DB::complete_turn(self, turn).await? {
+        let completed = DB::complete_turn(self, turn).await;
+        self.writes.note(&completed);
+        match completed? {
             Some(more) => Ok(more),
             None => Err(self.refusal(turn.claim).await),
         }

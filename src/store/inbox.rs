@@ -123,8 +123,9 @@ where
             kind: kind.as_str(),
         };
         // On a webhook's path: bounded, so the platform gets a 5xx in time to retry.
-        let id = self.timeouts.bounded(DB::insert_event(self, row)).await?;
-        Ok(id.map_or(Insert::Duplicate, Insert::Stored))
+        let id = self.timeouts.bounded(DB::insert_event(self, row)).await;
+        self.writes.note(&id);
+        Ok(id?.map_or(Insert::Duplicate, Insert::Stored))
     }
 
     async fn claim_next(
@@ -146,14 +147,16 @@ where
         epoch: i64,
     ) -> Result<Option<InboxRow>, StoreError> {
         let sql = claim_sql(DB::DIALECT.claim_lock);
+        // `fetch_all`: the claim's commit must be known to have landed (see `mod.rs`).
         let row: Option<InboxRecord> = sqlx::query_as(&sql)
             .bind(owner)
             .bind(now_ms + lease.as_millis() as i64)
             .bind(now_ms)
             .bind(key.to_string())
             .bind(epoch)
-            .fetch_optional(&self.pool)
-            .await?;
+            .fetch_all(&self.pool)
+            .await?
+            .pop();
         let row = row.map(InboxRow::try_from).transpose()?;
         Ok(row.map(|row| InboxRow { epoch, ..row }))
     }
@@ -337,6 +340,18 @@ where
     async fn ping(&self) -> Result<(), StoreError> {
         let ping = sqlx::query("SELECT 1").execute(&self.front);
         self.timeouts.bounded(async { Ok(ping.await?) }).await?;
-        Ok(())
+        if self.writes.refused().is_none() {
+            return Ok(());
+        }
+        // Writes were refused: try one, so readiness comes back once the database takes
+        // writes again even if no event arrives meanwhile (a load balancer that trusts
+        // `/readyz` sends none while it is not ready).
+        let probe = self.timeouts.bounded(DB::probe_write(self)).await;
+        self.writes.note(&probe);
+        match (probe, self.writes.refused()) {
+            (Err(_), Some(why)) => Err(why),
+            (Err(err), None) => Err(err),
+            (Ok(()), _) => Ok(()),
+        }
     }
 }

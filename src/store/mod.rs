@@ -11,6 +11,11 @@
 //! [`Backend`] (storing an inbox row, completing a turn, autosaving a memory, emptying a
 //! journal).
 //!
+//! A writing statement's `RETURNING` rows are read with `fetch_all`, never `fetch_one` or
+//! `fetch_optional`: SQLite hands out the first row before the statement's own commit, and
+//! sqlx's SQLite driver stops stepping once it has the rows those ask for, so a commit that
+//! then failed (a full disk) went unseen and the write read as done (sqlx issue 2099).
+//!
 //! Layout:
 //! - `mod.rs`: the `Store` trait, inbox types, [`connect`].
 //! - `backend.rs`: [`Dialect`], the sealed [`Backend`] trait, [`SqlStore`].
@@ -25,6 +30,8 @@
 //! - `durable.rs`: [`Durable`], the retry policy for writes that follow a visible action,
 //!   and which database errors are transient.
 //! - `timeouts.rs`: [`Timeouts`], the bounded waits on every pool (acquire, statement).
+//! - `writable.rs`: [`Writable`], whether writes land (a full disk, a read-only database):
+//!   logged once with the fix, reported by `/readyz`, cleared by the next write that lands.
 //! - `sqlite/`: connecting, the busy handler, WAL checkpoints in a task, grouped commits,
 //!   the one-call completion.
 //! - `postgres/`: connecting, the sequenced and announced inbox insert.
@@ -47,6 +54,7 @@ mod sqlite;
 pub mod text;
 mod timeouts;
 mod usage;
+mod writable;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,6 +77,8 @@ pub use schedules::{JobSource, NewSchedule, Schedule, ScheduleStore, Timing};
 pub use sqlite::SqliteStore;
 pub use timeouts::Timeouts;
 pub use usage::{ScopeDay, Spent, UsageStore, Used};
+pub use writable::Refusal;
+use writable::Writable;
 
 use crate::ids::InboxKind;
 use crate::provider::ChatMessage;
@@ -99,6 +109,10 @@ pub enum StoreError {
     /// The process is stopping; a write [`Durable`] was retrying was not stored.
     #[error("stopping before the write was stored")]
     Stopped,
+    /// The database refuses writes for a reason that lasts until someone acts (where it
+    /// lives, what happened, the fix): a full disk, a read-only file or session.
+    #[error("cannot write to {0}: {1}; fix: {2}")]
+    Unwritable(String, &'static str, &'static str),
 }
 
 impl StoreError {
@@ -106,8 +120,9 @@ impl StoreError {
     /// or busy), so a write that must land is retried rather than given up.
     pub fn is_transient(&self) -> bool {
         match self {
-            Self::Db(err) => durable::transient_db(err),
-            Self::Timeout => true,
+            // A full disk or a read-only database takes the write once someone has acted.
+            Self::Db(err) => durable::transient_db(err) || Refusal::of_db(err).is_some(),
+            Self::Timeout | Self::Unwritable(..) => true,
             Self::Migrate(_)
             | Self::Corrupt(_)
             | Self::Superseded(_)
@@ -305,7 +320,8 @@ pub trait Store:
     /// The `limit` conversations active most recently, newest first, with their queues.
     async fn conversations(&self, limit: usize) -> Result<Vec<ConversationSummary>, StoreError>;
 
-    /// Whether the database answers.
+    /// Whether the database answers, and takes writes again after it refused one for a
+    /// reason that lasts ([`StoreError::Unwritable`]: a full disk, a read-only database).
     async fn ping(&self) -> Result<(), StoreError>;
 }
 

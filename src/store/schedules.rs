@@ -163,7 +163,8 @@ where
 {
     async fn add_schedule(&self, job: &NewSchedule, now_ms: i64) -> Result<i64, StoreError> {
         let (at, cron, place) = parts(job);
-        let id: i64 = sqlx::query_scalar(
+        // `fetch_all`: the id is the schedule's only once its commit landed (see `mod.rs`).
+        let id: Option<i64> = sqlx::query_scalar(
             "INSERT INTO schedules (conversation_key, source, name, requester, place, prompt, at_ms, cron, zone, next_fire_at, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING id",
         )
@@ -178,9 +179,10 @@ where
         .bind(job.zone.as_str())
         .bind(job.next_fire_at)
         .bind(now_ms)
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(id)
+        .fetch_all(&self.pool)
+        .await?
+        .pop();
+        id.ok_or(StoreError::Db(sqlx::Error::RowNotFound))
     }
 
     async fn active_schedules(

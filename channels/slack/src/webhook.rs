@@ -175,6 +175,7 @@ fn ignored(state: &WebhookState, reason: &str) -> Response {
 }
 
 fn store_failed(state: &WebhookState, error: &SinkError) -> Response {
-    tracing::error!(channel = %state.inner.name, %error, "could not store a Slack event; Slack will retry");
+    // A warning: the inbox logged the cause, at ERROR where someone must act.
+    tracing::warn!(channel = %state.inner.name, %error, "could not store a Slack event; Slack will retry");
     StatusCode::INTERNAL_SERVER_ERROR.into_response()
 }

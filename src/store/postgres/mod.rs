@@ -74,6 +74,15 @@ impl Backend for Postgres {
     async fn flush_journal(_: &SqlStore<Postgres>) -> Result<(), StoreError> {
         Ok(())
     }
+
+    /// An `UPDATE` of no row: PostgreSQL refuses it in a read-only session all the same,
+    /// and writes nothing otherwise.
+    async fn probe_write(store: &SqlStore<Postgres>) -> Result<(), StoreError> {
+        sqlx::query("UPDATE conversation_seq SET last_seq = last_seq WHERE false")
+            .execute(&store.front)
+            .await?;
+        Ok(())
+    }
 }
 
 impl SqlStore<Postgres> {
@@ -88,6 +97,11 @@ impl SqlStore<Postgres> {
     pub async fn connect_with(url: &str, timeouts: Timeouts) -> Result<Self, StoreError> {
         let base = PgConnectOptions::from_str(url)?;
         migrate(&base).await?;
+        let place = format!(
+            "the PostgreSQL database {} on {}",
+            base.get_database().unwrap_or("(default)"),
+            base.get_host()
+        );
         let options = if base
             .get_options()
             .is_some_and(|o| o.contains("statement_timeout"))
@@ -105,7 +119,7 @@ impl SqlStore<Postgres> {
             .max_connections(FRONT_CONNECTIONS)
             .acquire_timeout(timeouts.acquire)
             .connect_lazy_with(options);
-        Ok(Self::new(pool, front, timeouts, ()))
+        Ok(Self::new(pool, front, timeouts, (), place))
     }
 }
 

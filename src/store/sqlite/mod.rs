@@ -110,6 +110,21 @@ impl Backend for Sqlite {
     async fn flush_journal(store: &SqlStore<Sqlite>) -> Result<(), StoreError> {
         store.flush_wal().await
     }
+
+    /// The header's `user_version` written back unchanged: SQLite writes the header's page
+    /// to the WAL at commit all the same, so the commit fails while the disk is full.
+    async fn probe_write(store: &SqlStore<Sqlite>) -> Result<(), StoreError> {
+        let mut tx = store.front.begin_with(Sqlite::DIALECT.begin_write).await?;
+        let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+            .fetch_one(&mut *tx)
+            .await?;
+        // A pragma takes no bound parameter; the value is the integer just read.
+        sqlx::query(&format!("PRAGMA user_version = {version}"))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
 }
 
 /// What SQLite's store keeps beside its pools.
@@ -198,7 +213,11 @@ impl SqlStore<Sqlite> {
             autosaves: InsertGroup::default(),
             checkpointer: Checkpointer::start(pool.clone(), watch),
         };
-        Ok(Self::new(pool, front, timeouts, local))
+        let file = options.get_filename();
+        let place = (std::fs::canonicalize(file).unwrap_or_else(|_| file.to_owned()))
+            .display()
+            .to_string();
+        Ok(Self::new(pool, front, timeouts, local, place))
     }
 }
 

@@ -122,7 +122,7 @@ pub(crate) async fn json_where(ws: &mut Ws, wanted: impl Fn(&Value) -> bool) -> 
 }
 
 /// Read until the server closes the socket; returns the close code and reason.
-async fn close_frame(ws: &mut Ws) -> (u16, String) {
+pub(crate) async fn close_frame(ws: &mut Ws) -> (u16, String) {
     loop {
         match next_message(ws).await {
             Message::Close(Some(CloseFrame { code, reason })) => {

@@ -276,6 +276,11 @@ impl SqlStore<Sqlite> {
     /// One row in one statement: its number taken from `conversation_seq`, which a trigger
     /// (migration 0015) moves on. A transaction of three statements would hold SQLite's write
     /// lock across three hand-offs to the connection's thread while other writers wait.
+    ///
+    /// Read with `fetch_all`, never `fetch_optional`: SQLite hands out a `RETURNING` row
+    /// before the statement's own commit, and sqlx's SQLite driver stops stepping after the
+    /// one row `fetch_optional` asks for, so a commit that then fails (a full disk) was
+    /// never seen and the id read as stored (sqlx issue 2099).
     async fn insert_in_one_statement<'e, E>(
         executor: E,
         row: &PendingInsert,
@@ -283,7 +288,7 @@ impl SqlStore<Sqlite> {
     where
         E: Executor<'e, Database = Sqlite>,
     {
-        let id: Option<i64> = sqlx::query_scalar(
+        let id: Option<i64> = sqlx::query_scalar::<_, i64>(
             "INSERT INTO inbox (channel, event_id, conversation_key, payload, created_at, updated_at, kind, seq) \
              VALUES ($1, $2, $3, $4, $5, $5, $6, \
                COALESCE((SELECT last_seq FROM conversation_seq WHERE key = $3), 0) + 1) \
@@ -295,8 +300,9 @@ impl SqlStore<Sqlite> {
         .bind(row.payload.as_str())
         .bind(row.now_ms)
         .bind(row.kind)
-        .fetch_optional(executor)
-        .await?;
+        .fetch_all(executor)
+        .await?
+        .pop();
         Ok(id)
     }
 }
