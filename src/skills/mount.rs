@@ -166,3 +166,55 @@ fn owned(path: &Path, rel: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skill() -> (tempfile::TempDir, Contents) {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir_all(src.join("scripts")).unwrap();
+        std::fs::write(src.join("SKILL.md"), "a").unwrap();
+        std::fs::write(src.join("scripts/run.sh"), "echo").unwrap();
+        let exec = std::fs::Permissions::from_mode(0o750);
+        std::fs::set_permissions(src.join("scripts/run.sh"), exec).unwrap();
+        let contents = Contents::read(&src).unwrap();
+        (dir, contents)
+    }
+
+    #[test]
+    fn a_copy_that_differs_in_any_way_is_refused_and_written_again() {
+        let (dir, contents) = skill();
+        let root = dir.path().join("skills");
+        let copy = ensure(&root, "s", &contents).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(
+            mode(&copy.join("scripts/run.sh")),
+            0o750,
+            "the source's mode"
+        );
+        verify(&copy, &contents).unwrap();
+        let tamper: [&dyn Fn(&Path); 4] = [
+            &|c| std::fs::write(c.join("extra"), "").unwrap(),
+            &|c| std::fs::write(c.join("SKILL.md"), "b").unwrap(),
+            &|c| {
+                let p = std::fs::Permissions::from_mode(0o755);
+                std::fs::set_permissions(c.join("scripts/run.sh"), p).unwrap();
+            },
+            &|c| {
+                std::fs::remove_file(c.join("SKILL.md")).unwrap();
+                std::os::unix::fs::symlink("/etc/passwd", c.join("SKILL.md")).unwrap();
+            },
+        ];
+        for (i, change) in tamper.iter().enumerate() {
+            change(&copy);
+            assert!(verify(&copy, &contents).is_err(), "change {i} went unseen");
+            assert_eq!(ensure(&root, "s", &contents).unwrap(), copy);
+            verify(&copy, &contents).unwrap();
+            assert_eq!(std::fs::read(copy.join("SKILL.md")).unwrap(), b"a");
+        }
+        let left: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "refused copies are removed: {left:?}");
+    }
+}
