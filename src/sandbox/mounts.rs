@@ -1,9 +1,9 @@
 //! The tool's own view of the filesystem, set up in its fresh mount namespace before
 //! Landlock (which forbids mounts): a `/proc` of its PID namespace only, and a data
 //! directory that holds nothing but its own workspace, reachable by the sandbox user even
-//! when a directory above it is closed to that user (a root gateway's data under `/root`). Landlock does not mediate chmod,
-//! chown, utimes or xattrs, so a sibling workspace or the database that is merely
-//! unreadable could still be broken; one that is not there cannot.
+//! when a directory above it is closed to that user (a root gateway's data under `/root`).
+//! Landlock does not mediate chmod, chown, utimes or xattrs, so a sibling workspace or the
+//! database that is merely unreadable could still be broken; one that is not there cannot.
 
 use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -195,11 +195,12 @@ fn attach(tree: &OwnedFd, target: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The directory the tool's view covers (read in the gateway, where file owners are real): `data_dir`, or the highest directory above it that
-/// `owner` (the sandbox user a root gateway drops to) may not search, such as `/root`. Covered
-/// there, the path down to the workspace is rebuilt on the tmpfs, so that user reaches its
-/// workspace (and the skills' copies) by the same absolute path the gateway uses, while
-/// everything else in that directory stays out of its sight.
+/// The directory the tool's view covers: `data_dir`, or the highest directory above it that
+/// `owner` (the sandbox user a root gateway drops to) may not search, such as `/root`.
+/// Covered there, the path down to the workspace is rebuilt on the tmpfs, so that user
+/// reaches its workspace (and the skills' copies) by the same absolute path the gateway
+/// uses, while everything else in that directory stays out of its sight. Called in the
+/// gateway: inside the tool's user namespace an unmapped owner reads as the overflow uid.
 pub(super) fn cover_point(data_dir: &Path, owner: Option<(u32, u32)>) -> PathBuf {
     use std::os::unix::fs::MetadataExt;
     let Some((uid, gid)) = owner else {

@@ -212,10 +212,11 @@ impl fmt::Display for Posture {
 impl Posture {
     /// The files, limits and cgroups part of the line.
     fn fmt_bounds(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let shared = if self.workspaces_private {
-            "workspaces private"
-        } else {
-            "workspaces shared (no mount namespace)"
+        let shared = match (self.workspaces_private, self.namespaces) {
+            (true, _) => "workspaces private",
+            (false, Namespaces::None) => "workspaces shared (no mount namespace)",
+            // The supervisor's stderr says why (in the gateway's log for a call).
+            (false, _) => "workspaces shared (the data directory could not be covered)",
         };
         write!(f, "{shared}; ")?;
         match self.hidden_readable.len() {
