@@ -118,6 +118,8 @@ impl Gateway {
         reason = "the start-up order in one place: every part is built, then the routes, then serving"
     )]
     pub async fn start(mut self, listener: TcpListener) -> anyhow::Result<RunningGateway> {
+        let data_dir = &self.config.gateway.data_dir;
+        crate::data_dir::create(data_dir).with_context(|| data_dir.display().to_string())?;
         // Before the scrubber is built, so the dashboard's token is redacted like the rest.
         crate::admin::token::prepare(&mut self.config)?;
         let config = &self.config;

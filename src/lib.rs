@@ -39,6 +39,7 @@
 //! - [`memory`]: recall, autosave, memory tools and history compaction.
 //! - [`metrics`]: Prometheus metrics served at `/metrics`.
 //! - [`telemetry`]: tracing set-up (JSON or pretty), every log line scrubbed.
+//! - [`data_dir`]: the data directory and the files in it, private from the first run.
 //! - [`clock`]: time as an input (wall clock in production, paused or manual in tests).
 //! - [`gateway`]: wires all of it together and shuts it down in order.
 //! - [`cli`]: the `switchboard` command's subcommands.
@@ -60,6 +61,7 @@ pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod conversation;
+pub mod data_dir;
 pub mod doctor;
 pub mod draft;
 pub mod gateway;

@@ -13,6 +13,8 @@ use switchboard::cli::{Cli, Command};
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
+    // Before anything writes a file: what the gateway creates is its user's alone.
+    switchboard::data_dir::private_umask();
     let cli = Cli::parse();
     // The gateway alone: the sandbox supervisor (this binary too) must stay single-threaded.
     // Should it fail, jemalloc still returns pages, only later (as it allocates again).

@@ -174,6 +174,8 @@ pub struct AuditArgs {
 pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     let (path, missing) = args.path();
     let mut config = config::load(&path)?;
+    crate::data_dir::create(&config.gateway.data_dir)
+        .with_context(|| format!("creating {}", config.gateway.data_dir.display()))?;
     // Before the scrubber is built, so a generated web chat token is redacted like the rest.
     #[cfg(feature = "web")]
     let web_tokens = crate::web_token::prepare(&mut config)?;

@@ -226,16 +226,7 @@ fn file_modes(config: &Config, path: &Path) -> Vec<Finding> {
         ));
     }
     let data = &config.gateway.data_dir;
-    if readable(data) {
-        out.push(Finding::new(
-            Severity::Warning,
-            format!(
-                "the data directory {} is world-readable (conversations, workspaces)",
-                data.display()
-            ),
-            format!("chmod 700 {}", data.display()),
-        ));
-    }
+    out.extend(super::data_dir::mode(config));
     let admin_token = crate::admin::token::token_path(data);
     if readable(&admin_token) {
         out.push(Finding::new(
@@ -273,8 +264,12 @@ fn tools(config: &Config) -> Vec<Finding> {
     out.push(Finding::new(
         Severity::Note,
         format!("sandbox: {}", sandbox.posture()),
-        "nothing to do",
+        match sandbox.posture().missing.is_empty() {
+            true => "nothing to do",
+            false => "see the findings about what is missing",
+        },
     ));
+    out.extend(super::data_dir::reach(sandbox.posture()));
     for warning in sandbox.warnings() {
         out.push(Finding::new(
             Severity::Warning,

@@ -4,9 +4,11 @@
 //! with its fix. Exit 1 when one is critical. It never prints a secret: findings name keys
 //! and paths, never values.
 //!
-//! Layout: this file (arguments, findings, output); `checks` (one function per concern).
+//! Layout: this file (arguments, findings, output); `checks` (one function per concern);
+//! `data_dir` (the data directory's mode, and whether tools reach it); `matrix`.
 
 mod checks;
+mod data_dir;
 mod matrix;
 
 use std::process::ExitCode;

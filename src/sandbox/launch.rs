@@ -177,20 +177,34 @@ impl Sandbox {
             namespaces: self.config.namespaces,
             parent: std::process::id() as i32,
             data_dir: self.data_dir.clone(),
+            cover: super::mounts::cover_point(&self.data_dir, self.drop_to),
             hidden: self.config.hidden.clone(),
             cgroup: self.cgroup.clone(),
         }
     }
 
-    /// Apply every layer in a throwaway child and read back what held.
+    /// Apply every layer in a throwaway child and read back what held. Where the tool
+    /// cannot reach its workspace without a mount namespace to open a path (a root
+    /// gateway), the directories on the way inside `data_dir` get `o+x` and the probe runs
+    /// again: the posture then says whether that was enough.
     fn probe(&self) -> Posture {
+        let first = self.probe_once(false);
+        if self.drop_to.is_some() && first.workspace_unreachable.is_some() {
+            return self.probe_once(true);
+        }
+        first
+    }
+
+    /// One probe, with `search` passed to [`super::workspace::prepare`].
+    fn probe_once(&self, search: bool) -> Posture {
         let unavailable = |reason: String| self.unavailable(reason);
         let exe = match &self.exe {
             Ok(exe) => exe.clone(),
             Err(reason) => return unavailable(reason.clone()),
         };
         // A workspace of its own: no conversation's name starts with a dot.
-        let dir = match self.prepare_workspace(&self.data_dir.join("workspaces/.probe")) {
+        let probe_ws = self.data_dir.join("workspaces/.probe");
+        let dir = match super::workspace::prepare(&probe_ws, &self.data_dir, self.drop_to, search) {
             Ok(dir) => dir,
             Err(err) => {
                 return unavailable(format!("cannot prepare the workspaces directory: {err}"));
@@ -223,10 +237,16 @@ impl Sandbox {
         }
     }
 
+    /// Whether tools reach the gateway's directories only by `o+x` on them: a root gateway
+    /// whose tools get no private view of the data directory (no mount namespace).
+    fn search(&self) -> bool {
+        self.drop_to.is_some() && !self.posture().workspaces_private
+    }
+
     /// Create `workspace` (and its `TMPDIR`) for the sandbox user without following any
     /// link a tool planted in it (see [`super::workspace`]). Returns its absolute path.
     pub fn prepare_workspace(&self, workspace: &Path) -> std::io::Result<PathBuf> {
-        super::workspace::prepare(workspace, &self.data_dir, self.drop_to)
+        super::workspace::prepare(workspace, &self.data_dir, self.drop_to, self.search())
     }
 
     /// The supervisor binary, the prepared `workspace` and the spec of a process run there
@@ -258,6 +278,12 @@ impl Sandbox {
         let ws = self
             .prepare_workspace(workspace)
             .map_err(|e| format!("cannot prepare the workspace: {e}"))?;
+        if self.search() {
+            for path in read_only {
+                super::workspace::searchable_above(path, &self.data_dir)
+                    .map_err(|e| format!("cannot open {} to tools: {e}", path.display()))?;
+            }
+        }
         let spec = Spec {
             read_only: read_only.to_vec(),
             ..self.spec(&ws, Some(command))

@@ -88,6 +88,12 @@ pub struct Spec {
     /// paths under it). Empty: left as it is.
     #[serde(default)]
     pub data_dir: PathBuf,
+    /// What the tool's mount namespace covers: `data_dir`, or the highest directory above it
+    /// that the tool's user may not search (see `mounts.rs`). Found by the gateway: inside
+    /// the tool's user namespace the owners of unmapped files read as the overflow uid.
+    /// Empty: `data_dir`.
+    #[serde(default)]
+    pub cover: PathBuf,
     /// Files no tool may read (the config file, env files beside it); canonical paths.
     #[serde(default)]
     pub hidden: Vec<PathBuf>,

@@ -1,13 +1,16 @@
 //! The tool's own view of the filesystem, set up in its fresh mount namespace before
 //! Landlock (which forbids mounts): a `/proc` of its PID namespace only, and a data
-//! directory that holds nothing but its own workspace. Landlock does not mediate chmod,
-//! chown, utimes or xattrs, so a sibling workspace or the database that is merely
-//! unreadable could still be broken; one that is not there cannot.
+//! directory that holds nothing but its own workspace, reachable by the sandbox user even
+//! when a directory above it is closed to that user (a root gateway's data under `/root`).
+//! Landlock does not mediate chmod, chown, utimes or xattrs, so a sibling workspace or the
+//! database that is merely unreadable could still be broken; one that is not there cannot.
 
 use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{self as rfs, Mode, OFlags};
 
 use super::Spec;
 use super::posture::Posture;
@@ -26,7 +29,11 @@ pub fn private_view(spec: &Spec, posture: &mut Posture) {
         .map(|path| (path, false))
         .chain(spec.read_only.iter().map(|path| (path.as_path(), true)))
         .collect();
-    match private_data_dir(&spec.data_dir, &keep, &spec.workspace, spec.drop_to) {
+    let cover = match spec.cover.as_os_str().is_empty() {
+        true => spec.data_dir.as_path(),
+        false => spec.cover.as_path(),
+    };
+    match private_data_dir(cover, &keep, &spec.workspace, spec.drop_to) {
         Ok(()) => posture.workspaces_private = true,
         Err(err) => eprintln!("switchboard sandbox: {err}"),
     }
@@ -188,22 +195,54 @@ fn attach(tree: &OwnedFd, target: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Cover `data_dir` with an empty read-only tmpfs and put back only `keep` (the workspace,
-/// and whatever else under `data_dir` the call is granted; those marked `true` read-only,
-/// which Landlock's read-only rule for them would refuse to write anyway), each at its own
-/// path, then
-/// move into `workspace` so `..` leads to the empty tmpfs, not the real siblings.
-/// `owner` is the sandbox user a root gateway drops to: root is not mapped in the tool's
-/// user namespace, so the directories on the tmpfs are made as that user.
+/// The directory the tool's view covers: `data_dir`, or the highest directory above it that
+/// `owner` (the sandbox user a root gateway drops to) may not search, such as `/root`.
+/// Covered there, the path down to the workspace is rebuilt on the tmpfs, so that user
+/// reaches its workspace (and the skills' copies) by the same absolute path the gateway
+/// uses, while everything else in that directory stays out of its sight. Called in the
+/// gateway: inside the tool's user namespace an unmapped owner reads as the overflow uid.
+pub(super) fn cover_point(data_dir: &Path, owner: Option<(u32, u32)>) -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let Some((uid, gid)) = owner else {
+        // Tools run as the gateway's own user, which reached data_dir already.
+        return data_dir.to_path_buf();
+    };
+    let mut ancestors: Vec<&Path> = data_dir.ancestors().skip(1).collect();
+    ancestors.reverse();
+    for dir in ancestors.into_iter().filter(|d| d.parent().is_some()) {
+        let Ok(meta) = std::fs::metadata(dir) else {
+            break;
+        };
+        let bit = if meta.uid() == uid {
+            0o100
+        } else if meta.gid() == gid {
+            0o010
+        } else {
+            0o001
+        };
+        if meta.mode() & bit == 0 {
+            return dir.to_path_buf();
+        }
+    }
+    data_dir.to_path_buf()
+}
+
+/// Cover `cover` (see [`cover_point`]) with an empty read-only tmpfs and put back only
+/// `keep` (the workspace, and whatever else below `cover` the call is granted; those marked
+/// `true` read-only, which Landlock's read-only rule for them would refuse to write anyway),
+/// each at its own path, then move into `workspace` so `..` leads to the empty tmpfs, not the
+/// real siblings. `owner` is the sandbox user a root gateway drops to: root is not mapped in
+/// the tool's user namespace, so the directories on the tmpfs are made as that user, by
+/// descriptor from the tmpfs's root (that user may not be able to search what lies above).
 fn private_data_dir(
-    data_dir: &Path,
+    cover: &Path,
     keep: &[(&Path, bool)],
     workspace: &Path,
     owner: Option<(u32, u32)>,
 ) -> Result<(), String> {
     let kept: Vec<(&Path, OwnedFd)> = keep
         .iter()
-        .filter(|(p, _)| p.starts_with(data_dir) && *p != data_dir && p.exists())
+        .filter(|(p, _)| p.starts_with(cover) && *p != cover && p.exists())
         .map(|(p, read_only)| {
             let tree = clone_tree(p)?;
             // Landlock grants these paths read only either way; the read-only mount also
@@ -218,15 +257,18 @@ fn private_data_dir(
     let tmpfs = Some("tmpfs");
     mount(
         tmpfs,
-        data_dir,
+        cover,
         tmpfs,
         flags,
         Some("mode=0777,size=1m"),
         "could not cover the data directory",
     )?;
+    let top = rfs::open(cover, DIR_FLAGS, Mode::empty())
+        .map_err(|e| format!("open {}: {e}", cover.display()))?;
     let made = as_fs_user(owner, || {
         kept.iter().try_for_each(|(path, _)| {
-            std::fs::create_dir_all(path).map_err(|e| format!("mkdir {}: {e}", path.display()))
+            let below = path.strip_prefix(cover).unwrap_or(path);
+            make_path(&top, below).map_err(|e| format!("mkdir {}: {e}", path.display()))
         })
     });
     made?;
@@ -236,11 +278,32 @@ fn private_data_dir(
     let read_only = flags | libc::MS_REMOUNT | libc::MS_RDONLY;
     mount(
         None,
-        data_dir,
+        cover,
         None,
         read_only,
         None,
         "could not make the cover read-only",
     )?;
     std::env::set_current_dir(workspace).map_err(|e| format!("chdir {}: {e}", workspace.display()))
+}
+
+/// Flags that open a directory without following a link.
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// Make every directory of `below` under `top` (a fresh tmpfs only this process writes).
+fn make_path(top: &OwnedFd, below: &Path) -> rustix::io::Result<()> {
+    let mut opened: Option<OwnedFd> = None;
+    for part in below.components() {
+        let (name, dir) = (part.as_os_str(), opened.as_ref().unwrap_or(top));
+        match rfs::mkdirat(dir, name, Mode::from_raw_mode(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(err) => return Err(err),
+        }
+        let next = rfs::openat(dir, name, DIR_FLAGS, Mode::empty())?;
+        opened = Some(next);
+    }
+    Ok(())
 }

@@ -60,6 +60,11 @@ pub struct Posture {
     pub hidden_readable: Vec<std::path::PathBuf>,
     /// No unix datagram or other non-stream socket can be made (seccomp, network not full).
     pub datagrams_off: bool,
+    /// Why a tool cannot reach its workspace by the path it is given (its `HOME`, its
+    /// `TMPDIR`, the paths the model reads), as the probe found running confined; `None`
+    /// when it can. Then no command could do anything, so it is a missing layer.
+    #[serde(default)]
+    pub workspace_unreachable: Option<String>,
     /// uid tool processes run as.
     pub uid: u32,
     /// Resource limits applied.
@@ -88,6 +93,7 @@ impl Posture {
             hidden_checked: 0,
             hidden_readable: Vec::new(),
             datagrams_off: false,
+            workspace_unreachable: None,
             uid: 0,
             limits: None,
             network,
@@ -142,6 +148,9 @@ impl Posture {
                 "tools can read the gateway's own files ({}): move them out of the paths tools read, or out of extra_read/extra_write",
                 files.join(", ")
             ));
+        }
+        if let Some(why) = &self.workspace_unreachable {
+            missing.push(why.clone());
         }
         if root && self.uid == 0 {
             missing.push("tool processes would run as root".to_owned());
@@ -203,10 +212,11 @@ impl fmt::Display for Posture {
 impl Posture {
     /// The files, limits and cgroups part of the line.
     fn fmt_bounds(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let shared = if self.workspaces_private {
-            "workspaces private"
-        } else {
-            "workspaces shared (no mount namespace)"
+        let shared = match (self.workspaces_private, self.namespaces) {
+            (true, _) => "workspaces private",
+            (false, Namespaces::None) => "workspaces shared (no mount namespace)",
+            // The supervisor's stderr says why (in the gateway's log for a call).
+            (false, _) => "workspaces shared (the data directory could not be covered)",
         };
         write!(f, "{shared}; ")?;
         match self.hidden_readable.len() {
@@ -255,6 +265,7 @@ mod tests {
             hidden_checked: 1,
             hidden_readable: Vec::new(),
             datagrams_off: true,
+            workspace_unreachable: None,
             uid: 65534,
             limits: Some(Limits::default()),
             network: Network::Off,

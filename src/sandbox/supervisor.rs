@@ -289,6 +289,31 @@ fn probe_hidden(spec: &Spec, posture: &mut Posture) {
         .collect();
 }
 
+/// Whether the confined tool reaches its workspace by the path every call is given (its
+/// `HOME` and `TMPDIR`, the paths the model is told), listing it and writing in its
+/// `TMPDIR` as a command would; if not, why, naming the directory that stops it.
+fn probe_reach(spec: &Spec, uid: u32) -> Option<String> {
+    let ws = &spec.workspace;
+    let file = ws.join(super::workspace::TMP_DIR).join(".reach");
+    let tried = std::fs::read_dir(ws)
+        .and_then(|_| std::fs::write(&file, b""))
+        .and_then(|()| std::fs::remove_file(&file));
+    let err = tried.err()?;
+    let mut above: Vec<&std::path::Path> = ws.ancestors().collect();
+    above.reverse();
+    let closed = above
+        .into_iter()
+        .find(|dir| std::fs::metadata(dir).is_err())
+        .and_then(std::path::Path::parent)
+        .unwrap_or(ws);
+    Some(format!(
+        "tools (uid {uid}) cannot reach their workspace {}: {err}; {} is closed to them and no mount namespace opens a path through it here: set gateway.data_dir to a directory uid {uid} can reach (e.g. /var/lib/switchboard), or `chmod o+x {}`",
+        ws.display(),
+        closed.display(),
+        closed.display()
+    ))
+}
+
 /// Apply the layers in order and measure what holds. Landlock opens its paths before the
 /// uid changes (the sandbox user may not be able to reach them by name), and the seccomp
 /// filter comes last, once no more privileged calls are needed.
@@ -339,6 +364,7 @@ fn confine(spec: &Spec, ns: Namespaces, in_cgroup: bool) -> Posture {
     }
     if spec.command.is_none() {
         probe_hidden(spec, &mut posture);
+        posture.workspace_unreachable = probe_reach(spec, posture.uid);
     }
     posture.judge(spec.drop_to.is_some());
     posture.missing.extend(notes);

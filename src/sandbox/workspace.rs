@@ -14,13 +14,15 @@ use rustix::io::Errno;
 /// Subdirectory of every workspace that is its `TMPDIR`.
 pub const TMP_DIR: &str = ".tmp";
 
-/// Create `workspace` and its `TMPDIR`, owned by `owner` when the gateway is root, with
-/// search permission on the directories above it inside `data_dir` so that user can reach
-/// it by absolute path. Returns its absolute path.
+/// Create `workspace` and its `TMPDIR`, owned by `owner` when the gateway is root. With
+/// `search`, the directories above it inside `data_dir` get search permission for others,
+/// so that user can reach it by absolute path where no mount namespace opens a path for it
+/// (see `mounts.rs`). Returns its absolute path.
 pub fn prepare(
     workspace: &Path,
     data_dir: &Path,
     owner: Option<(u32, u32)>,
+    search: bool,
 ) -> io::Result<PathBuf> {
     let ws = std::path::absolute(workspace)?;
     // The directories down to the workspace are the gateway's; no tool can write there.
@@ -33,6 +35,8 @@ pub fn prepare(
         for fd in [&dir, &tmp] {
             rfs::fchown(fd, Some(uid), Some(gid))?;
         }
+    }
+    if search {
         searchable_above(&ws, data_dir)?;
     }
     Ok(ws)
@@ -62,8 +66,9 @@ fn tmp_dir(ws: &OwnedFd) -> io::Result<OwnedFd> {
     )))
 }
 
-/// Give `o+x` to every directory above `ws` inside `data_dir` that lacks it.
-fn searchable_above(ws: &Path, data_dir: &Path) -> io::Result<()> {
+/// Give `o+x` to every directory above `ws` inside `data_dir` that lacks it (nothing more:
+/// the directories stay unreadable to others, which the doctor counts as private).
+pub fn searchable_above(ws: &Path, data_dir: &Path) -> io::Result<()> {
     let mut above = ws.parent();
     while let Some(dir) = above.filter(|d| d.starts_with(data_dir)) {
         let mut perms = std::fs::metadata(dir)?.permissions();
@@ -111,10 +116,10 @@ mod tests {
         let outside = dir.path().join("outside");
         std::fs::create_dir(&outside).unwrap();
         let ws = dir.path().join("workspaces/c/chat");
-        prepare(&ws, dir.path(), None).unwrap();
+        prepare(&ws, dir.path(), None, false).unwrap();
         std::fs::remove_dir(ws.join(TMP_DIR)).unwrap();
         std::os::unix::fs::symlink(&outside, ws.join(TMP_DIR)).unwrap();
-        prepare(&ws, dir.path(), None).unwrap();
+        prepare(&ws, dir.path(), None, false).unwrap();
         let tmp = std::fs::symlink_metadata(ws.join(TMP_DIR)).unwrap();
         assert!(tmp.is_dir(), "a directory of its own again");
         assert!(outside.is_dir(), "the link's target is left alone");
@@ -137,7 +142,7 @@ mod tests {
         let ws = dir.path().join("ws");
         std::fs::create_dir(&ws).unwrap();
         std::fs::write(ws.join(TMP_DIR), "x").unwrap();
-        prepare(&ws, dir.path(), None).unwrap();
+        prepare(&ws, dir.path(), None, false).unwrap();
         assert!(ws.join(TMP_DIR).is_dir());
     }
 }

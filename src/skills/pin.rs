@@ -24,8 +24,12 @@ pub const MAX_BYTES: u64 = 32 * 1024 * 1024;
 pub struct File {
     /// Path inside the folder, `/`-separated.
     pub path: String,
-    /// Whether its owner may execute it (kept in the copy, and part of the hash).
+    /// Whether its owner may execute it (part of the hash).
     pub executable: bool,
+    /// Its permission bits (`0o777` at most), kept in the copy. Not hashed beyond
+    /// `executable`, so pins made before modes were kept stay valid; the copy is checked
+    /// against them all the same.
+    pub mode: u32,
     /// Its bytes.
     pub bytes: Vec<u8>,
 }
@@ -83,9 +87,11 @@ fn walk(dir: &Path, prefix: &str, out: &mut Vec<File>, total: &mut u64) -> Resul
             std::fs::File::open(entry.path())
                 .and_then(|mut f| f.read_to_end(&mut bytes))
                 .map_err(|e| format!("{rel}: {e}"))?;
+            let mode = meta.permissions().mode() & 0o777;
             out.push(File {
                 path: rel,
-                executable: meta.permissions().mode() & 0o100 != 0,
+                executable: mode & 0o100 != 0,
+                mode,
                 bytes,
             });
         } else if meta.file_type().is_symlink() {

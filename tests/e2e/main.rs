@@ -39,6 +39,7 @@ mod rewind;
 mod rewind_store;
 mod sandbox;
 mod sandbox_bounds;
+mod sandbox_closed_parent;
 mod sandbox_escapes;
 mod sandbox_limits;
 mod schedules;

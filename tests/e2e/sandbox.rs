@@ -346,6 +346,7 @@ async fn die_with_the_gateway(namespaces: bool) {
         namespaces,
         parent: -1,
         data_dir: dir.path().to_path_buf(),
+        cover: dir.path().to_path_buf(),
         hidden: Vec::new(),
         cgroup: Err("not in this test".into()),
     };

@@ -3,10 +3,12 @@
 //! to itself and asking in guarded mode; `allowed-tools` narrows the turn; a changed skill is
 //! refused until trusted again; a profile sees only its own skills (`/skills` too). `cli`
 //! runs `check`, `skills list|trust` and `doctor` through the binary; `conformance` compares
-//! our verdicts with the format's reference validator.
+//! our verdicts with the format's reference validator; `copies` checks the verified copy
+//! a skill is read from.
 
 mod cli;
 mod conformance;
+mod copies;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

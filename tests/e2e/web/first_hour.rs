@@ -109,11 +109,13 @@ async fn press(client: &Client, label: &str) {
 
 #[tokio::test]
 async fn a_newcomer_asks_approves_a_command_attaches_a_file_and_rewinds_in_the_browser() {
-    let (dir, port, llm) = (
-        tempfile::tempdir().unwrap(),
-        free_port(),
-        FakeLlm::start().await,
-    );
+    first_hour(tempfile::tempdir().unwrap()).await;
+}
+
+/// The first hour with the checkout's database and data directory in `dir` (the variant in
+/// `first_hour_closed` puts `dir` under a directory the tools' user may not enter).
+pub(super) async fn first_hour(dir: tempfile::TempDir) {
+    let (port, llm) = (free_port(), FakeLlm::start().await);
     let env = [
         ("OPENAI_BASE_URL", llm.openai_url()),
         ("OPENAI_API_KEY", "test-key-not-real".to_owned()),

@@ -16,7 +16,7 @@ use super::{connect, json_where, new_session, say};
 use crate::helpers::{WAIT, free_port};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
-const EXAMPLE: &str = "config/switchboard.example.toml";
+pub(super) const EXAMPLE: &str = "config/switchboard.example.toml";
 /// Variables a developer's shell may hold that would make this not a first run.
 const UNSET: [&str; 8] = [
     "OPENAI_API_KEY",
