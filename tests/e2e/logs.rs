@@ -15,13 +15,20 @@ fn a_gateway_logging_to_a_pipe_writes_no_escape_sequences() {
         dir.path().display()
     );
     std::fs::write(&file, text).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["run", "--config"])
-        .arg(&file)
-        .env_remove("NO_COLOR")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    run.args(["run", "--config"]).arg(&file).env_remove("NO_COLOR");
+    let log = start_up_log(run).join("\n");
+    assert!(log.contains("gateway ready"), "{log}");
+    assert!(
+        !log.contains('\x1b'),
+        "escape sequences in a piped log: {log:?}"
+    );
+}
+
+/// The real binary run by `command` until it logs "gateway ready" (or 200 lines), then
+/// stopped: its start-up log lines from stderr.
+pub(crate) fn start_up_log(mut command: Command) -> Vec<String> {
+    let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
     let mut lines = Vec::new();
     for line in BufReader::new(child.stderr.take().unwrap()).lines() {
         let line = line.unwrap();
@@ -33,10 +40,5 @@ fn a_gateway_logging_to_a_pipe_writes_no_escape_sequences() {
     }
     let _ = child.kill();
     let _ = child.wait();
-    let log = lines.join("\n");
-    assert!(log.contains("gateway ready"), "{log}");
-    assert!(
-        !log.contains('\x1b'),
-        "escape sequences in a piped log: {log:?}"
-    );
+    lines
 }

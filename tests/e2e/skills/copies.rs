@@ -100,7 +100,6 @@ async fn a_skill_file_keeps_its_mode_in_the_copy_and_a_private_one_stays_private
 
 #[test]
 fn the_running_gateway_logs_the_refused_copy() {
-    use std::io::{BufRead, BufReader};
     let shelf = trusted_deploy();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
@@ -113,23 +112,9 @@ fn the_running_gateway_logs_the_refused_copy() {
         shelf.config()
     );
     std::fs::write(&file, text).unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["run", "--config"])
-        .arg(&file)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = Vec::new();
-    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
-        let line = line.unwrap();
-        let ready = line.contains("gateway ready");
-        lines.push(line);
-        if ready || lines.len() > 200 {
-            break;
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
+    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    run.args(["run", "--config"]).arg(&file);
+    let lines = crate::logs::start_up_log(run);
     let refused = lines.iter().find(|l| l.contains("refusing a copy"));
     assert!(
         refused

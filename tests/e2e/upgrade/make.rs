@@ -7,7 +7,6 @@
 //! (PostgreSQL needs `pg_dump` and the test server; SQLite is copied with `VACUUM INTO`.)
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
@@ -16,8 +15,8 @@ use switchboard::store::{AccessRole, Grant};
 use switchboard_standins::telegram::{FakeUser, UserMessage};
 use switchboard_standins::{Op, Reply};
 
-use super::{APPROVED_COMMAND, CONFIG, Fixture, MEMORY, REMINDER, TELEGRAM_USER};
-use crate::app::{Table, TestApp};
+use super::{APPROVED_COMMAND, Fixture, MEMORY, REMINDER, TELEGRAM_USER};
+use crate::app::TestApp;
 use crate::approvals::{buttons_channel, prompt};
 use crate::helpers::{WAIT, postgres_url, wait_inbox_idle, wait_transcript};
 
@@ -61,14 +60,7 @@ async fn make_upgrade_fixtures_for_this_version() {
 async fn leave_work_unfinished(url: &str) -> Fixture {
     let clock = Clock::manual(START_MS);
     let channel = buttons_channel();
-    let mut app = TestApp::builder()
-        .fake(Arc::clone(&channel))
-        .telegram(Table::open())
-        .database(url)
-        .clock(clock.clone())
-        .config(CONFIG)
-        .start()
-        .await;
+    let mut app = super::builder(url, &channel, &clock).start().await;
     let telegram_cursor = telegram_answered(&app).await;
     let reminder_due_ms = keep_things(&app, &clock).await;
     app.stop().await;

@@ -10,10 +10,14 @@ mod make;
 mod resume;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use switchboard::clock::Clock;
 use switchboard_channel::ConversationKey;
+use switchboard_standins::FakeChannel;
 
+use crate::app::{Builder, Table, TestApp};
 use crate::helpers::key;
 
 /// What a fixture holds, written by `make.rs` beside the databases.
@@ -74,6 +78,17 @@ pub const TELEGRAM_USER: u64 = 4242;
 pub const CONFIG: &str = "[tools]\nenabled = [\"shell\", \"file_write\"]\n[policy]\n\
     mode = \"guarded\"\nallow = [\"file_write\"]\napproval_timeout_secs = 300\n\
     [policy.approvers]\nfake = [\"admin\"]\n";
+
+/// A gateway on the database at `url` as every version's fixture runs it: the fake channel
+/// with buttons, a Telegram stand-in, the manual `clock`, [`CONFIG`].
+pub fn builder(url: &str, channel: &Arc<FakeChannel>, clock: &Clock) -> Builder {
+    TestApp::builder()
+        .fake(Arc::clone(channel))
+        .telegram(Table::open())
+        .database(url)
+        .clock(clock.clone())
+        .config(CONFIG)
+}
 
 /// `tests/upgrade/`.
 pub fn root() -> PathBuf {

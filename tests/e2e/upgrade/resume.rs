@@ -5,15 +5,14 @@
 //! after the offset it had confirmed.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard::clock::Clock;
 use switchboard_standins::telegram::{FakeUser, UserMessage};
 use switchboard_standins::{FakeChannel, FakeLlm, Op, Reply};
 
-use super::{APPROVED_COMMAND, CONFIG, Fixture, MEMORY, REMINDER, TELEGRAM_USER};
-use crate::app::{Table, TestApp};
+use super::{APPROVED_COMMAND, Fixture, MEMORY, REMINDER, TELEGRAM_USER};
+use crate::app::TestApp;
 use crate::approvals::buttons_channel;
 use crate::helpers::{WAIT, drop_postgres, postgres_url, wait_inbox_idle, wait_transcript};
 
@@ -78,15 +77,7 @@ async fn resume(url: &str, was: &Fixture) {
     // The half-answered turn resumes as soon as the gateway starts.
     let llm = FakeLlm::start().await;
     llm.push(Reply::text(super::long_answer()));
-    let mut app = TestApp::builder()
-        .llm(llm)
-        .fake(Arc::clone(&channel))
-        .telegram(Table::open())
-        .database(url)
-        .clock(clock.clone())
-        .config(CONFIG)
-        .start()
-        .await;
+    let mut app = super::builder(url, &channel, &clock).llm(llm).start().await;
     nothing_lost(url, was).await;
     let v = &was.version;
 
