@@ -18,6 +18,7 @@ use crate::ids::MemoryScope;
 use crate::{Gateway, channels, store, telemetry};
 
 mod config_file;
+mod links;
 pub use config_file::{ConfigArgs, DEFAULT_CONFIG, EXAMPLE_CONFIG};
 
 /// Switchboard: an LLM agent behind your chat platforms.
@@ -167,12 +168,27 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     // Before the scrubber is built, so a generated web chat token is redacted like the rest.
     #[cfg(feature = "web")]
     let web_tokens = crate::web_token::prepare(&mut config)?;
-    crate::admin::token::prepare(&mut config)?;
+    let admin_link = crate::admin::token::prepare(&mut config)?;
     telemetry::init(config.gateway.log_format, scrubber(&config));
     config_file::log_fallback(&path, missing.as_ref());
+    let mut fresh_links: Vec<String> = Vec::new();
     #[cfg(feature = "web")]
-    web_tokens.iter().for_each(|line| tracing::info!("{line}"));
+    {
+        web_tokens
+            .lines
+            .iter()
+            .for_each(|line| tracing::info!("{line}"));
+        fresh_links.extend(web_tokens.fresh_links);
+    }
+    if let Some(line) = crate::admin::token::start_line(&config) {
+        tracing::info!("{line}");
+    }
+    fresh_links.extend(admin_link.map(|link| format!("dashboard: {link}")));
+    links::show(&fresh_links);
     for warning in crate::access::warnings(&config) {
+        tracing::warn!("{warning}");
+    }
+    for warning in config.admin.warnings() {
         tracing::warn!("{warning}");
     }
     // Listen for signals before serving, so a SIGTERM right after start-up is a clean stop.
@@ -216,6 +232,9 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             }
             crate::sandbox::check_report(&config.sandbox, &config.gateway.data_dir);
             for warning in crate::access::warnings(&config) {
+                println!("warning: {warning}");
+            }
+            for warning in config.admin.warnings() {
                 println!("warning: {warning}");
             }
             if let Some(warning) = crate::provider::key_warning(&config.provider) {
