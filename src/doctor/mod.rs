@@ -4,10 +4,12 @@
 //! with its fix. Exit 1 when one is critical. It never prints a secret: findings name keys
 //! and paths, never values.
 //!
-//! Layout: this file (arguments, findings, output); `checks` (one function per concern).
+//! Layout: this file (arguments, findings, output); `checks` (one function per concern);
+//! `operator` (how the web chats, the dashboard and `/metrics` let people in); `matrix`.
 
 mod checks;
 mod matrix;
+mod operator;
 
 use std::process::ExitCode;
 
