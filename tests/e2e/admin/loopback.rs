@@ -13,7 +13,7 @@ use tokio_tungstenite::tungstenite;
 use super::{client, csrf};
 use crate::app::TestApp;
 use crate::approvals::{buttons_channel, prompt};
-use crate::helpers::key;
+use crate::helpers::{key, wait_transcript};
 use crate::web::{Door, new_session, try_connect};
 
 /// Shell calls run unasked (so the probe's call runs) except `chmod`, which asks; tools
@@ -89,6 +89,18 @@ const show = (what, r) => console.log(what, r.status);
     format!("node -e '{js}'")
 }
 
+/// What the probe printed, as its tool result went back to the model.
+fn probe_output(app: &TestApp) -> String {
+    let requests = app.llm.requests();
+    let tools = requests
+        .iter()
+        .flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str().map(str::to_owned));
+    let found = tools.filter(|t| t.contains("page ")).last();
+    found.unwrap_or_else(|| panic!("no probe output among {requests:#?}"))
+}
+
 #[tokio::test]
 async fn a_sandboxed_tool_with_network_cannot_open_the_dashboard_approve_its_own_call_or_read_a_token()
  {
@@ -98,7 +110,16 @@ async fn a_sandboxed_tool_with_network_cannot_open_the_dashboard_approve_its_own
     }
     let (app, id) = with_a_pending_call().await;
     let command = probe(app.addr().port(), &id, app.dir());
-    let out = crate::sandbox::shell(&app, "probe", &command).await;
+    // Two answers after the call: one for the probe's turn, and one for the victim's,
+    // should the probe's approval resume it.
+    app.llm
+        .push(Reply::tool_call("shell", json!({"command": command})))
+        .push(Reply::text("probe done"))
+        .push(Reply::text("probe done"));
+    let chat = key("probe");
+    app.channel.say(&chat, "u1", "look around").await.unwrap();
+    wait_transcript(&app.channel, &chat, |t| t.iter().any(|m| m == "probe done")).await;
+    let out = probe_output(&app);
     for refused in ["page 401", "decide 401", "audit 401", "chat 401"] {
         assert!(out.contains(refused), "{refused}: {out}");
     }
