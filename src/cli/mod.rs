@@ -165,26 +165,11 @@ pub struct AuditArgs {
 pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     let (path, missing) = args.path();
     let mut config = config::load(&path)?;
-    // Before the scrubber is built, so a generated web chat token is redacted like the rest.
-    #[cfg(feature = "web")]
-    let web_tokens = crate::web_token::prepare(&mut config)?;
-    let admin_link = crate::admin::token::prepare(&mut config)?;
+    // Before the scrubber is built, so the generated tokens are redacted like the rest.
+    let tokens = links::Tokens::prepare(&mut config)?;
     telemetry::init(config.gateway.log_format, scrubber(&config));
     config_file::log_fallback(&path, missing.as_ref());
-    let mut fresh_links: Vec<String> = Vec::new();
-    #[cfg(feature = "web")]
-    {
-        web_tokens
-            .lines
-            .iter()
-            .for_each(|line| tracing::info!("{line}"));
-        fresh_links.extend(web_tokens.fresh_links);
-    }
-    if let Some(line) = crate::admin::token::start_line(&config) {
-        tracing::info!("{line}");
-    }
-    fresh_links.extend(admin_link.map(|link| format!("dashboard: {link}")));
-    links::show(&fresh_links);
+    tokens.announce();
     for warning in crate::access::warnings(&config) {
         tracing::warn!("{warning}");
     }

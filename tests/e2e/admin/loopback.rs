@@ -92,12 +92,12 @@ const show = (what, r) => console.log(what, r.status);
 /// What the probe printed, as its tool result went back to the model.
 fn probe_output(app: &TestApp) -> String {
     let requests = app.llm.requests();
-    let tools = requests
+    let mut tools = requests
         .iter()
         .flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default())
         .filter(|m| m["role"] == "tool")
         .filter_map(|m| m["content"].as_str().map(str::to_owned));
-    let found = tools.filter(|t| t.contains("page ")).last();
+    let found = tools.rfind(|t| t.contains("page "));
     found.unwrap_or_else(|| panic!("no probe output among {requests:#?}"))
 }
 

@@ -30,7 +30,11 @@ const UNSET: [&str; 8] = [
 ];
 
 pub(super) fn switchboard() -> Command {
-    let mut command = Command::new(BIN);
+    switchboard_env(Command::new(BIN))
+}
+
+/// `command` without the variables that would make this not a first run.
+pub(super) fn switchboard_env(mut command: Command) -> Command {
     for name in UNSET {
         command.env_remove(name);
     }

@@ -115,3 +115,67 @@ async fn a_call_the_person_in_the_web_chat_approves_reads_approved_by_you() {
     json_where(&mut ws, |f| f.to_string().contains("Made it.")).await;
     app.shutdown().await;
 }
+
+/// Run the example config's first start for 4 seconds in `dir` on `port`, its stderr a
+/// terminal (`tty`, through `script`; returns what the terminal showed) or `dir/log.txt`.
+fn first_start(dir: &std::path::Path, port: u16, tty: bool) -> String {
+    let bin = env!("CARGO_BIN_EXE_switchboard");
+    let stderr = if tty {
+        "&1".to_owned()
+    } else {
+        dir.join("log.txt").display().to_string()
+    };
+    let run =
+        format!("timeout -s TERM 4 {bin} run --config config/switchboard.example.toml 2>{stderr}");
+    let mut command = if tty {
+        let mut script = super::first_run::switchboard_env(std::process::Command::new("script"));
+        script.args(["-qec", &run, "/dev/null"]);
+        script
+    } else {
+        let mut shell = super::first_run::switchboard_env(std::process::Command::new("sh"));
+        shell.args(["-c", &run]);
+        shell
+    };
+    let out = command
+        .env("SWITCHBOARD__GATEWAY__LISTEN", format!("127.0.0.1:{port}"))
+        .env(
+            "SWITCHBOARD__GATEWAY__DATABASE_URL",
+            format!("sqlite://{}/sb.db", dir.display()),
+        )
+        .env("SWITCHBOARD__GATEWAY__DATA_DIR", dir.join("data"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_first_start_shows_the_links_on_its_terminal_and_the_log_only_names_the_commands() {
+    if !std::path::Path::new("/usr/bin/script").exists() {
+        eprintln!("skipped: script (util-linux) gives the gateway a terminal here");
+        return;
+    }
+    let (tty_dir, log_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let port = crate::helpers::free_port();
+    let terminal = first_start(tty_dir.path(), port, true);
+    let token = std::fs::read_to_string(tty_dir.path().join("data/web/web.token")).unwrap();
+    let admin = std::fs::read_to_string(tty_dir.path().join("data/admin.token")).unwrap();
+    let chat = format!("http://127.0.0.1:{port}/?token={}", token.trim());
+    let dashboard = format!("http://127.0.0.1:{port}/admin/?token={}", admin.trim());
+    assert!(terminal.contains(&chat), "{terminal}");
+    assert!(terminal.contains(&dashboard), "{terminal}");
+
+    let port = crate::helpers::free_port();
+    first_start(log_dir.path(), port, false);
+    let log = std::fs::read_to_string(log_dir.path().join("log.txt")).unwrap();
+    let token = std::fs::read_to_string(log_dir.path().join("data/web/web.token")).unwrap();
+    let admin = std::fs::read_to_string(log_dir.path().join("data/admin.token")).unwrap();
+    assert!(
+        log.contains("switchboard web-token") && log.contains("switchboard admin-token"),
+        "{log}"
+    );
+    assert!(
+        !log.contains(token.trim()) && !log.contains(admin.trim()),
+        "the log never holds a token: {log}"
+    );
+}
