@@ -1,10 +1,11 @@
 //! The web chat's generated access token, as the operator meets it. At start-up
-//! ([`prepare`]) each web channel without an `access_token` on a non-loopback listen address
-//! gets its token read from (or first written to) `<data_dir>/web/<name>.token`, so the
-//! scrubber knows it and the log can say where to get the link; the log never holds the
-//! token itself. `switchboard web-token` ([`run`]) prints the link, and `--rotate` writes a
-//! new token, which a running gateway honours at its next request (the channel re-checks the
-//! file; see `switchboard_web::token`).
+//! ([`prepare`]) each web channel without an `access_token` (loopback included; only a
+//! public chat has none) gets its token read from (or first written to)
+//! `<data_dir>/web/<name>.token`, so the scrubber knows it and the log can say where to get
+//! the link; the log never holds the token itself, and the link of a token made now goes to
+//! the terminal only (`crate::cli`). `switchboard web-token` ([`run`]) prints the link, and
+//! `--rotate` writes a new token, which a running gateway honours at its next request (the
+//! channel re-checks the file; see `switchboard_web::token`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -43,12 +44,24 @@ pub struct WebTokenArgs {
     pub origin: Option<String>,
 }
 
+/// What start-up has to say about the web chats' generated tokens.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    /// Log lines, one per channel with a generated token: where it is kept and the command
+    /// that prints its link. Never the token.
+    pub lines: Vec<String>,
+    /// The links (token included) of tokens made at this start: for the operator's
+    /// terminal only, never the log.
+    pub fresh_links: Vec<String>,
+}
+
 /// Give every web channel that needs one its generated token (made now at first start) and
-/// list it among the config's secrets; returns the log lines to write, one per channel.
-pub fn prepare(config: &mut Config) -> Result<Vec<String>, TokenFileError> {
+/// list it among the config's secrets; returns the log lines to write, one per channel, and
+/// the links of the tokens made now.
+pub fn prepare(config: &mut Config) -> Result<Prepared, TokenFileError> {
     let listen = config.gateway.listen.parse::<SocketAddr>().ok();
     let data_dir = config.gateway.data_dir.clone();
-    let mut lines = Vec::new();
+    let mut prepared = Prepared::default();
     for (name, channel) in &mut config.channels {
         let ChannelConfig::Web(web) = channel else {
             continue;
@@ -57,21 +70,25 @@ pub fn prepare(config: &mut Config) -> Result<Vec<String>, TokenFileError> {
             continue;
         };
         let (token, made) = TokenFile::new(path.clone()).load_or_create()?;
+        if made && let Some(listen) = listen {
+            let link = link(&default_origin(listen), web, Some(&token));
+            prepared
+                .fresh_links
+                .push(format!("web chat `{name}`: {link}"));
+        }
         web.generated_token = Secret::new(token);
-        let listen = listen.map_or_else(|| "?".to_owned(), |l| l.to_string());
         let origin = if made {
             "generated now"
         } else {
             "generated at first start"
         };
-        lines.push(format!(
-            "web chat `{name}`: no access_token is set and gateway.listen = {listen} is not a \
-             loopback address, so it opens only with its token ({origin}, stored in {}); \
-             {HOW_TO_GET_THE_LINK}",
+        prepared.lines.push(format!(
+            "web chat `{name}`: no access_token is set, so it opens only with its token \
+             ({origin}, stored in {}); {HOW_TO_GET_THE_LINK}",
             path.display()
         ));
     }
-    Ok(lines)
+    Ok(prepared)
 }
 
 /// `switchboard web-token`: one link per web channel on stdout, notes on stderr.
@@ -135,9 +152,15 @@ fn token_for(
     }
     let Some(path) = web.generated_token_path(site) else {
         if rotate {
-            bail!("the web chat `{name}` has no token to rotate: gateway.listen is loopback");
+            bail!(
+                "the web chat `{name}` has no token to rotate: it is a public chat \
+                 (public_hosts without an access_token)"
+            );
         }
-        eprintln!("web chat `{name}` listens on loopback and needs no token");
+        eprintln!(
+            "web chat `{name}` is a public chat (public_hosts without an access_token) and \
+             opens without a token"
+        );
         return Ok(None);
     };
     let file = TokenFile::new(path);
@@ -199,7 +222,7 @@ mod tests {
             dir.path().display()
         );
         let mut config = crate::config::parse(&text, "t.toml", &[]).unwrap();
-        let lines = prepare(&mut config).unwrap();
+        let Prepared { lines, fresh_links } = prepare(&mut config).unwrap();
         let stored = dir.path().join("web/web.token");
         let token = std::fs::read_to_string(&stored).unwrap().trim().to_owned();
         assert_eq!(
@@ -209,6 +232,11 @@ mod tests {
         );
         assert!(lines[0].contains("generated now") && lines[0].contains(HOW_TO_GET_THE_LINK));
         assert!(!lines[0].contains(&token));
+        assert_eq!(
+            fresh_links,
+            [format!("web chat `web`: http://<host>:8080/?token={token}")],
+            "the terminal gets the new token's link"
+        );
         assert!(
             config.secret_values().contains(&token),
             "the scrubber redacts it"
@@ -221,7 +249,37 @@ mod tests {
                 .is_none()
         );
         let again = prepare(&mut config).unwrap();
-        assert!(again[0].contains("generated at first start"), "{again:?}");
+        assert!(
+            again.lines[0].contains("generated at first start"),
+            "{again:?}"
+        );
+        assert!(
+            again.fresh_links.is_empty(),
+            "only a token made now: {again:?}"
+        );
+    }
+
+    #[test]
+    fn a_web_chat_on_loopback_gets_a_generated_token_and_only_a_public_chat_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "[gateway]\nlisten = \"127.0.0.1:8080\"\ndata_dir = \"{}\"\n\
+             [channels.web]\nkind = \"web\"\n[channels.public]\nkind = \"web\"\n\
+             path = \"/public\"\npublic_hosts = [\"chat.example.com\"]\n",
+            dir.path().display()
+        );
+        let mut config = crate::config::parse(&text, "t.toml", &[]).unwrap();
+        let prepared = prepare(&mut config).unwrap();
+        let token = std::fs::read_to_string(dir.path().join("web/web.token")).unwrap();
+        assert_eq!(prepared.lines.len(), 1, "{prepared:?}");
+        assert_eq!(
+            prepared.fresh_links,
+            [format!(
+                "web chat `web`: http://127.0.0.1:8080/?token={}",
+                token.trim()
+            )]
+        );
+        assert!(!dir.path().join("web/public.token").exists());
     }
 
     #[test]

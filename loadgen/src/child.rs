@@ -219,6 +219,10 @@ pub fn free_port() -> anyhow::Result<u16> {
         .port())
 }
 
+/// The web chat's access token in every generated config: the chat opens only with a token,
+/// and a fixed one saves the scenarios reading the generated one from the data directory.
+pub const WEB_TOKEN: &str = "loadgen-web-token-not-a-secret";
+
 /// The generated config: SQLite and data_dir in `dir`, every channel kind on a stand-in,
 /// no tools (so nothing waits for an approval), access open (the harness measures the
 /// gateway, not pairing).
@@ -256,6 +260,7 @@ shutdown_grace_secs = 1
 [channels.web]
 kind = "web"
 path = "/"
+access_token = "{WEB_TOKEN}"
 "#,
         provider_and_slack = provider_and_slack(stands),
     )

@@ -4,11 +4,10 @@
 //! decides them (once: the event id is derived from the approval) and the audit names the
 //! operator; pairing and grants are the store's, as `switchboard access` does them.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Form;
-use axum::extract::{ConnectInfo, State};
+use axum::extract::State;
 use axum::http::header::LOCATION;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -35,8 +34,8 @@ fn operator() -> UserRef {
     clippy::result_large_err,
     reason = "the refusal is built only for a refused request and sent at once; boxing it buys nothing"
 )]
-fn check(admin: &Admin, peer: SocketAddr, headers: &HeaderMap, csrf: &str) -> Result<(), Response> {
-    admin.gate(peer, headers, None)?;
+fn check(admin: &Admin, headers: &HeaderMap, csrf: &str) -> Result<(), Response> {
+    admin.gate(headers, None)?;
     if !auth::action_allowed(headers, csrf, &admin.token_file) {
         let text = "refused: this action did not come from the dashboard's own page (CSRF check)";
         return Err((StatusCode::FORBIDDEN, text).into_response());
@@ -71,11 +70,10 @@ pub(super) struct DecideForm {
 
 pub(super) async fn decide(
     State(admin): State<Arc<Admin>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Form(form): Form<DecideForm>,
 ) -> Response {
-    if let Err(refused) = check(&admin, peer, &headers, &form.csrf) {
+    if let Err(refused) = check(&admin, &headers, &form.csrf) {
         return refused;
     }
     let action = match form.action.as_str() {
@@ -143,31 +141,28 @@ pub(super) struct PairingForm {
 
 pub(super) async fn allow(
     State(admin): State<Arc<Admin>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Form(form): Form<PairingForm>,
 ) -> Response {
-    answer_pairing(&admin, peer, &headers, &form, true).await
+    answer_pairing(&admin, &headers, &form, true).await
 }
 
 pub(super) async fn refuse(
     State(admin): State<Arc<Admin>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Form(form): Form<PairingForm>,
 ) -> Response {
-    answer_pairing(&admin, peer, &headers, &form, false).await
+    answer_pairing(&admin, &headers, &form, false).await
 }
 
 /// Let in (`allow`) or turn away the person a live pairing code was sent to.
 async fn answer_pairing(
     admin: &Admin,
-    peer: SocketAddr,
     headers: &HeaderMap,
     form: &PairingForm,
     allow: bool,
 ) -> Response {
-    if let Err(refused) = check(admin, peer, headers, &form.csrf) {
+    if let Err(refused) = check(admin, headers, &form.csrf) {
         return refused;
     }
     let code = form.code.trim().to_ascii_uppercase();
@@ -203,11 +198,10 @@ pub(super) struct RevokeForm {
 
 pub(super) async fn revoke(
     State(admin): State<Arc<Admin>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Form(form): Form<RevokeForm>,
 ) -> Response {
-    if let Err(refused) = check(&admin, peer, &headers, &form.csrf) {
+    if let Err(refused) = check(&admin, &headers, &form.csrf) {
         return refused;
     }
     match admin.store.revoke(&form.channel, &form.user).await {
@@ -230,11 +224,10 @@ pub(super) struct StopForm {
 
 pub(super) async fn stop(
     State(admin): State<Arc<Admin>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Form(form): Form<StopForm>,
 ) -> Response {
-    if let Err(refused) = check(&admin, peer, &headers, &form.csrf) {
+    if let Err(refused) = check(&admin, &headers, &form.csrf) {
         return refused;
     }
     let Ok(key) = form.conversation.parse::<ConversationKey>() else {

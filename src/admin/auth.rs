@@ -1,11 +1,10 @@
-//! Who may open the dashboard, and which requests may act. Without a token: only a browser
-//! on this host (a loopback peer naming a loopback `Host`, with no proxy header), so neither
-//! another machine nor a DNS-rebinding page gets in. Otherwise only with the dashboard's
-//! token (`?token=` once, traded for an HttpOnly, SameSite=Strict cookie; or a bearer
-//! header). Every action is a POST that must carry the page's CSRF field and, when the
-//! browser names one, come from the page's own origin.
+//! Who may open the dashboard, and which requests may act. Only its token opens it
+//! (`?token=` once, traded for an HttpOnly, SameSite=Strict cookie; or a bearer header),
+//! whatever the peer: a loopback peer may be a sandboxed tool with network or a proxy on
+//! this host forwarding someone else's request, so being one proves nothing. Every action
+//! is a POST that must carry the page's CSRF field and, when the browser names one, come
+//! from the page's own origin.
 
-use std::net::SocketAddr;
 use std::path::Path;
 
 use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
@@ -18,22 +17,9 @@ use crate::http::same;
 /// The token cookie's name.
 pub const TOKEN_COOKIE: &str = "sb_admin_token";
 
-/// Headers a proxy adds: a request carrying one came from somewhere else, whatever its peer.
-const PROXY_HEADERS: [&str; 4] = [
-    "forwarded",
-    "x-forwarded-for",
-    "x-real-ip",
-    "x-forwarded-host",
-];
-
-/// Host names that count as this machine (any port).
-const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
-
 /// How a request got in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admitted {
-    /// A browser on this host, without the token.
-    Local,
     /// With the token, from a cookie or a bearer header.
     Token,
     /// With the token in `?token=`: set the cookie and drop it from the address bar.
@@ -42,8 +28,6 @@ pub enum Admitted {
 
 /// The request as the gate sees it.
 pub struct Knock<'a> {
-    /// The TCP peer.
-    pub peer: SocketAddr,
     /// The request's headers.
     pub headers: &'a HeaderMap,
     /// `?token=`, when given.
@@ -51,18 +35,13 @@ pub struct Knock<'a> {
 }
 
 /// Let the request in, or the refusal to send. `token_file` is read per request, so a
-/// rotated token applies at once (an unreadable file admits only local browsers).
+/// rotated token applies at once (an unreadable file admits nobody).
 #[expect(
     clippy::result_large_err,
     reason = "the refusal is built only for a refused request and sent at once; boxing it buys nothing"
 )]
-pub fn admit(
-    knock: &Knock<'_>,
-    token_file: &Path,
-    loopback_without_token: bool,
-) -> Result<Admitted, Response> {
-    let expected = super::token::read(token_file).ok().flatten();
-    if let Some(expected) = &expected {
+pub fn admit(knock: &Knock<'_>, token_file: &Path) -> Result<Admitted, Response> {
+    if let Some(expected) = super::token::read(token_file).ok().flatten() {
         let matches = |given: &str| same(expected.as_bytes(), given.trim().as_bytes());
         if knock.query_token.is_some_and(matches) {
             return Ok(Admitted::TokenInQuery);
@@ -73,45 +52,9 @@ pub fn admit(
             return Ok(Admitted::Token);
         }
     }
-    if loopback_without_token && is_local(knock.peer, knock.headers) {
-        return Ok(Admitted::Local);
-    }
-    if !host_is_loopback(knock.headers) {
-        let text = "The dashboard answers without its token only to a browser on the gateway's \
-                    own host (http://localhost:<port>/admin). Elsewhere open the link \
-                    `switchboard admin-token` prints.\n";
-        return Err((StatusCode::FORBIDDEN, text).into_response());
-    }
-    let text = "The dashboard needs its token here: open the link `switchboard admin-token` \
-                prints.\n";
+    let text = "The dashboard opens only with its token: open the link `switchboard admin-token` \
+                prints (the gateway's first start printed it on its terminal).\n";
     Err((StatusCode::UNAUTHORIZED, text).into_response())
-}
-
-/// A loopback peer, a loopback `Host`, and no sign of a proxy in between.
-fn is_local(peer: SocketAddr, headers: &HeaderMap) -> bool {
-    peer.ip().to_canonical().is_loopback()
-        && host_is_loopback(headers)
-        && !PROXY_HEADERS.iter().any(|h| headers.contains_key(*h))
-}
-
-/// Whether `Host` names this machine (a request without one names nothing and fails).
-fn host_is_loopback(headers: &HeaderMap) -> bool {
-    let Some(host) = header(headers, HOST.as_str()) else {
-        return false;
-    };
-    let host = host.trim().to_ascii_lowercase();
-    LOOPBACK_NAMES.contains(&host_name(&host))
-}
-
-/// `host` without its `:port` (an IPv6 literal keeps its brackets).
-fn host_name(host: &str) -> &str {
-    if host.starts_with('[') {
-        return host.find(']').map_or(host, |end| &host[..=end]);
-    }
-    match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host,
-    }
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -192,9 +135,8 @@ mod tests {
         map
     }
 
-    fn knock<'a>(peer: &str, headers: &'a HeaderMap, token: Option<&'a str>) -> Knock<'a> {
+    fn knock<'a>(headers: &'a HeaderMap, token: Option<&'a str>) -> Knock<'a> {
         Knock {
-            peer: peer.parse().unwrap(),
             headers,
             query_token: token,
         }
@@ -207,44 +149,27 @@ mod tests {
     }
 
     #[test]
-    fn only_a_browser_on_this_host_gets_in_without_the_token() {
+    fn without_the_token_nobody_gets_in_whatever_the_peer_or_host() {
         let dir = tempfile::tempdir().unwrap();
         let file = token_file(dir.path());
-        let local = headers(&[("host", "localhost:8080")]);
-        let admit = |k: &Knock<'_>| admit(k, &file, true).map_err(|r| r.status().as_u16());
-        assert_eq!(
-            admit(&knock("127.0.0.1:5", &local, None)),
-            Ok(Admitted::Local)
-        );
-        assert_eq!(admit(&knock("[::1]:5", &local, None)), Ok(Admitted::Local));
-        assert_eq!(
-            admit(&knock("10.0.0.7:5", &local, None)),
-            Err(401),
-            "remote peer"
-        );
-        let rebound = headers(&[("host", "evil.example:8080")]);
-        assert_eq!(
-            admit(&knock("127.0.0.1:5", &rebound, None)),
-            Err(403),
-            "foreign Host"
-        );
-        let proxied = headers(&[("host", "127.0.0.1:8080"), ("x-forwarded-for", "1.2.3.4")]);
-        assert_eq!(
-            admit(&knock("127.0.0.1:5", &proxied, None)),
-            Err(401),
-            "proxied"
-        );
-        assert_eq!(
-            admit(&knock("127.0.0.1:5", &headers(&[]), None)),
-            Err(403),
-            "no Host"
-        );
-        let closed = super::admit(&knock("127.0.0.1:5", &local, None), &file, false);
-        assert_eq!(
-            closed.map_err(|r| r.status().as_u16()),
-            Err(401),
-            "switched off"
-        );
+        let admit = |k: &Knock<'_>| admit(k, &file).map_err(|r| r.status().as_u16());
+        for host in [
+            "localhost:8080",
+            "127.0.0.1:8080",
+            "[::1]:8080",
+            "evil.example",
+        ] {
+            let local = headers(&[("host", host)]);
+            assert_eq!(admit(&knock(&local, None)), Err(401), "{host}");
+        }
+        assert_eq!(admit(&knock(&headers(&[]), None)), Err(401), "no Host");
+        let wrong = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("cookie", "sb_admin_token=0123"),
+        ]);
+        assert_eq!(admit(&knock(&wrong, Some("0123"))), Err(401), "wrong");
+        let gone = super::admit(&knock(&headers(&[]), None), &dir.path().join("none"));
+        assert_eq!(gone.map_err(|r| r.status().as_u16()), Err(401), "no file");
     }
 
     #[test]
@@ -253,12 +178,9 @@ mod tests {
         let file = token_file(dir.path());
         let token = "0123456789abcdef0123456789abcdef";
         let far = headers(&[("host", "ops.example.com")]);
-        let admit = |k: &Knock<'_>| admit(k, &file, true).map_err(|r| r.status().as_u16());
-        assert_eq!(
-            admit(&knock("10.0.0.7:5", &far, Some(token))),
-            Ok(Admitted::TokenInQuery)
-        );
-        assert_eq!(admit(&knock("10.0.0.7:5", &far, Some("0123"))), Err(403));
+        let admit = |k: &Knock<'_>| admit(k, &file).map_err(|r| r.status().as_u16());
+        assert_eq!(admit(&knock(&far, Some(token))), Ok(Admitted::TokenInQuery));
+        assert_eq!(admit(&knock(&far, Some("0123"))), Err(401));
         let jar = headers(&[
             ("host", "ops.example.com"),
             (
@@ -266,20 +188,17 @@ mod tests {
                 "a=b; sb_admin_token=0123456789abcdef0123456789abcdef",
             ),
         ]);
-        assert_eq!(admit(&knock("10.0.0.7:5", &jar, None)), Ok(Admitted::Token));
+        assert_eq!(admit(&knock(&jar, None)), Ok(Admitted::Token));
         let bearer = headers(&[
             ("host", "ops.example.com"),
             ("authorization", "Bearer 0123456789abcdef0123456789abcdef"),
         ]);
-        assert_eq!(
-            admit(&knock("10.0.0.7:5", &bearer, None)),
-            Ok(Admitted::Token)
-        );
+        assert_eq!(admit(&knock(&bearer, None)), Ok(Admitted::Token));
         let web_cookie = headers(&[
             ("host", "ops.example.com"),
             ("cookie", "sb_web_token=0123456789abcdef0123456789abcdef"),
         ]);
-        assert_eq!(admit(&knock("10.0.0.7:5", &web_cookie, None)), Err(403));
+        assert_eq!(admit(&knock(&web_cookie, None)), Err(401));
     }
 
     #[test]

@@ -5,11 +5,10 @@
 //! gateway stops, so it never holds up a graceful shutdown.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{ConnectInfo, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -48,12 +47,8 @@ pub(super) async fn waiting(admin: &Admin) -> anyhow::Result<Waiting> {
     })
 }
 
-pub(super) async fn events(
-    State(admin): State<Arc<Admin>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Response {
-    if let Err(refused) = admin.gate(peer, &headers, None) {
+pub(super) async fn events(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Response {
+    if let Err(refused) = admin.gate(&headers, None) {
         return refused;
     }
     Sse::new(stream(admin))

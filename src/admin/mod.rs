@@ -13,7 +13,7 @@
 //! Layout:
 //! - this file: [`Admin`] (what the pages read), the router and its paths, the page frame.
 //! - `config`: `[admin]`.
-//! - `auth`: who may open it (loopback, token, `Host`), the CSRF check on actions.
+//! - `auth`: who may open it (the token, whatever the peer), the CSRF check on actions.
 //! - `token`: the generated token file and `switchboard admin-token`.
 //! - `html`: escaping (after the scrubber) and the page frame.
 //! - `pages/`: one file per page.
@@ -28,13 +28,12 @@ mod live;
 mod pages;
 pub mod token;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{ConnectInfo, Query, State};
+use axum::extract::{Query, State};
 use axum::http::header::{
     CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, LOCATION, REFERRER_POLICY, SET_COOKIE,
     X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
@@ -173,22 +172,12 @@ impl Admin {
         clippy::result_large_err,
         reason = "the refusal is built only for a refused request and sent at once"
     )]
-    fn gate(
-        &self,
-        peer: SocketAddr,
-        headers: &HeaderMap,
-        query_token: Option<&str>,
-    ) -> Result<Admitted, Response> {
+    fn gate(&self, headers: &HeaderMap, query_token: Option<&str>) -> Result<Admitted, Response> {
         let knock = auth::Knock {
-            peer,
             headers,
             query_token,
         };
-        auth::admit(
-            &knock,
-            &self.token_file,
-            self.settings.loopback_without_token,
-        )
+        auth::admit(&knock, &self.token_file)
     }
 }
 
@@ -226,13 +215,12 @@ pub(crate) struct PageQuery {
 
 async fn page(
     State(admin): State<Arc<Admin>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     uri: Uri,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
     let query = query.map(|Query(q)| q).unwrap_or_default();
-    let admitted = match admin.gate(peer, &headers, query.token.as_deref()) {
+    let admitted = match admin.gate(&headers, query.token.as_deref()) {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };

@@ -1,8 +1,10 @@
 //! The dashboard's own token: generated at first start into `<data_dir>/admin.token` (mode
 //! 0600, shared by replicas through the data directory), never the web chat's. Start-up
-//! ([`prepare`]) reads it so the scrubber knows it; `switchboard admin-token` ([`run`])
-//! prints the link and `--rotate` replaces it, which a running gateway honours at its next
-//! request (the page reads the file per request: it is small and the page is rarely used).
+//! ([`prepare`]) reads it so the scrubber knows it, and hands back the link of a token made
+//! now (for the operator's terminal only, never the log); `switchboard admin-token`
+//! ([`run`]) prints the link and `--rotate` replaces it, which a running gateway honours at
+//! its next request (the page reads the file per request: it is small and the page is
+//! rarely used).
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -28,22 +30,24 @@ pub fn token_path(data_dir: &Path) -> PathBuf {
     data_dir.join("admin.token")
 }
 
-/// The stored token, made (and stored, 0600) first when there is none. Two processes
-/// starting at once agree: the file appears whole or not at all, and the loser reads the
-/// winner's token.
-pub fn load_or_create(path: &Path) -> anyhow::Result<String> {
+/// The stored token, made (and stored, 0600) first when there is none; `true` when it was
+/// made now. Two processes starting at once agree: the file appears whole or not at all,
+/// and the loser reads the winner's token.
+pub fn load_or_create(path: &Path) -> anyhow::Result<(String, bool)> {
     if let Some(token) = read(path)? {
-        return Ok(token);
+        return Ok((token, false));
     }
     let staged = stage(path)?;
     let linked = fs::hard_link(&staged, path);
     let _ = fs::remove_file(&staged);
-    match linked {
-        Ok(()) => {}
-        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+    let made = match linked {
+        Ok(()) => true,
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => false,
         Err(err) => return Err(err).with_context(|| path.display().to_string()),
-    }
-    read(path)?.with_context(|| format!("{} vanished while it was made", path.display()))
+    };
+    let token =
+        read(path)?.with_context(|| format!("{} vanished while it was made", path.display()))?;
+    Ok((token, made))
 }
 
 /// Replace the token (atomically) and return the new one.
@@ -104,14 +108,51 @@ fn generate() -> String {
 }
 
 /// Read (or make) the dashboard's token and hand it to the config, so the scrubber
-/// redacts it wherever it would appear. Nothing happens when the dashboard is off.
-pub fn prepare(config: &mut Config) -> anyhow::Result<()> {
+/// redacts it wherever it would appear; returns the dashboard's link when the token was
+/// made now (the first start shows it on its terminal). Nothing happens when the dashboard
+/// is off.
+pub fn prepare(config: &mut Config) -> anyhow::Result<Option<String>> {
     if !config.admin.enabled {
-        return Ok(());
+        return Ok(None);
     }
-    let token = load_or_create(&token_path(&config.gateway.data_dir))?;
+    let (token, made) = load_or_create(&token_path(&config.gateway.data_dir))?;
+    let link = made.then(|| link(config, None, &token)).transpose()?;
     config.admin.token = Secret::new(token);
-    Ok(())
+    Ok(link)
+}
+
+/// The start-up log line about the dashboard: where its token is kept and the command that
+/// prints its link (never the token); `None` when the dashboard is off.
+pub fn start_line(config: &Config) -> Option<String> {
+    config.admin.enabled.then(|| {
+        format!(
+            "dashboard at {}: opens only with its token (stored in {}); print the link with \
+             `switchboard admin-token`",
+            config.admin.base(),
+            token_path(&config.gateway.data_dir).display()
+        )
+    })
+}
+
+/// The dashboard's link with `token`: `origin` (or http://<listen address>, with a `<host>`
+/// placeholder for a wildcard address) and the dashboard's path.
+fn link(config: &Config, origin: Option<String>, token: &str) -> anyhow::Result<String> {
+    let origin = match origin {
+        Some(origin) => origin.trim_end_matches('/').to_owned(),
+        None => {
+            let listen: SocketAddr = config
+                .gateway
+                .listen
+                .parse()
+                .with_context(|| format!("gateway.listen = {}", &*config.gateway.listen))?;
+            if listen.ip().is_unspecified() {
+                format!("http://<host>:{}", listen.port())
+            } else {
+                format!("http://{listen}")
+            }
+        }
+    };
+    Ok(format!("{origin}{}/?token={token}", config.admin.base()))
 }
 
 /// `switchboard admin-token` options.
@@ -144,24 +185,9 @@ pub fn run(args: AdminTokenArgs) -> anyhow::Result<ExitCode> {
         );
         token
     } else {
-        load_or_create(&path)?
+        load_or_create(&path)?.0
     };
-    let origin = match args.origin {
-        Some(origin) => origin.trim_end_matches('/').to_owned(),
-        None => {
-            let listen: SocketAddr = config
-                .gateway
-                .listen
-                .parse()
-                .with_context(|| format!("gateway.listen = {}", &*config.gateway.listen))?;
-            if listen.ip().is_unspecified() {
-                format!("http://<host>:{}", listen.port())
-            } else {
-                format!("http://{listen}")
-            }
-        }
-    };
-    println!("{origin}{}/?token={token}", config.admin.base());
+    println!("{}", link(&config, args.origin, &token)?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -174,9 +200,14 @@ mod tests {
     fn the_token_is_made_once_private_and_rotation_replaces_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = token_path(dir.path());
-        let first = load_or_create(&path).unwrap();
+        let (first, made) = load_or_create(&path).unwrap();
+        assert!(made);
         assert_eq!(first.len(), 64);
-        assert_eq!(load_or_create(&path).unwrap(), first, "kept across starts");
+        assert_eq!(
+            load_or_create(&path).unwrap(),
+            (first.clone(), false),
+            "kept across starts"
+        );
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let second = rotate(&path).unwrap();

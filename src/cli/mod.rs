@@ -18,6 +18,7 @@ use crate::ids::MemoryScope;
 use crate::{Gateway, channels, store, telemetry};
 
 mod config_file;
+mod links;
 pub use config_file::{ConfigArgs, DEFAULT_CONFIG, EXAMPLE_CONFIG};
 
 /// What `switchboard --version` prints after the name: the release and the commit it was
@@ -176,15 +177,15 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     let mut config = config::load(&path)?;
     crate::data_dir::create(&config.gateway.data_dir)
         .with_context(|| format!("creating {}", config.gateway.data_dir.display()))?;
-    // Before the scrubber is built, so a generated web chat token is redacted like the rest.
-    #[cfg(feature = "web")]
-    let web_tokens = crate::web_token::prepare(&mut config)?;
-    crate::admin::token::prepare(&mut config)?;
+    // Before the scrubber is built, so the generated tokens are redacted like the rest.
+    let tokens = links::Tokens::prepare(&mut config)?;
     telemetry::init(config.gateway.log_format, scrubber(&config));
     config_file::log_fallback(&path, missing.as_ref());
-    #[cfg(feature = "web")]
-    web_tokens.iter().for_each(|line| tracing::info!("{line}"));
+    tokens.announce();
     for warning in crate::access::warnings(&config) {
+        tracing::warn!("{warning}");
+    }
+    for warning in config.admin.warnings() {
         tracing::warn!("{warning}");
     }
     // Listen for signals before serving, so a SIGTERM right after start-up is a clean stop.
@@ -228,6 +229,9 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             }
             crate::sandbox::check_report(&config.sandbox, &config.gateway.data_dir);
             for warning in crate::access::warnings(&config) {
+                println!("warning: {warning}");
+            }
+            for warning in config.admin.warnings() {
                 println!("warning: {warning}");
             }
             if let Some(warning) = crate::provider::key_warning(&config.provider) {

@@ -22,6 +22,7 @@ const SECRET_KEYS: &[&str] = &[
 /// Every finding for `config`, read from `path` whose text is `raw`.
 pub fn all(config: &Config, path: &Path, raw: &str) -> Vec<Finding> {
     let mut out = exposure(config);
+    out.extend(super::operator::findings(config));
     out.extend(plain_secrets(raw));
     out.extend(file_modes(config, path));
     out.extend(tools(config));
@@ -98,28 +99,6 @@ fn exposure(config: &Config) -> Vec<Finding> {
             format!("gateway.listen = {listen} accepts connections from other hosts"),
             "bind 127.0.0.1 and put a TLS proxy in front, unless other hosts must reach it",
         ));
-        if !config.gateway.metrics_token.is_set() {
-            out.push(Finding::new(
-                Severity::Note,
-                "/metrics answers loopback peers without a token; behind a proxy on this host every request is loopback",
-                "set gateway.metrics_token = \"${SWITCHBOARD_METRICS_TOKEN}\", or keep /metrics off the proxy",
-            ));
-        }
-    }
-    out.extend(admin(config, public));
-    for (name, channel) in &config.channels {
-        if channel.kind() == "web" {
-            let gated = if public {
-                "token-gated"
-            } else {
-                "loopback only"
-            };
-            out.push(Finding::new(
-                Severity::Note,
-                format!("web chat `{name}` is {gated}"),
-                "nothing to do; `switchboard web-token` prints its link",
-            ));
-        }
     }
     out.extend(approvers(config));
     for warning in crate::access::warnings(config) {
@@ -130,25 +109,6 @@ fn exposure(config: &Config) -> Vec<Finding> {
         ));
     }
     out
-}
-
-/// The dashboard on a listen address other hosts reach, still opening without its token
-/// to loopback: behind a proxy on this host that forwards with a loopback `Host` and no
-/// `X-Forwarded-For` (nginx's default), everyone who reaches the proxy would get it.
-fn admin(config: &Config, public: bool) -> Vec<Finding> {
-    let admin = &config.admin;
-    if !admin.enabled || !public || !admin.loopback_without_token {
-        return Vec::new();
-    }
-    vec![Finding::new(
-        Severity::Warning,
-        format!(
-            "the dashboard at {} opens without a token to loopback requests while gateway.listen = {} is public: a proxy on this host that forwards with Host: 127.0.0.1 and no X-Forwarded-For would open it to everyone",
-            admin.base(),
-            &*config.gateway.listen
-        ),
-        "set [admin] loopback_without_token = false (then only the link `switchboard admin-token` prints opens it), or enabled = false",
-    )]
 }
 
 /// Channels that admit groups but list no approver: there only approvers may decide, so
@@ -377,33 +337,6 @@ mod tests {
         let with = format!("{text}[policy.approvers]\ntg = [\"42\"]\n");
         let config = crate::config::parse(&with, "t.toml", &[]).unwrap();
         assert!(approvers(&config).is_empty());
-    }
-
-    #[test]
-    fn a_dashboard_open_to_loopback_on_a_public_listen_is_flagged_with_its_fix() {
-        let public = "[gateway]\nlisten = \"0.0.0.0:8080\"\n";
-        let config = crate::config::parse(public, "t.toml", &[]).unwrap();
-        let found = exposure(&config);
-        let flagged: Vec<_> = found
-            .iter()
-            .filter(|f| f.what.contains("dashboard"))
-            .collect();
-        assert_eq!(flagged.len(), 1, "{found:?}");
-        assert!(flagged[0].fix.contains("loopback_without_token = false"));
-        let closed = format!("{public}[admin]\nloopback_without_token = false\n");
-        let config = crate::config::parse(&closed, "t.toml", &[]).unwrap();
-        assert!(
-            !exposure(&config)
-                .iter()
-                .any(|f| f.what.contains("dashboard"))
-        );
-        let local = "[gateway]\nlisten = \"127.0.0.1:8080\"\n";
-        let config = crate::config::parse(local, "t.toml", &[]).unwrap();
-        assert!(
-            !exposure(&config)
-                .iter()
-                .any(|f| f.what.contains("dashboard"))
-        );
     }
 
     #[test]

@@ -5,11 +5,13 @@
 //! and paths, never values.
 //!
 //! Layout: this file (arguments, findings, output); `checks` (one function per concern);
-//! `data_dir` (the data directory's mode, and whether tools reach it); `matrix`.
+//! `data_dir` (the data directory's mode, and whether tools reach it); `operator` (how the web
+//! chats, the dashboard and `/metrics` let people in); `matrix`.
 
 mod checks;
 mod data_dir;
 mod matrix;
+mod operator;
 
 use std::process::ExitCode;
 

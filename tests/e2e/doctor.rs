@@ -21,6 +21,41 @@ fn doctor_passes_the_example_config() {
     let (code, out) = doctor(&example);
     assert_eq!(code, Some(0), "{out}");
     assert!(!out.contains("CRITICAL"), "{out}");
+    assert!(
+        out.contains("web chat `web` opens only with its generated token, from loopback too"),
+        "{out}"
+    );
+    assert!(!out.contains("loopback only"), "loopback is no door: {out}");
+}
+
+#[test]
+fn doctor_warns_about_allowed_origins_on_a_chat_without_a_token_and_metrics_behind_a_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("proxied.toml");
+    let text = format!(
+        "[gateway]\nlisten = \"127.0.0.1:8080\"\ndata_dir = \"{}\"\n\
+         [admin]\nloopback_without_token = true\n\
+         [channels.web]\nkind = \"web\"\npublic_hosts = [\"chat.example.com\"]\n\
+         allowed_origins = [\"https://chat.example.com\"]\n",
+        dir.path().join("data").display()
+    );
+    std::fs::write(&file, text).unwrap();
+    let (_, out) = doctor(&file);
+    assert!(
+        out.contains(
+            "warning: web chat `web` has allowed_origins (https://chat.example.com) but no token"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("warning: [admin] loopback_without_token no longer does anything"),
+        "{out}"
+    );
+    assert!(
+        out.contains("/metrics answers every loopback peer without a token"),
+        "{out}"
+    );
+    assert!(!out.contains("loopback only"), "{out}");
 }
 
 #[test]

@@ -36,9 +36,9 @@ pub struct WebChannel {
 impl WebChannel {
     /// A channel named `name` for `config`, served by a gateway listening on `listen`.
     ///
-    /// Refuses a configuration without an access token or a `token_file` on a non-loopback
-    /// address, since anyone who could reach it would be talking to the agent; with a
-    /// `token_file`, the generated token is read (or made) now.
+    /// Refuses a configuration without an access token or a `token_file` (unless it is a
+    /// public chat on loopback), since anyone who could reach it would be talking to the
+    /// agent as its operator; with a `token_file`, the generated token is read (or made) now.
     pub fn new(name: &str, config: WebConfig, listen: SocketAddr) -> Result<Self, WebConfigError> {
         config.check(name, listen)?;
         let gate = crate::token::gate(name, &config, listen)?;
@@ -243,7 +243,11 @@ mod tests {
     use switchboard_channel::Button;
 
     fn channel() -> WebChannel {
-        WebChannel::new("web", WebConfig::default(), "127.0.0.1:0".parse().unwrap()).unwrap()
+        let config = WebConfig {
+            access_token: "a-test-token-0123456789".into(),
+            ..WebConfig::default()
+        };
+        WebChannel::new("web", config, "127.0.0.1:0".parse().unwrap()).unwrap()
     }
 
     fn key() -> ConversationKey {

@@ -27,16 +27,17 @@ pub struct WebConfig {
     /// Where the page is served (`/` or `/chat`); the socket is `<path>/ws`.
     #[serde(deserialize_with = "expanded")]
     pub path: String,
-    /// Token a browser must present (`?token=` once, then a cookie); unset serves anyone on
-    /// a loopback listen address, and elsewhere a token the gateway generates (see `token`).
+    /// Token a browser must present (`?token=` once, then a cookie); unset, a token the
+    /// gateway generates (see `token`) is the gate, on loopback too.
     pub access_token: Secret,
     /// Origins (`https://chat.example.com`) allowed to open the socket besides the page's
     /// own; empty allows the same origin only.
     pub allowed_origins: Vec<String>,
-    /// Host names (`chat.example.com`) a chat without `access_token` answers to besides
-    /// `localhost`, `127.0.0.1` and `[::1]`: for a proxy that forwards its own `Host`.
-    /// Any other `Host` is refused, so a page that rebinds its DNS to 127.0.0.1 cannot
-    /// reach the chat.
+    /// Host names (`chat.example.com`) of a public chat: set without `access_token` on a
+    /// loopback listen, the chat opens without a token to anyone who reaches these names
+    /// (through a proxy that forwards its own `Host`) or `localhost`, `127.0.0.1` and
+    /// `[::1]`, and only approvers approve there. Any other `Host` is refused, so a page
+    /// that rebinds its DNS to 127.0.0.1 cannot reach the chat.
     pub public_hosts: Vec<String>,
     /// Longest message a person may send, in characters; longer closes the socket (1009).
     pub max_message_chars: usize,
@@ -57,9 +58,9 @@ pub struct WebConfig {
     /// config key: [`ChannelSettings::build`] takes it from the [`Site`].
     #[serde(skip)]
     pub redactor: Redactor,
-    /// Where the generated token lives when `access_token` is unset on a non-loopback
-    /// address; `None` refuses that case. Not a config key: [`ChannelSettings::build`] sets
-    /// it to [`WebConfig::generated_token_path`].
+    /// Where the generated token lives when `access_token` is unset (and the chat is not a
+    /// public one); `None` refuses that case. Not a config key: [`ChannelSettings::build`]
+    /// sets it to [`WebConfig::generated_token_path`].
     #[serde(skip)]
     pub token_file: Option<PathBuf>,
     /// The generated token as it was at start-up, listed among [`ChannelSettings::secrets`]
@@ -115,15 +116,16 @@ impl WebConfig {
         let mut errors = Vec::new();
         if let Some(listen) = listen
             && !self.access_token.is_set()
-            && !listen.ip().is_loopback()
+            && !self.public_on(listen)
             && self.token_file.is_none()
         {
             errors.push(SettingsError::new(
                 "access_token",
                 format!(
-                    "is required because gateway.listen = {listen} is not a loopback address; \
-                     set it (e.g. access_token = \"${{SWITCHBOARD_WEB_TOKEN}}\"), give the \
-                     channel a generated token file, or listen on 127.0.0.1"
+                    "is required: without it only a token file opens the chat (on \
+                     gateway.listen = {listen} a loopback peer may be a tool or a proxy); set \
+                     it (e.g. access_token = \"${{SWITCHBOARD_WEB_TOKEN}}\") or give the \
+                     channel a generated token file"
                 ),
             ));
         }
@@ -150,11 +152,18 @@ impl WebConfig {
     }
 
     /// Where the generated token of the channel `site` describes lives, when it needs one:
-    /// no `access_token` and a listen address that is not loopback (or not known yet).
+    /// no `access_token`, and not a public chat on loopback (see [`WebConfig::public_on`]).
     pub fn generated_token_path(&self, site: &Site<'_>) -> Option<PathBuf> {
-        let loopback = site.listen.is_some_and(|listen| listen.ip().is_loopback());
-        (!self.access_token.is_set() && !loopback)
+        let public = site.listen.is_some_and(|listen| self.public_on(listen));
+        (!self.access_token.is_set() && !public)
             .then(|| crate::token::token_path(site.data_dir, site.name))
+    }
+
+    /// Whether this is a public chat on `listen`: no `access_token`, `public_hosts` named,
+    /// and a loopback listen (a proxy on this host serves it). Only such a chat opens
+    /// without a token; every other one has a configured or generated token.
+    pub fn public_on(&self, listen: SocketAddr) -> bool {
+        self.answers_anyone() && listen.ip().is_loopback()
     }
 
     /// Whether the chat answers people other than its operator: no configured token, and
@@ -178,17 +187,17 @@ impl WebConfig {
 }
 
 impl ChannelSettings for WebConfig {
-    /// No token rule here: off loopback without a token, [`ChannelSettings::build`] gives
-    /// the channel a generated one (under `data_dir`), so the chat is never open.
+    /// No token rule here: without a token, [`ChannelSettings::build`] gives the channel a
+    /// generated one (under `data_dir`), so only a public chat is ever open.
     fn validate(&self, _site: &Site<'_>) -> Result<(), Vec<SettingsError>> {
         collect(self.problems(None))
     }
 
-    /// Whoever reaches the page is let in by the web chat's own gate: the access token
-    /// (configured, or generated off loopback), or without one the loopback `Host` check.
-    /// Such a gate admits only the operator, so the person in the chat may approve their own
-    /// tool calls. Without a token but with `public_hosts`, anyone who reaches those names
-    /// is let in: the chat is open, and only approvers may approve.
+    /// Whoever reaches the page is let in by the web chat's own gate: the access token,
+    /// configured or generated (on loopback too: a loopback peer may be a sandboxed tool or
+    /// a proxy on this host). The token admits only the operator, so the person in the chat
+    /// may approve their own tool calls. Without a token but with `public_hosts`, anyone who
+    /// reaches those names is let in: the chat is open, and only approvers may approve.
     fn access(&self) -> AccessRules {
         if self.answers_anyone() {
             AccessRules::open()
@@ -244,24 +253,41 @@ mod tests {
         s.parse().unwrap()
     }
 
-    #[test]
-    fn a_public_listen_address_without_a_token_is_refused_with_the_reason() {
-        let err = WebConfig::default()
-            .check("web", addr("0.0.0.0:8080"))
-            .unwrap_err();
-        let message = err.to_string();
-        assert!(
-            message.contains("channels.web.access_token is required"),
-            "{message}"
-        );
-        assert!(message.contains("0.0.0.0:8080"), "{message}");
+    /// The settings as the gateway builds them: a generated token file to open with.
+    fn gated() -> WebConfig {
+        WebConfig {
+            token_file: Some("web.token".into()),
+            ..WebConfig::default()
+        }
     }
 
     #[test]
-    fn loopback_needs_no_token_and_a_token_allows_any_address() {
-        let open = WebConfig::default();
-        assert_eq!(open.check("web", addr("127.0.0.1:8080")), Ok(()));
-        assert_eq!(open.check("web", addr("[::1]:8080")), Ok(()));
+    fn without_a_token_or_a_token_file_any_listen_address_is_refused_with_the_reason() {
+        for listen in ["0.0.0.0:8080", "127.0.0.1:8080", "[::1]:8080"] {
+            let err = WebConfig::default().check("web", addr(listen)).unwrap_err();
+            let message = err.to_string();
+            assert!(
+                message.contains("channels.web.access_token is required"),
+                "{message}"
+            );
+            assert!(message.contains(listen), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_token_file_or_a_token_allows_any_address_and_only_a_public_chat_on_loopback_needs_none() {
+        let generated = WebConfig {
+            token_file: Some("web.token".into()),
+            ..WebConfig::default()
+        };
+        assert_eq!(generated.check("web", addr("127.0.0.1:8080")), Ok(()));
+        assert_eq!(generated.check("web", addr("0.0.0.0:8080")), Ok(()));
+        let public = WebConfig {
+            public_hosts: vec!["chat.example.com".into()],
+            ..WebConfig::default()
+        };
+        assert_eq!(public.check("web", addr("127.0.0.1:8080")), Ok(()));
+        assert!(public.check("web", addr("0.0.0.0:8080")).is_err());
         let locked = WebConfig {
             access_token: "s3cret".into(),
             ..WebConfig::default()
@@ -289,7 +315,7 @@ mod tests {
         ] {
             let config = WebConfig {
                 path: path.into(),
-                ..WebConfig::default()
+                ..gated()
             };
             assert_eq!(
                 config.check("web", addr("127.0.0.1:1")).is_ok(),
@@ -314,7 +340,7 @@ mod tests {
     fn zero_limits_are_refused_by_name() {
         let config = WebConfig {
             max_messages_per_minute: 0,
-            ..WebConfig::default()
+            ..gated()
         };
         let err = config.check("web", addr("127.0.0.1:1")).unwrap_err();
         assert!(err.to_string().contains("max_messages_per_minute"), "{err}");

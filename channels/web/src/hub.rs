@@ -29,7 +29,7 @@ pub(crate) struct Hub {
     pub(crate) name: String,
     pub(crate) config: WebConfig,
     /// Who may open the page and the socket (the configured token, the generated one's
-    /// file, or anyone on loopback).
+    /// file, or anyone for a public chat).
     pub(crate) gate: Gate,
     /// A std Mutex: held for in-memory updates only, never across an await.
     sessions: Mutex<HashMap<String, Session>>,

@@ -3,8 +3,8 @@
 //! `Channel` trait.
 //!
 //! Layout, in the order a message flows:
-//! - [`config`]: `[channels.<name>] kind = "web"` keys and the start-up checks (no public
-//!   address without an access token).
+//! - [`config`]: `[channels.<name>] kind = "web"` keys and the start-up checks (no chat
+//!   without an access token, configured or generated, unless it is a public one).
 //! - `routes`: the page, its script and style (embedded with `include_str!`), and the socket
 //!   upgrade; `auth` holds the token, origin and session cookie checks they use.
 //! - `upload` and `files`: `POST <path>/upload` (outside the gateway's body limit, with
@@ -16,8 +16,9 @@
 //! - `hub` and `session`: every live session's transcript and open sockets; `persist` saves
 //!   transcripts as JSON files so history survives a restart; `html` renders what is shown.
 //! - [`channel`]: `WebChannel`, the `Channel` implementation tying them together.
-//! - [`token`]: the generated access token (a file under `data_dir`) used off loopback when
-//!   none is configured, and the per-request gate that honours a rotated one at once.
+//! - [`token`]: the generated access token (a file under `data_dir`) used when none is
+//!   configured, loopback included, and the per-request gate that honours a rotated one at
+//!   once.
 //!
 //! History: each session keeps its last `history_messages` messages in memory and, when a
 //! `history_dir` is set (the gateway uses `<data_dir>/web/<name>`), in one JSON file per

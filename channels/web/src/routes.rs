@@ -160,7 +160,9 @@ fn unauthorized_page() -> Response {
     (
         StatusCode::UNAUTHORIZED,
         [(CONTENT_TYPE, "text/plain; charset=utf-8")],
-        "This chat needs its access token: open it once as <address>?token=<access_token>.\n",
+        "This chat needs its access token: open the link `switchboard web-token` prints (the \
+         gateway's first start printed it on its terminal), or <address>?token=<access_token> \
+         when one is configured.\n",
     )
         .into_response()
 }

@@ -1,7 +1,9 @@
-//! The generated access token: when no `access_token` is configured and the gateway listens
-//! on a non-loopback address, the chat is not opened to anyone; a random token is made at
-//! first start, stored in `<data_dir>/web/<name>.token` (mode 0600, so it survives restarts
-//! and upgrades), and is the gate from then on. `switchboard web-token` prints the link with
+//! The generated access token: when no `access_token` is configured, the chat is not opened
+//! to whoever reaches the port (on loopback that includes a sandboxed tool with network and
+//! every visitor of a proxy on this host); a random token is made at first start, stored in
+//! `<data_dir>/web/<name>.token` (mode 0600, so it survives restarts and upgrades), and is
+//! the gate from then on. Only a chat meant for the public (`public_hosts` on a loopback
+//! listen, without a token) opens without one, and it is not its operator's. `switchboard web-token` prints the link with
 //! it and `--rotate` replaces it; a running gateway re-checks the file on every request (a
 //! `stat`, and a read only when the file changed), so a rotated token applies at once.
 //!
@@ -192,7 +194,8 @@ fn generate() -> String {
 
 /// What a request must present to be let in, decided per request.
 pub(crate) enum Expected {
-    /// Anyone (a loopback listen address with no token; the `Host` check still applies).
+    /// Anyone (a public chat: `public_hosts` on loopback, no token; the `Host` check
+    /// still applies).
     Anyone,
     /// This token.
     Token(Arc<str>),
@@ -202,7 +205,7 @@ pub(crate) enum Expected {
 
 /// How the chat decides who may enter: fixed at start-up, or the token file as it is now.
 pub(crate) enum Gate {
-    /// No token, on a loopback address.
+    /// No token: a public chat (`public_hosts`) on a loopback address.
     Open,
     /// The configured `access_token`.
     Fixed(Arc<str>),
@@ -211,8 +214,8 @@ pub(crate) enum Gate {
 }
 
 impl Gate {
-    /// Whether the chat is open to anyone on a loopback address (then the `Host` check is
-    /// its guard against DNS rebinding).
+    /// Whether the chat is open to anyone (then the `Host` check is its guard against DNS
+    /// rebinding).
     pub(crate) fn is_open(&self) -> bool {
         matches!(self, Self::Open)
     }
@@ -228,7 +231,9 @@ impl Gate {
 }
 
 /// The gate for channel `name` as `config` and `listen` set it up: the configured token,
-/// anyone on loopback without one, and otherwise the generated token (read, or made now).
+/// anyone for a public chat on loopback, and otherwise the generated token (read, or made
+/// now). A loopback peer is never let in for being one: a sandboxed tool and a proxy on this
+/// host are loopback peers too.
 pub(crate) fn gate(
     name: &str,
     config: &WebConfig,
@@ -237,7 +242,7 @@ pub(crate) fn gate(
     if let Some(token) = config.access_token.expose() {
         return Ok(Gate::Fixed(Arc::from(token)));
     }
-    if listen.ip().is_loopback() {
+    if config.public_on(listen) {
         return Ok(Gate::Open);
     }
     let refused = |message: String| WebConfigError {
@@ -246,7 +251,9 @@ pub(crate) fn gate(
     };
     let Some(path) = &config.token_file else {
         // `check` refuses this before; never fall through to an open chat.
-        return Err(refused("is required off loopback".to_owned()));
+        return Err(refused(
+            "is required, or a generated token file (the gateway gives one)".to_owned(),
+        ));
     };
     let file = TokenFile::new(path.clone());
     let (token, _) = file

@@ -9,7 +9,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 
 use super::{Env, launch, mb, note};
-use crate::child::{GatewayProcess, proc_status_kb};
+use crate::child::{GatewayProcess, WEB_TOKEN, proc_status_kb};
 use crate::report::{Measurement, Target};
 
 /// One run.
@@ -54,19 +54,29 @@ pub async fn run(env: &Env) -> anyhow::Result<Vec<Measurement>> {
     ])
 }
 
-/// Do what a browser does: load the page (which sets the session cookie), then open the
-/// WebSocket with that cookie and the page's origin. The socket is read (and so kept alive,
-/// pings answered) by a task until it is aborted.
+/// Do what a browser that opened the token link does: load the page with the token's cookie
+/// (the page sets the session cookie), then open the WebSocket with both cookies and the
+/// page's origin. The socket is read (and so kept alive, pings answered) by a task until it
+/// is aborted.
 async fn open_web_session(gateway: &GatewayProcess) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     let base = gateway.base_url();
-    let page = reqwest::get(format!("{base}/")).await?;
-    let cookies: Vec<String> = page
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .filter_map(|v| v.split(';').next())
-        .map(str::to_owned)
+    let token = format!("sb_web_token={WEB_TOKEN}");
+    let page = reqwest::Client::new()
+        .get(format!("{base}/"))
+        .header("cookie", &token)
+        .send()
+        .await?
+        .error_for_status()
+        .context("loading the web chat's page")?;
+    let cookies: Vec<String> = std::iter::once(token)
+        .chain(
+            page.headers()
+                .get_all("set-cookie")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .filter_map(|v| v.split(';').next())
+                .map(str::to_owned),
+        )
         .collect();
     let mut request = format!("ws://127.0.0.1:{}/ws", gateway.port()).into_client_request()?;
     let headers = request.headers_mut();

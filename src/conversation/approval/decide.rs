@@ -243,10 +243,20 @@ async fn refuse(out: &Outbound, request: &Request<'_>, text: &str) {
     }
 }
 
+/// Who decided, in words the people in the chat read: "you" for the person who asked,
+/// answering in their private chat (the only reader there; on the web chat their id is a
+/// session hash nobody knows); otherwise the decider's name, or their id without one.
+fn decider(approval: &Approval, request: &Request<'_>) -> String {
+    let user = request.user;
+    if user.id == approval.requester && request.place.is_direct() {
+        return "you".to_owned();
+    }
+    user.name.clone().unwrap_or_else(|| user.id.clone())
+}
+
 /// The line shown on the button and in place of the prompt.
 fn outcome_text(approval: &Approval, request: &Request<'_>, status: ApprovalStatus) -> String {
-    let user = request.user;
-    let who = user.name.as_deref().unwrap_or(&user.id);
+    let who = decider(approval, request);
     match status {
         ApprovalStatus::Approved if request.button.action == Action::Always => format!(
             "✅ Always allowed by {who} in this conversation: {}",

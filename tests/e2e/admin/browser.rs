@@ -70,7 +70,16 @@ async fn the_dashboard_walks_every_page_shows_a_new_approval_live_and_approves_i
     app.store().request_pairing(&request, 10).await.unwrap();
 
     let client = &browser.client;
-    client.goto(&app.url("/admin/approvals")).await.unwrap();
+    // The token link, as `switchboard admin-token` prints it: traded for a cookie at once.
+    let token = super::token(&app.config.gateway.data_dir);
+    let link = app.url(&format!("/admin/approvals?token={token}"));
+    client.goto(&link).await.unwrap();
+    let shown = client.current_url().await.unwrap();
+    assert_eq!(
+        shown.query(),
+        None,
+        "the token leaves the address bar: {shown}"
+    );
     wait_for(client, "the live stream", |s| s["live"] == json!(true)).await;
     assert_eq!(state(client).await["approvals"], 0);
 

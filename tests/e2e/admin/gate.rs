@@ -1,15 +1,15 @@
-//! Who may open the dashboard and who may act on it.
+//! Who may open the dashboard and who may act on it: only the token opens it, and an action
+//! needs the page's CSRF field and origin besides.
 
-use reqwest::header::{HOST, ORIGIN, SET_COOKIE};
+use reqwest::header::{COOKIE, HOST, ORIGIN, SET_COOKIE};
 use switchboard::store::PairingRequest;
 
-use super::{act, client, csrf, get};
+use super::{act, client, cookie, csrf, get};
 use crate::app::TestApp;
 use crate::helpers::wall_ms;
 
 fn token(app: &TestApp) -> String {
-    let path = app.config.gateway.data_dir.join("admin.token");
-    std::fs::read_to_string(path).unwrap().trim().to_owned()
+    super::token(&app.config.gateway.data_dir)
 }
 
 #[tokio::test]
@@ -25,7 +25,7 @@ async fn a_foreign_host_or_a_proxied_request_is_refused_without_the_token_and_le
         .unwrap();
     assert_eq!(
         rebound.status().as_u16(),
-        403,
+        401,
         "a DNS-rebinding page's Host"
     );
     let proxied = http
@@ -44,7 +44,11 @@ async fn a_foreign_host_or_a_proxied_request_is_refused_without_the_token_and_le
 
     let token = token(&app);
     let web_token = app.config.gateway.data_dir.join("web/web.token");
-    assert!(!web_token.exists() || std::fs::read_to_string(&web_token).unwrap().trim() != token);
+    assert_ne!(
+        std::fs::read_to_string(&web_token).unwrap().trim(),
+        token,
+        "the web chat's token is another one"
+    );
     let with_token = http
         .get(format!("{url}audit?token={token}"))
         .header(HOST, "ops.example.com")
@@ -94,7 +98,7 @@ async fn a_foreign_host_or_a_proxied_request_is_refused_without_the_token_and_le
         .send()
         .await
         .unwrap();
-    assert_eq!(wrong.status().as_u16(), 403);
+    assert_eq!(wrong.status().as_u16(), 401);
     app.shutdown().await;
 }
 
@@ -119,6 +123,7 @@ async fn a_csrf_attempt_from_another_origin_is_refused_and_the_pages_own_form_ac
     ];
     let forged = client()
         .post(app.url("/admin/access/allow"))
+        .header(COOKIE, cookie(&app.config.gateway.data_dir))
         .header(ORIGIN, "https://evil.example")
         .form(&form)
         .send()

@@ -7,7 +7,7 @@ use futures::StreamExt;
 use switchboard::ids::{ApprovalId, ApprovalStatus};
 use switchboard::store::Approval;
 
-use super::client;
+use super::{client, cookie};
 use crate::app::TestApp;
 use crate::helpers::{WAIT, key, postgres_url, wall_ms};
 
@@ -55,8 +55,11 @@ async fn an_approval_stored_by_another_replica_appears_on_the_live_stream_and_th
     let app = TestApp::builder().database(&url).start().await;
     let other_channel = switchboard_standins::FakeChannel::new("fake");
     let other = app.replica("replica-b", &other_channel).await;
+    // Both replicas share the data directory, so the token opens either.
+    let cookie = cookie(&app.config.gateway.data_dir);
     let response = client()
         .get(format!("http://{}/admin/events", other.addr()))
+        .header(reqwest::header::COOKIE, &cookie)
         .send()
         .await
         .unwrap();
@@ -72,6 +75,7 @@ async fn an_approval_stored_by_another_replica_appears_on_the_live_stream_and_th
     until(&mut stream, &mut seen, |s| s.contains("\"approvals\":1")).await;
     let page = client()
         .get(format!("http://{}/admin/approvals", other.addr()))
+        .header(reqwest::header::COOKIE, &cookie)
         .send()
         .await
         .unwrap()

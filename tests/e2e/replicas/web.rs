@@ -10,12 +10,14 @@ use serde_json::Value;
 
 use super::harness::Cluster;
 use super::{asked, not_once, tally};
-use crate::web::{Ws, connect, json_where, new_session, say};
+use crate::web::{Door, Ws, connect, json_where, new_session, say};
 
 const WEB: &str = "[channels.web]\nkind = \"web\"\n";
 
-fn addr(cluster: &Cluster, i: usize) -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], cluster.replicas[i].port))
+/// Replica `i`'s web chat; every replica shares the data directory, so one token opens all.
+fn addr(cluster: &Cluster, i: usize) -> Door {
+    let addr = SocketAddr::from(([127, 0, 0, 1], cluster.replicas[i].port));
+    Door::at(addr, &cluster.data_dir())
 }
 
 /// Whether `frame` shows the bot's message holding `text`.
@@ -41,7 +43,7 @@ async fn chat(ws: &mut Ws, texts: &[String]) {
 /// sync frame must show each of `answers`.
 async fn reconnect(cluster: &Cluster, i: usize, session: &str, answers: &[String]) -> Ws {
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let (ws, sync) = connect(addr(cluster, i), session).await;
+    let (ws, sync) = connect(&addr(cluster, i), session).await;
     let shown = sync.to_string();
     for text in answers {
         assert!(
@@ -62,7 +64,7 @@ async fn a_web_chat_runs_on_the_replica_holding_its_socket_and_resyncs_after_mov
     let second: Vec<String> = (0..3).map(|m| format!("tab two m{m}")).collect();
     let third: Vec<String> = (0..2).map(|m| format!("tab three m{m}")).collect();
 
-    let (mut ws, _) = connect(addr(&cluster, 1), &session).await;
+    let (mut ws, _) = connect(&addr(&cluster, 1), &session).await;
     chat(&mut ws, &first).await;
     drop(ws);
     let mut ws = reconnect(&cluster, 2, &session, &first).await;

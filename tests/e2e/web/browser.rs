@@ -14,7 +14,7 @@ use switchboard::agent::{Tool, ToolResult};
 use switchboard_channel::{Button, Outbound};
 use switchboard_standins::Reply;
 
-use super::{spawn, spawn_with, web_key};
+use super::{Door, spawn, spawn_with, web_key};
 use crate::helpers::WAIT;
 
 /// What the page shows, read in one round trip.
@@ -162,10 +162,7 @@ async fn the_page_streams_reloads_keeps_script_as_text_and_answers_buttons() {
     app.llm
         .push(Reply::tool_call("lookup_docs", json!({"topic": "drafts"})))
         .push(Reply::paced(ANSWER, 10, Duration::from_millis(60)));
-    client
-        .goto(&format!("http://{}/", app.addr()))
-        .await
-        .unwrap();
+    client.goto(&Door::of(&app).link()).await.unwrap();
     wait_for(client, "the socket", |s| s["status"] == "connected").await;
 
     streams_a_growing_draft(&browser).await;
@@ -246,10 +243,7 @@ async fn the_page_reconnects_after_a_restart_and_sends_what_was_typed_offline_on
         return;
     };
     let client = &browser.client;
-    client
-        .goto(&format!("http://{}/", app.addr()))
-        .await
-        .unwrap();
+    client.goto(&Door::of(&app).link()).await.unwrap();
     wait_for(client, "the socket", |s| s["status"] == "connected").await;
     type_and_send(client, "first").await;
     wait_for(client, "the first answer", |s| {

@@ -9,7 +9,7 @@ use switchboard_standins::Reply;
 use switchboard_standins::files::csv;
 
 use super::browser::type_and_send;
-use super::spawn;
+use super::{Door, spawn};
 use crate::attach::request_text;
 
 /// The chips, the banner and the messages, read in one round trip.
@@ -51,10 +51,7 @@ async fn a_file_chosen_with_the_picker_is_uploaded_sent_and_saved_and_one_too_la
     );
     std::fs::write(&small, csv()).unwrap();
     std::fs::write(&big, vec![7u8; 2000]).unwrap();
-    client
-        .goto(&format!("http://{}/", app.addr()))
-        .await
-        .unwrap();
+    client.goto(&Door::of(&app).link()).await.unwrap();
     wait_for(client, "the socket", |s| s["status"] == "connected").await;
 
     pick(client, &big).await;

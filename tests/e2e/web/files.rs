@@ -3,8 +3,6 @@
 //! becomes a download link served to that session only, and a restart between storing the
 //! message and saving its file still saves it once.
 
-use std::net::SocketAddr;
-
 use futures::SinkExt;
 use serde_json::{Value, json};
 use switchboard::attach::inbox_path;
@@ -12,13 +10,14 @@ use switchboard_standins::Reply;
 use switchboard_standins::files::csv;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::{Ws, builder, connect, json_where, new_session, spawn, workspace};
+use super::{Door, Ws, builder, connect, json_where, new_session, spawn, workspace};
 use crate::attach::{binary_bytes, inbox_files, request_text};
 use crate::helpers::wait_inbox_idle;
 
-/// Upload `bytes` as session `session` (when given), with extra `headers`.
+/// Upload `bytes` as session `session` (when given) of a browser that opened the token link,
+/// with extra `headers`.
 async fn upload(
-    addr: SocketAddr,
+    door: &Door,
     session: Option<&str>,
     name: &str,
     mime: &str,
@@ -26,13 +25,11 @@ async fn upload(
     headers: &[(&str, &str)],
 ) -> reqwest::Response {
     let mut request = reqwest::Client::new()
-        .post(format!("http://{addr}/upload"))
+        .post(format!("http://{}/upload", door.addr))
         .header("x-file-name", name)
         .header("content-type", mime)
+        .header("cookie", door.cookie(session))
         .body(bytes);
-    if let Some(session) = session {
-        request = request.header("cookie", format!("sb_web_session={session}"));
-    }
     for (key, value) in headers {
         request = request.header(*key, *value);
     }
@@ -40,20 +37,21 @@ async fn upload(
 }
 
 /// Upload and return the new file's id.
-async fn upload_ok(addr: SocketAddr, session: &str, name: &str, bytes: Vec<u8>) -> String {
-    let response = upload(addr, Some(session), name, "text/csv", bytes, &[]).await;
+async fn upload_ok(door: &Door, session: &str, name: &str, bytes: Vec<u8>) -> String {
+    let response = upload(door, Some(session), name, "text/csv", bytes, &[]).await;
     assert_eq!(response.status().as_u16(), 201);
     let answer: Value = response.json().await.unwrap();
     answer["id"].as_str().unwrap().to_owned()
 }
 
-/// `GET path` as session `session` (when given).
-async fn get(addr: SocketAddr, path: String, session: Option<String>) -> reqwest::Response {
-    let mut request = reqwest::Client::new().get(format!("http://{addr}{path}"));
-    if let Some(session) = session {
-        request = request.header("cookie", format!("sb_web_session={session}"));
-    }
-    request.send().await.unwrap()
+/// `GET path` as session `session` (when given) of a browser that opened the token link.
+async fn get(door: &Door, path: String, session: Option<String>) -> reqwest::Response {
+    reqwest::Client::new()
+        .get(format!("http://{}{path}", door.addr))
+        .header("cookie", door.cookie(session.as_deref()))
+        .send()
+        .await
+        .unwrap()
 }
 
 /// Send a `message` frame naming uploaded `files`.
@@ -76,8 +74,8 @@ fn is_bot_text(frame: &Value, text: &str) -> bool {
 async fn an_uploaded_csv_lands_in_the_workspace_and_the_model_reads_it() {
     let app = spawn("").await;
     let session = new_session();
-    let file = upload_ok(app.addr(), &session, "figures%20Q.csv", csv()).await;
-    let (mut ws, _) = connect(app.addr(), &session).await;
+    let file = upload_ok(&Door::of(&app), &session, "figures%20Q.csv", csv()).await;
+    let (mut ws, _) = connect(&Door::of(&app), &session).await;
     let client_id = uuid::Uuid::new_v4().to_string();
     let path = inbox_path(&format!("{session}:{client_id}"), 0, "figures Q.csv");
     app.llm
@@ -116,7 +114,7 @@ async fn an_upload_over_its_own_limit_gets_413_and_one_line_while_the_shared_lim
     let session = new_session();
     let over = vec![b'x'; 3 * 1024 * 1024 + 1];
     let response = upload(
-        app.addr(),
+        &Door::of(&app),
         Some(&session),
         "big.bin",
         "application/octet-stream",
@@ -136,7 +134,7 @@ async fn an_upload_over_its_own_limit_gets_413_and_one_line_while_the_shared_lim
         (0..4).map(|_| Ok(vec![b'y'; 1024 * 1024])).collect();
     let streamed = reqwest::Client::new()
         .post(format!("http://{}/upload", app.addr()))
-        .header("cookie", format!("sb_web_session={session}"))
+        .header("cookie", Door::of(&app).cookie(Some(&session)))
         .header("x-file-name", "stream.bin")
         .body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)))
         .send()
@@ -146,7 +144,7 @@ async fn an_upload_over_its_own_limit_gets_413_and_one_line_while_the_shared_lim
 
     // 2 MiB is over the gateway's 1 MiB request-body limit but within the upload's own.
     let two_mib = vec![b'z'; 2 * 1024 * 1024];
-    upload_ok(app.addr(), &session, "two.bin", two_mib.clone()).await;
+    upload_ok(&Door::of(&app), &session, "two.bin", two_mib.clone()).await;
     let elsewhere = reqwest::Client::new()
         .post(format!("http://{}/", app.addr()))
         .body(two_mib)
@@ -173,7 +171,7 @@ async fn a_cross_site_or_sessionless_upload_is_refused_and_another_sessions_file
     let session = new_session();
     let foreign = [("origin", "https://evil.example")];
     let response = upload(
-        app.addr(),
+        &Door::of(&app),
         Some(&session),
         "a.csv",
         "text/csv",
@@ -182,15 +180,15 @@ async fn a_cross_site_or_sessionless_upload_is_refused_and_another_sessions_file
     )
     .await;
     assert_eq!(response.status().as_u16(), 403);
-    let response = upload(app.addr(), None, "a.csv", "text/csv", csv(), &[]).await;
+    let response = upload(&Door::of(&app), None, "a.csv", "text/csv", csv(), &[]).await;
     assert_eq!(response.status().as_u16(), 400);
     assert_eq!(
         response.text().await.unwrap(),
         "no session cookie: load the chat page first"
     );
 
-    let theirs = upload_ok(app.addr(), &new_session(), "theirs.csv", csv()).await;
-    let (mut ws, _) = connect(app.addr(), &session).await;
+    let theirs = upload_ok(&Door::of(&app), &new_session(), "theirs.csv", csv()).await;
+    let (mut ws, _) = connect(&Door::of(&app), &session).await;
     say_with_files(&mut ws, "m1", "read theirs", &[&theirs]).await;
     let refused = json_where(&mut ws, |f| f["type"] == "refused").await;
     assert_eq!(
@@ -215,7 +213,7 @@ async fn send_file_posts_a_download_link_that_serves_the_bytes_intact_to_that_se
             json!({ "path": "patch.bin", "caption": "The patch" }),
         ))
         .push(Reply::text("Sent it."));
-    let (mut ws, _) = connect(app.addr(), &session).await;
+    let (mut ws, _) = connect(&Door::of(&app), &session).await;
     super::say(&mut ws, "m1", "send the patch").await;
     let posted = json_where(&mut ws, |f| is_bot_text(f, "href=\"files/")).await;
     let html = posted["message"]["html"].as_str().unwrap().to_owned();
@@ -227,7 +225,7 @@ async fn send_file_posts_a_download_link_that_serves_the_bytes_intact_to_that_se
     let id = &html[start..start + 32];
     json_where(&mut ws, |f| is_bot_text(f, "Sent it.")).await;
 
-    let addr = app.addr();
+    let addr = &Door::of(&app);
     let response = get(addr, format!("/files/{id}"), Some(session.clone())).await;
     assert_eq!(response.status().as_u16(), 200);
     let h = response.headers().clone();
@@ -270,7 +268,7 @@ async fn send_file_posts_a_download_link_that_serves_the_bytes_intact_to_that_se
 #[tokio::test]
 async fn a_restart_between_storing_a_message_with_an_upload_and_saving_its_file_saves_it_once() {
     let mut app = builder("").killable().start().await;
-    let (addr, llm) = (app.addr(), &app.llm);
+    let (addr, llm) = (&Door::of(&app), &app.llm);
     let session = new_session();
     // The first message's answer streams slowly, so the second waits behind it, stored.
     let slow = Reply::paced("x".repeat(300), 1, std::time::Duration::from_millis(50));

@@ -1,6 +1,6 @@
 //! The first hour in a browser, as the README leads a newcomer through it: the real binary on
-//! the example config, headless Chromium on its web chat, the fake LLM behind
-//! `OPENAI_BASE_URL`. A question's answer streams in; a shell command waits for approval and
+//! the example config, headless Chromium on its web chat opened by the token link
+//! (`switchboard web-token`), the fake LLM behind `OPENAI_BASE_URL`. A question's answer streams in; a shell command waits for approval and
 //! runs once the person presses Approve; an attached file reaches the model; `/rewind` puts
 //! the workspace back. Each step leaves a screenshot in `target/artifacts/first-hour/`, and
 //! every character the page shows must be drawable by a font the host has (asked of
@@ -16,7 +16,7 @@ use switchboard_standins::{FakeLlm, Reply};
 
 use super::browser::type_and_send;
 use super::browser_files::pick;
-use super::first_run::{run_example, stop};
+use super::first_run::{run_example, stop, web_link};
 use crate::attach::request_text;
 use crate::browser::Browser;
 use crate::helpers::free_port;
@@ -125,10 +125,22 @@ pub(super) async fn first_hour(dir: tempfile::TempDir) {
     };
     let mut gateway = run_example(dir.path(), port, &env).await;
     let client = &browser.client;
+    // The page without its token is refused, even from this host; the link opens it and
+    // leaves the address bar without the token.
     client
         .goto(&format!("http://127.0.0.1:{port}/"))
         .await
         .unwrap();
+    let refused = crate::browser::page_state(client, "return document.body.innerText;").await;
+    assert!(
+        refused
+            .as_str()
+            .is_some_and(|t| t.contains("switchboard web-token")),
+        "{refused:#}"
+    );
+    client.goto(&web_link(dir.path(), port)).await.unwrap();
+    let shown = client.current_url().await.unwrap();
+    assert_eq!(shown.as_str(), format!("http://127.0.0.1:{port}/"));
     wait_for(client, "the socket", |s| s["status"] == "connected").await;
     shot(&browser, "1-open").await;
 
@@ -195,7 +207,7 @@ pub(super) async fn first_hour(dir: tempfile::TempDir) {
         "the command's output went back to the model: {after_tool}"
     );
     assert!(
-        ran["text"].as_str().unwrap().contains("Approved by"),
+        ran["text"].as_str().unwrap().contains("Approved by you"),
         "the card says who approved: {ran:#}"
     );
 

@@ -12,7 +12,7 @@ use serde_json::json;
 use switchboard_standins::{FakeLlm, Reply};
 use tokio_tungstenite::tungstenite::Message;
 
-use super::{connect, json_where, new_session, say};
+use super::{Door, connect, json_where, new_session, say};
 use crate::helpers::{WAIT, free_port};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
@@ -30,7 +30,11 @@ const UNSET: [&str; 8] = [
 ];
 
 pub(super) fn switchboard() -> Command {
-    let mut command = Command::new(BIN);
+    switchboard_env(Command::new(BIN))
+}
+
+/// `command` without the variables that would make this not a first run.
+pub(super) fn switchboard_env(mut command: Command) -> Command {
     for name in UNSET {
         command.env_remove(name);
     }
@@ -91,7 +95,8 @@ async fn a_first_run_without_a_key_warns_once_and_the_web_chat_says_no_api_key()
     }
 
     let addr = format!("127.0.0.1:{port}").parse().unwrap();
-    let (mut ws, _) = connect(addr, &new_session()).await;
+    let door = Door::at(addr, &dir.path().join("data"));
+    let (mut ws, _) = connect(&door, &new_session()).await;
     say(&mut ws, "first", "hello?").await;
     let answer = json_where(&mut ws, |f| {
         f["message"]["role"] == "bot"
@@ -124,6 +129,33 @@ pub(super) fn stop(child: &mut std::process::Child) {
         .status()
         .unwrap();
     child.wait().unwrap();
+}
+
+/// The web chat's link as the README has a newcomer get it: `switchboard web-token` on the
+/// same config and overrides as [`run_example`].
+pub(super) fn web_link(dir: &std::path::Path, port: u16) -> String {
+    let out = switchboard()
+        .args(["web-token", "--config", EXAMPLE])
+        .env("SWITCHBOARD__GATEWAY__LISTEN", format!("127.0.0.1:{port}"))
+        .env(
+            "SWITCHBOARD__GATEWAY__DATABASE_URL",
+            format!("sqlite://{}/sb.db", dir.display()),
+        )
+        .env("SWITCHBOARD__GATEWAY__DATA_DIR", dir.join("data"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let link = stdout.trim().to_owned();
+    assert!(
+        link.starts_with(&format!("http://127.0.0.1:{port}/?token=")),
+        "{link}"
+    );
+    link
 }
 
 /// Start the real binary on the example config with `env` set; waits for `/healthz`.
@@ -176,7 +208,8 @@ async fn on_the_example_config_a_shell_command_runs_once_the_person_in_the_web_c
     ];
     let mut child = run_example(dir.path(), port, &env).await;
     let session = new_session();
-    let (mut ws, _) = connect(format!("127.0.0.1:{port}").parse().unwrap(), &session).await;
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let (mut ws, _) = connect(&Door::at(addr, &dir.path().join("data")), &session).await;
     say(&mut ws, "ask", "make a file").await;
     let prompt = json_where(&mut ws, |f| {
         f["message"]["buttons"]

@@ -1,10 +1,10 @@
 //! DNS rebinding: a page on another site that points its own name at 127.0.0.1 sends that
-//! name in `Host`; a chat without an access token answers only to loopback names and its
+//! name in `Host`; a public chat (no token) answers only to loopback names and its
 //! configured public names.
 
 use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest};
 
-use super::{new_session, spawn};
+use super::{Door, new_session, spawn};
 use crate::app::TestApp;
 
 /// Open the socket naming `host` in `Host` (and the page's origin on that name, as a
@@ -70,7 +70,8 @@ async fn with_an_access_token_the_token_is_the_gate_whatever_the_host() {
 async fn the_page_names_its_icon_and_the_gateway_serves_it() {
     let app = spawn("").await;
     let http = reqwest::Client::new();
-    let page = http.get(format!("http://{}/", app.addr())).send().await;
+    let cookie = Door::of(&app).cookie(None);
+    let page = http.get(app.url("/")).header("cookie", cookie).send().await;
     let page = page.unwrap().text().await.unwrap();
     assert!(page.contains("rel=\"icon\" href=\"favicon.svg\""), "{page}");
     let icon = http

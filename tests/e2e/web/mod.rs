@@ -10,10 +10,12 @@ mod first_hour_closed;
 mod first_run;
 mod first_run_private;
 mod host;
+mod operator;
 mod socket;
 mod transcript;
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 
 use futures::{SinkExt, StreamExt};
@@ -69,16 +71,67 @@ pub(crate) fn new_session() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
+/// Where a test's browser reaches the web chat `web`, and the token its cookie holds once
+/// the token link was opened (none for a test that passes a token itself, or none at all).
+#[derive(Clone, Debug)]
+pub(crate) struct Door {
+    /// Where the gateway serves HTTP.
+    pub addr: SocketAddr,
+    token: Option<String>,
+}
+
+impl Door {
+    /// The web chat of `app`, with the token generated into its data directory.
+    pub fn of(app: &TestApp) -> Self {
+        Self::at(app.addr(), &app.config.gateway.data_dir)
+    }
+
+    /// The web chat at `addr` of a gateway that keeps its data in `data_dir`.
+    pub fn at(addr: SocketAddr, data_dir: &Path) -> Self {
+        let file = data_dir.join("web/web.token");
+        let token =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        Self {
+            addr,
+            token: Some(token.trim().to_owned()),
+        }
+    }
+
+    /// At `addr`, with no token in the cookie jar.
+    pub fn bare(addr: SocketAddr) -> Self {
+        Self { addr, token: None }
+    }
+
+    /// The token the link opens the chat with.
+    pub fn token(&self) -> &str {
+        self.token.as_deref().expect("a door with a token")
+    }
+
+    /// The link `switchboard web-token` prints: the page with its token.
+    pub fn link(&self) -> String {
+        format!("http://{}/?token={}", self.addr, self.token())
+    }
+
+    /// The `Cookie` header of a browser that opened the token link, in session `session`
+    /// (when it has one).
+    pub fn cookie(&self, session: Option<&str>) -> String {
+        let token = self.token.as_ref().map(|t| format!("sb_web_token={t}"));
+        let session = session.map(|s| format!("sb_web_session={s}"));
+        let pairs: Vec<String> = token.into_iter().chain(session).collect();
+        pairs.join("; ")
+    }
+}
+
 /// Open `/ws` as browser session `session`, with `query` (e.g. `?token=…`) appended.
 pub(crate) async fn try_connect(
-    addr: SocketAddr,
+    door: &Door,
     session: &str,
     query: &str,
 ) -> Result<Ws, tungstenite::Error> {
-    let mut request = format!("ws://{addr}/ws{query}")
+    let mut request = format!("ws://{}/ws{query}", door.addr)
         .into_client_request()
         .unwrap();
-    let cookie = format!("sb_web_session={session}").parse().unwrap();
+    let cookie = door.cookie(Some(session)).parse().unwrap();
     request.headers_mut().insert("cookie", cookie);
     tokio_tungstenite::connect_async(request)
         .await
@@ -86,8 +139,8 @@ pub(crate) async fn try_connect(
 }
 
 /// Connect and read the `sync` frame every socket starts with.
-pub(crate) async fn connect(addr: SocketAddr, session: &str) -> (Ws, Value) {
-    let mut ws = try_connect(addr, session, "").await.expect("socket opens");
+pub(crate) async fn connect(door: &Door, session: &str) -> (Ws, Value) {
+    let mut ws = try_connect(door, session, "").await.expect("socket opens");
     let sync = next_json(&mut ws).await;
     assert_eq!(sync["type"], "sync", "{sync}");
     (ws, sync)

@@ -11,7 +11,8 @@ use switchboard_standins::Reply;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use super::{
-    close_frame, connect, json_where, new_session, next_json, say, spawn, try_connect, web_key,
+    Door, close_frame, connect, json_where, new_session, next_json, say, spawn, try_connect,
+    web_key,
 };
 use crate::helpers::{test_config, wait_inbox_idle};
 
@@ -36,7 +37,7 @@ fn is_final_answer(frame: &Value, text: &str) -> bool {
 #[tokio::test]
 async fn a_message_over_the_size_limit_closes_the_socket_with_1009_and_a_reason() {
     let app = spawn("max_message_chars = 50").await;
-    let (mut ws, sync) = connect(app.addr(), &new_session()).await;
+    let (mut ws, sync) = connect(&Door::of(&app), &new_session()).await;
     assert_eq!(sync["max_message_chars"], 50);
     say(&mut ws, "m1", &"x".repeat(51)).await;
     let (code, reason) = close_frame(&mut ws).await;
@@ -50,14 +51,14 @@ async fn a_message_over_the_size_limit_closes_the_socket_with_1009_and_a_reason(
 async fn malformed_and_binary_frames_close_the_socket_with_1008() {
     let app = spawn("").await;
     let session = new_session();
-    let (mut ws, _) = connect(app.addr(), &session).await;
+    let (mut ws, _) = connect(&Door::of(&app), &session).await;
     ws.send(Message::Text("{\"type\":\"shout\"}".into()))
         .await
         .unwrap();
     let (code, reason) = close_frame(&mut ws).await;
     assert_eq!(code, 1008);
     assert!(reason.starts_with("bad frame"), "{reason}");
-    let (mut ws, _) = connect(app.addr(), &session).await;
+    let (mut ws, _) = connect(&Door::of(&app), &session).await;
     ws.send(Message::Binary(vec![1, 2, 3].into()))
         .await
         .unwrap();
@@ -72,7 +73,7 @@ async fn malformed_and_binary_frames_close_the_socket_with_1008() {
 async fn messages_past_the_rate_limit_are_refused_and_a_client_that_keeps_on_is_closed() {
     let app = spawn("max_messages_per_minute = 3").await;
     let session = new_session();
-    let (mut ws, _) = connect(app.addr(), &session).await;
+    let (mut ws, _) = connect(&Door::of(&app), &session).await;
     for i in 0..3 {
         let id = format!("ok-{i}");
         say(&mut ws, &id, "hello").await;
@@ -88,7 +89,7 @@ async fn messages_past_the_rate_limit_are_refused_and_a_client_that_keeps_on_is_
     );
 
     // A new socket of the same session does not get a fresh budget.
-    let (mut second, _) = connect(app.addr(), &session).await;
+    let (mut second, _) = connect(&Door::of(&app), &session).await;
     say(&mut second, "over-1", "hello").await;
     let refused = json_where(&mut second, |f| f["type"] == "refused").await;
     assert_eq!(refused["id"], "over-1");
@@ -113,8 +114,9 @@ async fn messages_past_the_rate_limit_are_refused_and_a_client_that_keeps_on_is_
 async fn a_wrong_or_missing_token_gets_401_and_the_right_one_by_query_or_cookie_connects() {
     let app = spawn("access_token = \"tok-web-test\"").await;
     let (addr, session) = (app.addr(), new_session());
+    let door = Door::bare(addr);
     for query in ["", "?token=wrong", "?token=tok-web-tes"] {
-        match try_connect(addr, &session, query).await {
+        match try_connect(&door, &session, query).await {
             Err(tungstenite::Error::Http(response)) => {
                 assert_eq!(response.status().as_u16(), 401, "{query:?}");
             }
@@ -122,7 +124,7 @@ async fn a_wrong_or_missing_token_gets_401_and_the_right_one_by_query_or_cookie_
         }
     }
     assert!(
-        try_connect(addr, &session, "?token=tok-web-test")
+        try_connect(&door, &session, "?token=tok-web-test")
             .await
             .is_ok()
     );
@@ -181,10 +183,8 @@ async fn a_foreign_origin_is_refused_and_a_listed_one_connects() {
             )
             .unwrap();
         let headers = request.headers_mut();
-        headers.insert(
-            "cookie",
-            format!("sb_web_session={}", new_session()).parse().unwrap(),
-        );
+        let cookie = Door::of(&app).cookie(Some(&new_session()));
+        headers.insert("cookie", cookie.parse().unwrap());
         headers.insert("origin", origin.parse().unwrap());
         match tokio_tungstenite::connect_async(request).await {
             Ok(_) => assert!(allowed, "{origin} should be refused"),
@@ -218,24 +218,28 @@ async fn a_public_listen_address_without_an_access_token_gets_a_generated_one_in
 }
 
 #[test]
-fn the_example_config_serves_the_web_chat_on_loopback_without_a_token() {
+fn the_example_config_serves_the_web_chat_on_loopback_behind_a_generated_token() {
     let example = include_str!("../../../config/switchboard.example.toml");
-    let config = switchboard::config::parse(example, "example", &[]).unwrap();
+    let mut config = switchboard::config::parse(example, "example", &[]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    config.gateway.data_dir = dir.path().to_owned();
     let built = channels::from_config(&config).expect("the example builds");
     let names: Vec<&str> = built.iter().map(|c| c.name()).collect();
     assert!(names.contains(&"web"), "{names:?}");
+    let token = std::fs::read_to_string(dir.path().join("web/web.token")).unwrap();
+    assert_eq!(token.trim().len(), 64, "on loopback too: {token:?}");
 }
 
 #[tokio::test]
 async fn a_message_resent_after_a_reconnect_is_stored_shown_and_answered_once() {
     let app = spawn("").await;
     let session = new_session();
-    let (mut ws, _) = connect(app.addr(), &session).await;
+    let (mut ws, _) = connect(&Door::of(&app), &session).await;
     say(&mut ws, "resend-1", "only once please").await;
     json_where(&mut ws, |f| f["type"] == "ack").await;
     drop(ws);
 
-    let (mut ws, _) = connect(app.addr(), &session).await;
+    let (mut ws, _) = connect(&Door::of(&app), &session).await;
     say(&mut ws, "resend-1", "only once please").await;
     let ack = json_where(&mut ws, |f| f["type"] == "ack").await;
     assert_eq!(ack["id"], "resend-1");
@@ -246,7 +250,7 @@ async fn a_message_resent_after_a_reconnect_is_stored_shown_and_answered_once() 
         "the resend was dropped by the inbox"
     );
 
-    let (_, sync) = connect(app.addr(), &session).await;
+    let (_, sync) = connect(&Door::of(&app), &session).await;
     let shown = ids(&sync);
     assert_eq!(shown.len(), 2, "one question, one answer: {shown:?}");
     assert_eq!(shown[0], "u-resend-1");
@@ -264,7 +268,7 @@ async fn a_tab_reconnecting_mid_answer_gets_the_current_draft_once_by_id() {
     app.llm
         .push(Reply::paced(answer.clone(), 12, Duration::from_millis(40)));
     let session = new_session();
-    let (mut ws, _) = connect(app.addr(), &session).await;
+    let (mut ws, _) = connect(&Door::of(&app), &session).await;
     say(&mut ws, "q1", "tell me a lot").await;
     let draft = json_where(&mut ws, |f| {
         f["type"] == "send" && f["message"]["role"] == "bot"
@@ -273,7 +277,7 @@ async fn a_tab_reconnecting_mid_answer_gets_the_current_draft_once_by_id() {
     let draft_id = draft["message"]["id"].as_str().unwrap().to_owned();
     drop(ws);
 
-    let (mut ws, sync) = connect(app.addr(), &session).await;
+    let (mut ws, sync) = connect(&Door::of(&app), &session).await;
     assert_eq!(ids(&sync), ["u-q1".to_owned(), draft_id.clone()]);
     let partial = sync["messages"][1]["html"].as_str().unwrap();
     assert!(
@@ -288,7 +292,7 @@ async fn a_tab_reconnecting_mid_answer_gets_the_current_draft_once_by_id() {
     assert_eq!(done["type"], "edit", "the draft is finished in place");
     assert_eq!(done["message"]["id"], draft_id.as_str());
 
-    let (_, sync) = connect(app.addr(), &session).await;
+    let (_, sync) = connect(&Door::of(&app), &session).await;
     assert_eq!(ids(&sync), ["u-q1".to_owned(), draft_id]);
     let html = sync["messages"][1]["html"].as_str().unwrap();
     assert_eq!(html, format!("<p>{last}</p>"));
@@ -299,13 +303,13 @@ async fn a_tab_reconnecting_mid_answer_gets_the_current_draft_once_by_id() {
 async fn history_survives_a_gateway_restart() {
     let mut app = spawn("").await;
     let session = new_session();
-    let (mut ws, _) = connect(app.addr(), &session).await;
+    let (mut ws, _) = connect(&Door::of(&app), &session).await;
     say(&mut ws, "before", "remember me").await;
     json_where(&mut ws, |f| is_final_answer(f, "You said: remember me")).await;
     wait_inbox_idle(&app.store()).await;
 
     app.restart().await;
-    let (_, sync) = connect(app.addr(), &session).await;
+    let (_, sync) = connect(&Door::of(&app), &session).await;
     let messages = sync["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2, "{sync}");
     assert_eq!(messages[0]["html"], "<p class=\"typed\">remember me</p>");
@@ -317,7 +321,7 @@ async fn history_survives_a_gateway_restart() {
 async fn a_button_press_reaches_the_core_and_its_answer_replaces_the_buttons() {
     let app = spawn("").await;
     let session = new_session();
-    let (mut ws, _) = connect(app.addr(), &session).await;
+    let (mut ws, _) = connect(&Door::of(&app), &session).await;
     let buttons = vec![Button {
         label: "Approve".into(),
         payload: "web-test:ok".into(),

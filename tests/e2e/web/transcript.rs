@@ -4,7 +4,7 @@
 
 use switchboard_standins::Reply;
 
-use super::{connect, json_where, new_session, say, spawn};
+use super::{Door, connect, json_where, new_session, say, spawn};
 use crate::app::TestApp;
 use crate::helpers::wait_inbox_idle;
 
@@ -31,7 +31,7 @@ async fn secrets_in_a_question_or_an_answer_are_never_written_to_the_saved_trans
         "Your key {CONFIGURED_SECRET} and {SHAPED_KEY} are noted."
     )));
     let session = new_session();
-    let (mut ws, _) = connect(app.addr(), &session).await;
+    let (mut ws, _) = connect(&Door::of(&app), &session).await;
     let question = format!("keys: {CONFIGURED_SECRET} and {SHAPED_KEY} ok");
     say(&mut ws, "q1", &question).await;
     json_where(&mut ws, |f| {
