@@ -7,7 +7,7 @@ use switchboard_standins::telegram::{FakeUser, UserMessage};
 use super::{SmallDisk, asked, echo, readyz, slack_dm, wait_answered_on_slack, wait_ready};
 use crate::app::{Table, TestApp};
 use crate::helpers::{WAIT, wait_inbox_idle};
-use crate::web::{Ws, close_frame, connect, json_where, new_session, say};
+use crate::web::{Door, Ws, close_frame, connect, json_where, new_session, say};
 
 /// Most Slack events sent before the disk must have refused one.
 const MAX_TRIES: usize = 100;
@@ -55,7 +55,7 @@ async fn on_a_full_disk_nothing_unstored_is_acknowledged_and_all_is_answered_onc
     // Slack retries what it got no 200 for; Telegram fetches its update again by itself.
     let retry = slack_dm(&refused.0, &refused.1).retry(1);
     assert_eq!(app.slack_post("events", retry).await, 200);
-    let (mut ws, _) = connect(app.addr(), &session).await;
+    let (mut ws, _) = connect(&Door::of(&app), &session).await;
     say(&mut ws, "w1", "full-web").await;
     json_where(&mut ws, |f| f["type"] == "ack" && f["id"] == "w1").await;
 
@@ -113,7 +113,7 @@ async fn telegram_while_full(app: &TestApp) -> i64 {
 
 /// A web chat message while the disk is full: no ack; the socket asks the page to resend.
 async fn web_while_full(app: &TestApp, session: &str) {
-    let (mut ws, _) = connect(app.addr(), session).await;
+    let (mut ws, _) = connect(&Door::of(app), session).await;
     say(&mut ws, "w1", "full-web").await;
     let (code, reason) = close_frame(&mut ws).await;
     assert_eq!(code, 1013, "try again later: {reason}");
