@@ -175,6 +175,9 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     for warning in crate::access::warnings(&config) {
         tracing::warn!("{warning}");
     }
+    for used in &config.deprecated {
+        tracing::warn!("{used}");
+    }
     // Listen for signals before serving, so a SIGTERM right after start-up is a clean stop.
     let stop = shutdown_signal()?;
     let listener = tokio::net::TcpListener::bind(&*config.gateway.listen)
@@ -213,6 +216,9 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 .collect();
             if !skipped.is_empty() {
                 println!("skipped at run: {}", skipped.join(", "));
+            }
+            for used in &config.deprecated {
+                println!("deprecated: {used}");
             }
             crate::sandbox::check_report(&config.sandbox, &config.gateway.data_dir);
             for warning in crate::access::warnings(&config) {
