@@ -1,6 +1,6 @@
-//! The command line: `run`, `check`, `migrate`, `audit`, `approvals`, `healthcheck`,
-//! `memory`, `access`, `schedules`, `skills`, `web-token` and `admin-token`, each a thin
-//! layer over library code. Which config file they read is `config_file`'s business (a
+//! The command line: `run`, `check`, `config migrate`, `migrate`, `audit`, `approvals`,
+//! `healthcheck`, `memory`, `access`, `schedules`, `skills`, `web-token` and `admin-token`,
+//! each a thin layer over library code. Which config file they read is `config_file`'s business (a
 //! user's file, else a fallback).
 //!
 //! Every subcommand loads the config through [`config::load`], which parses it and then runs
@@ -18,6 +18,7 @@ use crate::ids::MemoryScope;
 use crate::{Gateway, channels, store, telemetry};
 
 mod config_file;
+pub mod config_migrate;
 pub use config_file::{ConfigArgs, DEFAULT_CONFIG, EXAMPLE_CONFIG};
 
 /// Switchboard: an LLM agent behind your chat platforms.
@@ -36,6 +37,9 @@ pub enum Command {
     Run(ConfigArgs),
     /// Validate the config and print every problem (exit 0 when it is valid).
     Check(CheckArgs),
+    /// The config file itself: `config migrate` rewrites deprecated keys into their current
+    /// form, keeping comments and order, after showing the diff.
+    Config(config_migrate::ConfigCommandArgs),
     /// Review the deployment: what is exposed, secrets in plain text, file modes, the
     /// sandbox; findings by severity with their fixes (exit 1 when one is critical).
     Doctor(crate::doctor::DoctorArgs),
