@@ -42,13 +42,23 @@ pub enum Change {
 
 /// Every deprecated key. Delete an entry in the release named by its `removed_in` (a test
 /// fails once the crate's version reaches it), so a config then names it as unknown.
-pub const DEPRECATIONS: &[Deprecation] = &[Deprecation {
-    // It paces every intermediate edit of a streaming answer, not only progress lines.
-    key: "streaming.progress_min_interval_ms",
-    change: Change::Renamed("streaming.edit_min_interval_ms"),
-    since: "0.2.0",
-    removed_in: "0.3.0",
-}];
+pub const DEPRECATIONS: &[Deprecation] = &[
+    Deprecation {
+        // It paces every intermediate edit of a streaming answer, not only progress lines.
+        key: "streaming.progress_min_interval_ms",
+        change: Change::Renamed("streaming.edit_min_interval_ms"),
+        since: "0.2.0",
+        removed_in: "0.3.0",
+    },
+    Deprecation {
+        // A loopback peer is not the operator: a sandboxed tool or a proxy on this host is
+        // one too. Only the dashboard's token opens it now.
+        key: "admin.loopback_without_token",
+        change: Change::Removed("the dashboard's token link (`switchboard admin-token` prints it)"),
+        since: "0.2.0",
+        removed_in: "0.3.0",
+    },
+];
 
 /// The table's entry for `key` (a dotted path, lower case), if it is deprecated.
 pub(super) fn find(key: &str) -> Option<&'static Deprecation> {

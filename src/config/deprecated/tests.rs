@@ -205,3 +205,24 @@ fn every_deprecation_lasts_one_minor_version_that_this_crate_has_not_passed() {
         }
     }
 }
+
+#[test]
+fn the_loopback_key_is_ignored_with_a_warning_and_migrate_leaves_a_note_in_its_place() {
+    let text = "[admin]\nenabled = true\n# Behind nginx.\nloopback_without_token = false\n\n[cluster]\nlisten = true\n";
+    let config = crate::config::parse(text, "t.toml", &[]).unwrap();
+    let [used] = config.deprecated.as_slice() else {
+        panic!("{:?}", config.deprecated)
+    };
+    assert_eq!(
+        used.to_string(),
+        "t.toml:4:1: `admin.loopback_without_token` no longer does anything and is ignored: \
+         the dashboard's token link (`switchboard admin-token` prints it) replaced it (0.3.0 \
+         will refuse it; `switchboard config migrate` removes it)"
+    );
+    assert_eq!(
+        migrate(text, "t.toml").unwrap().text,
+        "[admin]\nenabled = true\n# Behind nginx.\n# loopback_without_token: removed (ignored \
+         since 0.2.0); the dashboard's token link (`switchboard admin-token` prints it) \
+         replaced it\n\n[cluster]\nlisten = true\n"
+    );
+}
