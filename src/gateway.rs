@@ -218,7 +218,7 @@ impl Gateway {
         );
         let draft = DraftSettings {
             chunk_min_chars: config.streaming.chunk_min_chars,
-            min_interval: Duration::from_millis(config.streaming.progress_min_interval_ms),
+            min_interval: Duration::from_millis(config.streaming.edit_min_interval_ms),
             first_send_hold: Duration::from_millis(config.streaming.first_send_hold_ms),
         };
         let outbound = Outbound::new(&self.channels, Arc::new(Governor::new()), scrubber, draft);

@@ -33,6 +33,7 @@ async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => switchboard::cli::run(args).await,
         Command::Check(args) => switchboard::cli::check(args).await,
+        Command::Config(args) => switchboard::cli::config_migrate::run(args),
         Command::Doctor(args) => switchboard::doctor::run(args).await,
         Command::Migrate(args) => switchboard::cli::migrate(args).await,
         Command::Audit(args) => switchboard::cli::audit(args).await,

@@ -1,6 +1,6 @@
-//! The command line: `run`, `check`, `migrate`, `audit`, `approvals`, `healthcheck`,
-//! `memory`, `access`, `schedules`, `skills`, `web-token` and `admin-token`, each a thin
-//! layer over library code. Which config file they read is `config_file`'s business (a
+//! The command line: `run`, `check`, `config migrate`, `migrate`, `audit`, `approvals`,
+//! `healthcheck`, `memory`, `access`, `schedules`, `skills`, `web-token` and `admin-token`,
+//! each a thin layer over library code. Which config file they read is `config_file`'s business (a
 //! user's file, else a fallback).
 //!
 //! Every subcommand loads the config through [`config::load`], which parses it and then runs
@@ -19,6 +19,7 @@ use crate::{Gateway, channels, store, telemetry};
 
 mod config_file;
 mod links;
+pub mod config_migrate;
 pub use config_file::{ConfigArgs, DEFAULT_CONFIG, EXAMPLE_CONFIG};
 
 /// What `switchboard --version` prints after the name: the release and the commit it was
@@ -47,6 +48,9 @@ pub enum Command {
     Run(ConfigArgs),
     /// Validate the config and print every problem (exit 0 when it is valid).
     Check(CheckArgs),
+    /// The config file itself: `config migrate` rewrites deprecated keys into their current
+    /// form, keeping comments and order, after showing the diff.
+    Config(config_migrate::ConfigCommandArgs),
     /// Review the deployment: what is exposed, secrets in plain text, file modes, the
     /// sandbox; findings by severity with their fixes (exit 1 when one is critical).
     Doctor(crate::doctor::DoctorArgs),
@@ -185,8 +189,8 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     for warning in crate::access::warnings(&config) {
         tracing::warn!("{warning}");
     }
-    for warning in config.admin.warnings() {
-        tracing::warn!("{warning}");
+    for used in &config.deprecated {
+        tracing::warn!("{used}");
     }
     // Listen for signals before serving, so a SIGTERM right after start-up is a clean stop.
     let stop = shutdown_signal()?;
@@ -227,11 +231,11 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             if !skipped.is_empty() {
                 println!("skipped at run: {}", skipped.join(", "));
             }
+            for used in &config.deprecated {
+                println!("deprecated: {used}");
+            }
             crate::sandbox::check_report(&config.sandbox, &config.gateway.data_dir);
             for warning in crate::access::warnings(&config) {
-                println!("warning: {warning}");
-            }
-            for warning in config.admin.warnings() {
                 println!("warning: {warning}");
             }
             if let Some(warning) = crate::provider::key_warning(&config.provider) {

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use toml_edit::{DocumentMut, Item, Value};
 
+use super::deprecated::{Change, Origin, Use};
 use super::{Config, ProviderKind};
 
 /// Environment variables with this prefix override config keys (`__` separates the path).
@@ -105,6 +106,8 @@ fn own_files(config: &Path) -> Vec<std::path::PathBuf> {
 }
 
 /// Parse config `text` (named `file` in errors) with `(VARIABLE, value)` overrides.
+/// Deprecated keys are first put in their current form (each use recorded in
+/// [`Config::deprecated`]), so the typed parse still refuses every key it does not know.
 pub fn parse(
     text: &str,
     file: &str,
@@ -114,31 +117,21 @@ pub fn parse(
         file: file.to_owned(),
         problems,
     };
-    let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
-        invalid(vec![Problem {
-            key: String::new(),
-            position: e.span().map(|s| line_col(text, s.start)),
-            message: e.message().trim().to_owned(),
-        }])
-    })?;
-    let mut overridden = Vec::new();
-    for (var, value) in overrides {
-        let path = apply_override(&mut doc, var, value).map_err(|m| {
-            invalid(vec![Problem {
-                key: var.clone(),
-                position: None,
-                message: m,
-            }])
-        })?;
-        overridden.push((path, var.clone()));
-    }
-    let text = if overrides.is_empty() {
+    let mut doc = document(text).map_err(|p| invalid(vec![p]))?;
+    let mut deprecated =
+        super::deprecated::apply_for_load(&mut doc, text, file).map_err(invalid)?;
+    let rewritten = !deprecated.is_empty();
+    let overridden =
+        apply_overrides(&mut doc, overrides, &mut deprecated).map_err(|p| invalid(vec![p]))?;
+    // Rewriting keeps every line where it was, so positions still point into the file.
+    let text = if overrides.is_empty() && !rewritten {
         text.to_owned()
     } else {
         doc.to_string()
     };
     let mut config = typed_parse(&text, &overridden).map_err(|p| invalid(vec![p]))?;
     config.routing = super::agents::Routing::from_doc(&doc);
+    config.deprecated = deprecated;
     let mut problems = validate(&config);
     for problem in &mut problems {
         if problem.position.is_none() {
@@ -158,6 +151,47 @@ pub fn parse(
     } else {
         Err(invalid(problems))
     }
+}
+
+/// `text` as a TOML document, or the syntax error with its position.
+pub(super) fn document(text: &str) -> Result<DocumentMut, Problem> {
+    text.parse().map_err(|e: toml_edit::TomlError| Problem {
+        key: String::new(),
+        position: e.span().map(|s| line_col(text, s.start)),
+        message: e.message().trim().to_owned(),
+    })
+}
+
+/// Sets each overridden key; returns (dotted path, variable) for each one set. A variable
+/// naming a deprecated key is recorded in `deprecated` and set under the current name (or
+/// ignored, for a removed key).
+fn apply_overrides(
+    doc: &mut DocumentMut,
+    overrides: &[(String, String)],
+    deprecated: &mut Vec<Use>,
+) -> Result<Vec<(String, String)>, Problem> {
+    let mut overridden = Vec::new();
+    for (var, value) in overrides {
+        let problem = |message| Problem {
+            key: var.clone(),
+            position: None,
+            message,
+        };
+        let mut path = override_path(var).map_err(problem)?;
+        if let Some(deprecation) = super::deprecated::find(&path) {
+            deprecated.push(Use {
+                deprecation,
+                origin: Origin::Env(var.clone()),
+            });
+            match deprecation.change {
+                Change::Renamed(new) => path = new.to_owned(),
+                Change::Removed(_) => continue,
+            }
+        }
+        set_override(doc, &path, value).map_err(problem)?;
+        overridden.push((path, var.clone()));
+    }
+    Ok(overridden)
 }
 
 fn typed_parse(text: &str, overridden: &[(String, String)]) -> Result<Config, Problem> {
@@ -181,8 +215,8 @@ fn typed_parse(text: &str, overridden: &[(String, String)]) -> Result<Config, Pr
     })
 }
 
-/// Set the key named by `SWITCHBOARD__A__B__C` to `value`; returns the dotted path.
-fn apply_override(doc: &mut DocumentMut, var: &str, value: &str) -> Result<String, String> {
+/// The dotted path (lower case) that `SWITCHBOARD__A__B__C` names.
+fn override_path(var: &str) -> Result<String, String> {
     let path: Vec<String> = var[ENV_PREFIX.len()..]
         .split("__")
         .map(str::to_ascii_lowercase)
@@ -190,7 +224,13 @@ fn apply_override(doc: &mut DocumentMut, var: &str, value: &str) -> Result<Strin
     if path.iter().any(String::is_empty) || path.len() < 2 {
         return Err("override must look like SWITCHBOARD__SECTION__KEY".into());
     }
-    let (last, parents) = path.split_last().expect("len checked");
+    Ok(path.join("."))
+}
+
+/// Set the key at dotted `path` to `value`.
+fn set_override(doc: &mut DocumentMut, path: &str, value: &str) -> Result<(), String> {
+    let path: Vec<&str> = path.split('.').collect();
+    let (last, parents) = path.split_last().expect("override_path has two parts");
     let mut table = doc.as_table_mut();
     for part in parents {
         let entry = table.entry(part).or_insert_with(toml_edit::table);
@@ -207,7 +247,7 @@ fn apply_override(doc: &mut DocumentMut, var: &str, value: &str) -> Result<Strin
             .unwrap_or_else(|_| Value::from(value))
     };
     table.insert(last, Item::Value(parsed));
-    Ok(path.join("."))
+    Ok(())
 }
 
 pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {

@@ -6,14 +6,18 @@
 //! overrides and the checks serde cannot express; `locate` finding a key's line for a problem
 //! found after parsing; `providers` the `[providers.<name>]` tables; `agents` the
 //! `[agents.<name>]` profiles and the `agent` keys routing channels and chats to them;
-//! `secrets` every secret value the config holds; `skills` the `[skills]` section. `${VAR}` expansion and the redacting [`Secret`] live in
-//! `switchboard_channel::settings`, so core keys and channel keys resolve the same way.
+//! `secrets` every secret value the config holds; `skills` the `[skills]` section;
+//! `deprecated` the renamed and removed keys, still read with a warning for one minor
+//! version, and their rewrite for `switchboard config migrate`. `${VAR}` expansion and the
+//! redacting [`Secret`] live in `switchboard_channel::settings`, so core keys and channel
+//! keys resolve the same way.
 
 pub mod agents;
 pub mod budgets;
 mod channels;
 pub mod checkpoints;
 mod cluster;
+pub mod deprecated;
 mod load;
 mod locate;
 pub mod mcp;
@@ -104,6 +108,9 @@ pub struct Config {
     /// Which profile each channel and chat uses (their `agent` keys, read by `load`).
     #[serde(skip)]
     pub routing: agents::Routing,
+    /// Each deprecated key this config used, for `check` to list and `run` to warn about.
+    #[serde(skip)]
+    pub deprecated: Vec<deprecated::Use>,
 }
 
 /// `[gateway]`.
@@ -260,8 +267,9 @@ impl Default for AgentConfig {
 pub struct StreamingConfig {
     /// A draft edit waits for at least this many new characters.
     pub chunk_min_chars: usize,
-    /// At least this long between two draft edits.
-    pub progress_min_interval_ms: u64,
+    /// At least this long between two edits of a draft (its text, progress and plan lines
+    /// alike).
+    pub edit_min_interval_ms: u64,
     /// An answer's first send waits up to this long after its first text (or until
     /// `chunk_min_chars`), so a short answer arrives whole in one message.
     pub first_send_hold_ms: u64,
@@ -271,7 +279,7 @@ impl Default for StreamingConfig {
     fn default() -> Self {
         Self {
             chunk_min_chars: 80,
-            progress_min_interval_ms: 500,
+            edit_min_interval_ms: 500,
             first_send_hold_ms: 400,
         }
     }

@@ -85,11 +85,12 @@ fn dashboard(config: &Config) -> Vec<Finding> {
         ),
         "nothing to do; `switchboard admin-token` prints its link",
     )];
-    for warning in admin.warnings() {
+    let retired = config.deprecated.iter();
+    for used in retired.filter(|u| u.deprecation.key == "admin.loopback_without_token") {
         out.push(Finding::new(
             Severity::Warning,
-            warning,
-            "remove loopback_without_token from [admin]",
+            used.to_string(),
+            "remove loopback_without_token from [admin] (`switchboard config migrate` does)",
         ));
     }
     out

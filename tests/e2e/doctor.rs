@@ -48,7 +48,7 @@ fn doctor_warns_about_allowed_origins_on_a_chat_without_a_token_and_metrics_behi
         "{out}"
     );
     assert!(
-        out.contains("warning: [admin] loopback_without_token no longer does anything"),
+        out.contains("`admin.loopback_without_token` no longer does anything"),
         "{out}"
     );
     assert!(

@@ -40,7 +40,7 @@ fn assert_nothing_shows_more_than_six(place: &str, texts: &[String]) {
 async fn credentials_streamed_two_characters_at_a_time_never_show_more_than_six() {
     let streaming = |c: &mut Config| {
         c.streaming.chunk_min_chars = 1;
-        c.streaming.progress_min_interval_ms = 20;
+        c.streaming.edit_min_interval_ms = 20;
     };
     let app = TestApp::builder().edit(streaming).start().await;
     let (llm, channel, gateway) = (&app.llm, &app.channel, app.gateway());

@@ -15,6 +15,7 @@ mod browser;
 mod budget;
 mod cluster;
 mod config;
+mod config_migrate;
 mod db_faults;
 mod docker_image;
 mod doctor;

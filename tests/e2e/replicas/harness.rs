@@ -171,7 +171,7 @@ timeout_secs = 5
 max_retries = 2
 [streaming]
 chunk_min_chars = 20
-progress_min_interval_ms = 50
+edit_min_interval_ms = 50
 [cluster]
 lease_ttl_ms = {ttl}
 renew_ms = 300

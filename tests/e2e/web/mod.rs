@@ -38,7 +38,7 @@ pub(crate) type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 /// The web chat's settings for a test: extra `[channels.web]` lines `keys`, and progress
 /// lines no more often than every 100 ms.
 fn builder(keys: &str) -> Builder {
-    let progress = |c: &mut Config| c.streaming.progress_min_interval_ms = 100;
+    let progress = |c: &mut Config| c.streaming.edit_min_interval_ms = 100;
     TestApp::builder().web(keys).edit(progress)
 }
 
