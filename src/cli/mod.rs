@@ -18,8 +18,8 @@ use crate::ids::MemoryScope;
 use crate::{Gateway, channels, store, telemetry};
 
 mod config_file;
-mod links;
 pub mod config_migrate;
+mod links;
 pub use config_file::{ConfigArgs, DEFAULT_CONFIG, EXAMPLE_CONFIG};
 
 /// What `switchboard --version` prints after the name: the release and the commit it was

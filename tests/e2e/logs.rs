@@ -16,7 +16,9 @@ fn a_gateway_logging_to_a_pipe_writes_no_escape_sequences() {
     );
     std::fs::write(&file, text).unwrap();
     let mut run = Command::new(env!("CARGO_BIN_EXE_switchboard"));
-    run.args(["run", "--config"]).arg(&file).env_remove("NO_COLOR");
+    run.args(["run", "--config"])
+        .arg(&file)
+        .env_remove("NO_COLOR");
     let log = start_up_log(run).join("\n");
     assert!(log.contains("gateway ready"), "{log}");
     assert!(
