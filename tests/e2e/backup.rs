@@ -136,7 +136,7 @@ async fn a_backup_taken_under_load_restores_every_event_acknowledged_before_it_b
 
 #[tokio::test]
 async fn restore_refuses_to_overwrite_a_running_gateways_database_even_with_force() {
-    let app = TestApp::spawn().await;
+    let mut app = TestApp::spawn().await;
     let config = config_file(app.dir(), app.dir());
     let out = tempfile::tempdir().unwrap();
     let archive = out.path().join("b.tar");
@@ -145,7 +145,8 @@ async fn restore_refuses_to_overwrite_a_running_gateways_database_even_with_forc
     let (ok, text) = switchboard(&["restore", "--force"], &config, &archive);
     assert!(!ok, "restored under a running gateway: {text}");
     assert!(text.contains("a gateway is running on"), "{text}");
-    app.shutdown().await;
+    // Stopped, not dropped: its directory (and the config in it) stays.
+    app.stop().await;
     let (ok, text) = switchboard(&["restore", "--force"], &config, &archive);
     assert!(ok, "once the gateway stopped: {text}");
 }
