@@ -4,11 +4,13 @@
 //! `data_dir` hold it together. (A `/healthz` probe would miss a gateway listening
 //! elsewhere; SQLite's own locks are idle between writes in WAL mode.)
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use anyhow::Context;
+use rustix::fs::{FlockOperation, flock};
+use rustix::io::Errno;
 
 /// The lock file's name under `data_dir`.
 pub const LOCK_FILE: &str = "gateway.lock";
@@ -24,27 +26,28 @@ impl GatewayLock {
     /// The shared lock a gateway holds while it runs; fails while a restore is under way.
     pub fn running(data_dir: &Path) -> anyhow::Result<Self> {
         let file = open(data_dir)?;
-        match file.try_lock_shared() {
+        // `flock` (std's `File::try_lock*` is newer than our MSRV).
+        match flock(&file, FlockOperation::NonBlockingLockShared) {
             Ok(()) => Ok(Self { _file: file }),
-            Err(TryLockError::WouldBlock) => anyhow::bail!(
+            Err(Errno::WOULDBLOCK) => anyhow::bail!(
                 "a `switchboard restore` into {} is under way; start the gateway when it is done",
                 data_dir.display()
             ),
-            Err(TryLockError::Error(e)) => Err(e).context("locking data_dir/gateway.lock"),
+            Err(e) => Err(std::io::Error::from(e)).context("locking data_dir/gateway.lock"),
         }
     }
 
     /// The exclusive lock a restore holds; fails while any gateway runs on `data_dir`.
     pub(super) fn restoring(data_dir: &Path) -> anyhow::Result<Self> {
         let file = open(data_dir)?;
-        match file.try_lock() {
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => Ok(Self { _file: file }),
-            Err(TryLockError::WouldBlock) => anyhow::bail!(
+            Err(Errno::WOULDBLOCK) => anyhow::bail!(
                 "a gateway is running on {} (it holds {LOCK_FILE}); stop it before restoring, \
                  its database must not be overwritten while it is open",
                 data_dir.display()
             ),
-            Err(TryLockError::Error(e)) => Err(e).context("locking data_dir/gateway.lock"),
+            Err(e) => Err(std::io::Error::from(e)).context("locking data_dir/gateway.lock"),
         }
     }
 }
