@@ -123,6 +123,7 @@ impl Gateway {
         // Before the scrubber is built, so the dashboard's token is redacted like the rest.
         crate::admin::token::prepare(&mut self.config)?;
         let config = &self.config;
+        let lock = crate::backup::GatewayLock::running(&config.gateway.data_dir)?;
         if self.provider.is_none()
             && let Some(warning) = provider::key_warning(&config.provider)
         {
@@ -184,6 +185,7 @@ impl Gateway {
             turns,
             background,
             grace: Duration::from_secs(config.gateway.shutdown_grace_secs),
+            _lock: lock,
         })
     }
 
@@ -346,6 +348,9 @@ pub struct RunningGateway {
     turns: TaskTracker,
     background: TaskTracker,
     grace: Duration,
+    /// Held until the gateway is dropped, so `switchboard restore` refuses to overwrite its
+    /// database while it runs.
+    _lock: crate::backup::GatewayLock,
 }
 
 impl RunningGateway {

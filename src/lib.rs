@@ -43,6 +43,8 @@
 //! - [`clock`]: time as an input (wall clock in production, paused or manual in tests).
 //! - [`gateway`]: wires all of it together and shuts it down in order.
 //! - [`cli`]: the `switchboard` command's subcommands.
+//! - [`backup`]: `switchboard backup` and `restore` (a live SQLite database and `data_dir`
+//!   in one archive), and the lock that tells a restore a gateway is running.
 //! - `web_token`: the web chat's generated access token at start-up, and `switchboard
 //!   web-token`, which prints the chat's link with it.
 
@@ -52,6 +54,7 @@ pub mod access;
 pub mod admin;
 pub mod agent;
 pub mod attach;
+pub mod backup;
 pub mod budget;
 pub mod channels;
 pub mod checkpoint;

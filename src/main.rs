@@ -44,6 +44,8 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Access(args) => switchboard::access::cli::run(args).await,
         Command::Schedules(args) => switchboard::schedule::operator::cli(args).await,
         Command::Skills(args) => switchboard::skills::cli::run(args).await,
+        Command::Backup(args) => switchboard::backup::backup(args).await,
+        Command::Restore(args) => switchboard::backup::restore(args).await,
         Command::AdminToken(args) => switchboard::admin::token::run(args),
         #[cfg(feature = "web")]
         Command::WebToken(args) => switchboard::web_token::run(args),

@@ -1,7 +1,7 @@
 //! The command line: `run`, `check`, `config migrate`, `migrate`, `audit`, `approvals`,
-//! `healthcheck`, `memory`, `access`, `schedules`, `skills`, `web-token` and `admin-token`,
-//! each a thin layer over library code. Which config file they read is `config_file`'s business (a
-//! user's file, else a fallback).
+//! `healthcheck`, `memory`, `access`, `schedules`, `skills`, `backup`, `restore`, `web-token`
+//! and `admin-token`, each a thin layer over library code. Which config file they read is
+//! `config_file`'s business (a user's file, else a fallback).
 //!
 //! Every subcommand loads the config through [`config::load`], which parses it and then runs
 //! every check, including each channel crate's own `validate()` and the route collisions
@@ -73,6 +73,12 @@ pub enum Command {
     Schedules(crate::schedule::operator::SchedulesArgs),
     /// Agent Skills: list them with their state, or trust one as its files are now.
     Skills(crate::skills::cli::SkillsArgs),
+    /// Write one archive of the live SQLite database and what a restore needs from
+    /// data_dir (--workspaces: workspaces and checkpoints too); on PostgreSQL, use pg_dump.
+    Backup(crate::backup::BackupArgs),
+    /// Put a backup archive back into the configured data_dir and database; refuses while a
+    /// gateway runs there, and over existing files without --force.
+    Restore(crate::backup::RestoreArgs),
     /// Print the dashboard's link with its token; --rotate replaces the token.
     AdminToken(crate::admin::token::AdminTokenArgs),
     /// Print the web chat's link with its access token; --rotate replaces a generated one.

@@ -11,6 +11,7 @@ mod approval_store;
 mod approvals;
 mod attach;
 mod audit;
+mod backup;
 mod browser;
 mod budget;
 mod cluster;

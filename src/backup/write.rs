@@ -1,0 +1,202 @@
+//! `switchboard backup <file>`: plan what to keep, then write the archive through a
+//! temporary file (mode 0600) renamed over `<file>`, so a failed backup never leaves a
+//! truncated archive where a good one was.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use super::{BackupArgs, DATA_PREFIX, DATABASE_ENTRY, FORMAT, MANIFEST_ENTRY, Manifest, sqlite};
+
+/// Top-level directories of `data_dir` kept only with `--workspaces`.
+const WORKSPACE_DIRS: [&str; 2] = ["workspaces", "checkpoints"];
+
+/// One thing to put in the archive.
+enum Item {
+    /// A directory, for its mode.
+    Dir(PathBuf),
+    /// A file or symlink, copied as it is.
+    Plain(PathBuf),
+    /// A SQLite database, copied through a snapshot.
+    Database(PathBuf),
+}
+
+/// `switchboard backup`.
+pub async fn backup(args: BackupArgs) -> anyhow::Result<ExitCode> {
+    let config = args.config.load()?;
+    let data_dir = config.gateway.data_dir.clone();
+    let database = super::database_file(&config.gateway.database_url)?;
+    let out_dir = match args.file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    // Snapshots are written next to the archive: the same filesystem the user chose to
+    // have room for it.
+    let staging = tempfile::Builder::new()
+        .prefix(".switchboard-backup-")
+        .tempdir_in(&out_dir)
+        .with_context(|| format!("creating a temporary directory in {}", out_dir.display()))?;
+    let mut items = Vec::new();
+    if data_dir.exists() {
+        walk(&data_dir, &data_dir, &mut items, &args, database.as_deref())?;
+    }
+    let mut manifest = Manifest {
+        format: FORMAT,
+        version: env!("CARGO_PKG_VERSION").into(),
+        commit: env!("SWITCHBOARD_COMMIT").into(),
+        created_at: jiff::Timestamp::now().to_string(),
+        database: database.is_some(),
+        workspaces: args.workspaces,
+        entries: Vec::new(),
+    };
+    if database.is_some() {
+        manifest.entries.push(DATABASE_ENTRY.into());
+    }
+    for item in &items {
+        manifest.entries.push(entry_name(&data_dir, item.path())?);
+    }
+    let temp = tempfile::NamedTempFile::new_in(&out_dir)
+        .with_context(|| format!("creating a temporary file in {}", out_dir.display()))?;
+    let mut tar = tar::Builder::new(temp.as_file());
+    tar.follow_symlinks(false);
+    append_bytes(
+        &mut tar,
+        MANIFEST_ENTRY,
+        &serde_json::to_vec_pretty(&manifest)?,
+    )?;
+    if let Some(db) = &database {
+        append_snapshot(&mut tar, db, DATABASE_ENTRY, staging.path()).await?;
+    }
+    for (item, name) in items
+        .iter()
+        .zip(manifest.entries.iter().skip(usize::from(manifest.database)))
+    {
+        match item {
+            Item::Dir(path) => tar.append_dir(name, path)?,
+            Item::Plain(path) => tar.append_path_with_name(path, name)?,
+            Item::Database(path) => append_snapshot(&mut tar, path, name, staging.path()).await?,
+        }
+    }
+    tar.into_inner()?.sync_all()?;
+    temp.persist(&args.file)
+        .with_context(|| format!("writing {}", args.file.display()))?;
+    report(&args, &manifest, &config.gateway.database_url);
+    Ok(ExitCode::SUCCESS)
+}
+
+impl Item {
+    fn path(&self) -> &Path {
+        match self {
+            Item::Dir(p) | Item::Plain(p) | Item::Database(p) => p,
+        }
+    }
+}
+
+/// Gather `dir`'s contents, depth first, skipping what a restore must not get back.
+fn walk(
+    root: &Path,
+    dir: &Path,
+    items: &mut Vec<Item>,
+    args: &BackupArgs,
+    database: Option<&Path>,
+) -> anyhow::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .collect::<Result<_, _>>()?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let path = entry.path();
+        if skipped(root, &path, args, database) {
+            continue;
+        }
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            items.push(Item::Dir(path.clone()));
+            walk(root, &path, items, args, database)?;
+        } else if kind.is_file() && sqlite::is_database(&path) {
+            items.push(Item::Database(path));
+        } else if kind.is_file() || kind.is_symlink() {
+            items.push(Item::Plain(path));
+        }
+    }
+    Ok(())
+}
+
+fn skipped(root: &Path, path: &Path, args: &BackupArgs, database: Option<&Path>) -> bool {
+    let top = path.strip_prefix(root).ok().and_then(|p| p.iter().next());
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let same = |other: &Path| same_file(path, other);
+    (!args.workspaces && top.is_some_and(|t| WORKSPACE_DIRS.iter().any(|w| t == *w)))
+        || (path.parent() == Some(root) && name == super::LOCK_FILE)
+        || name.starts_with(".switchboard-backup-")
+        || name.starts_with(".tmp")
+        || same(&args.file)
+        || database.is_some_and(same)
+        || sqlite::is_companion(path)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+fn entry_name(root: &Path, path: &Path) -> anyhow::Result<String> {
+    let rel = path.strip_prefix(root)?;
+    let rel = rel
+        .to_str()
+        .with_context(|| format!("{} has a name that is not UTF-8", path.display()))?;
+    Ok(format!("{DATA_PREFIX}/{rel}"))
+}
+
+fn append_bytes(tar: &mut tar::Builder<&File>, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(bytes.len() as u64);
+    header.set_mode(0o600);
+    header.set_mtime(jiff::Timestamp::now().as_second().try_into().unwrap_or(0));
+    header.set_cksum();
+    tar.append_data(&mut header, name, bytes)?;
+    Ok(())
+}
+
+/// Snapshot the database `src` into `staging` and append it as `name`, with `src`'s mode.
+async fn append_snapshot(
+    tar: &mut tar::Builder<&File>,
+    src: &Path,
+    name: &str,
+    staging: &Path,
+) -> anyhow::Result<()> {
+    let copy = staging.join("snapshot.sqlite");
+    sqlite::snapshot(src, &copy).await?;
+    let mut header = tar::Header::new_gnu();
+    header.set_metadata(&std::fs::metadata(src)?);
+    let file = File::open(&copy)?;
+    header.set_size(file.metadata()?.len());
+    header.set_cksum();
+    tar.append_data(&mut header, name, file)?;
+    std::fs::remove_file(&copy)?;
+    Ok(())
+}
+
+fn report(args: &BackupArgs, manifest: &Manifest, url: &str) {
+    println!(
+        "wrote {} ({} entries{})",
+        args.file.display(),
+        manifest.entries.len(),
+        if manifest.workspaces {
+            ", with workspaces and checkpoints"
+        } else {
+            ""
+        }
+    );
+    if !manifest.database {
+        let scheme = url.split(':').next().unwrap_or_default();
+        println!(
+            "the database ({scheme}) is not in this archive: back it up with pg_dump \
+             (README, \"Backups\")"
+        );
+    }
+}
