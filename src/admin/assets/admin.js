@@ -34,7 +34,10 @@
     const now = JSON.parse(event.data);
     badge("approvals", now.approvals);
     badge("pairing", now.pairing);
-    const changed = version !== null && version !== now.version;
+    // The first event reloads too: an item may have come or gone between rendering this
+    // page and opening the stream (an approval decided just after its redirect), and the
+    // list would then never catch up.
+    const changed = version !== now.version;
     version = now.version;
     if (changed && ["/", "/approvals", "/access"].includes(page)) reload();
   });
