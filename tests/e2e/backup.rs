@@ -25,11 +25,7 @@ fn switchboard(args: &[&str], config: &Path, file: &Path) -> (bool, String) {
         .arg(file)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = crate::helpers::output_text(&out);
     (out.status.success(), text)
 }
 

@@ -121,3 +121,12 @@ pub async fn drop_postgres(url: &str) {
             .await;
     }
 }
+
+/// What a finished command printed: its stdout, then its stderr, as text.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}

@@ -105,11 +105,7 @@ fn without_a_mount_namespace_a_closed_directory_is_found_and_named_by_check_and_
             .arg(&file)
             .output()
             .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = crate::helpers::output_text(&out);
         (out.status.code(), text)
     };
     let (_, check) = run("check");

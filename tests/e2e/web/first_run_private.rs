@@ -21,11 +21,7 @@ fn doctor(dir: &Path, port: u16) -> (Option<i32>, String) {
         .env("SWITCHBOARD__GATEWAY__DATA_DIR", dir.join("data"))
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = crate::helpers::output_text(&out);
     (out.status.code(), text)
 }
 
