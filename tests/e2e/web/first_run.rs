@@ -7,12 +7,10 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use futures::SinkExt;
 use serde_json::json;
 use switchboard_standins::{FakeLlm, Reply};
-use tokio_tungstenite::tungstenite::Message;
 
-use super::{Door, connect, json_where, new_session, say};
+use super::{Door, connect, json_where, new_session, press_first_button, say};
 use crate::helpers::{WAIT, free_port};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
@@ -28,6 +26,21 @@ const UNSET: [&str; 8] = [
     "SWITCHBOARD_WEB_TOKEN",
     "SWITCHBOARD_CONFIG",
 ];
+
+/// `switchboard <what> --config <example>` with the data directory, database and port
+/// [`run_example`] gives it.
+pub(super) fn example_command(what: &str, dir: &std::path::Path, port: u16) -> Command {
+    let mut command = switchboard();
+    command
+        .args([what, "--config", EXAMPLE])
+        .env("SWITCHBOARD__GATEWAY__LISTEN", format!("127.0.0.1:{port}"))
+        .env(
+            "SWITCHBOARD__GATEWAY__DATABASE_URL",
+            format!("sqlite://{}/sb.db", dir.display()),
+        )
+        .env("SWITCHBOARD__GATEWAY__DATA_DIR", dir.join("data"));
+    command
+}
 
 pub(super) fn switchboard() -> Command {
     switchboard_env(Command::new(BIN))
@@ -134,16 +147,7 @@ pub(super) fn stop(child: &mut std::process::Child) {
 /// The web chat's link as the README has a newcomer get it: `switchboard web-token` on the
 /// same config and overrides as [`run_example`].
 pub(super) fn web_link(dir: &std::path::Path, port: u16) -> String {
-    let out = switchboard()
-        .args(["web-token", "--config", EXAMPLE])
-        .env("SWITCHBOARD__GATEWAY__LISTEN", format!("127.0.0.1:{port}"))
-        .env(
-            "SWITCHBOARD__GATEWAY__DATABASE_URL",
-            format!("sqlite://{}/sb.db", dir.display()),
-        )
-        .env("SWITCHBOARD__GATEWAY__DATA_DIR", dir.join("data"))
-        .output()
-        .unwrap();
+    let out = example_command("web-token", dir, port).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -211,20 +215,7 @@ async fn on_the_example_config_a_shell_command_runs_once_the_person_in_the_web_c
     let addr = format!("127.0.0.1:{port}").parse().unwrap();
     let (mut ws, _) = connect(&Door::at(addr, &dir.path().join("data")), &session).await;
     say(&mut ws, "ask", "make a file").await;
-    let prompt = json_where(&mut ws, |f| {
-        f["message"]["buttons"]
-            .as_array()
-            .is_some_and(|b| !b.is_empty())
-    })
-    .await;
-    let message = &prompt["message"];
-    let press = json!({
-        "type": "button", "id": "press-1", "message": message["id"],
-        "payload": message["buttons"][0]["payload"],
-    });
-    ws.send(Message::Text(press.to_string().into()))
-        .await
-        .unwrap();
+    press_first_button(&mut ws).await;
     json_where(&mut ws, |f| {
         f["message"]["html"]
             .as_str()

@@ -5,22 +5,13 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
-use super::first_run::{EXAMPLE, run_example, stop, switchboard};
+use super::first_run::{example_command, run_example, stop};
 use crate::helpers::free_port;
 
 /// `switchboard doctor` on the example config with `dir`'s data directory (as `run_example`
 /// sets it): its exit code and output.
 fn doctor(dir: &Path, port: u16) -> (Option<i32>, String) {
-    let out = switchboard()
-        .args(["doctor", "--config", EXAMPLE])
-        .env("SWITCHBOARD__GATEWAY__LISTEN", format!("127.0.0.1:{port}"))
-        .env(
-            "SWITCHBOARD__GATEWAY__DATABASE_URL",
-            format!("sqlite://{}/sb.db", dir.display()),
-        )
-        .env("SWITCHBOARD__GATEWAY__DATA_DIR", dir.join("data"))
-        .output()
-        .unwrap();
+    let out = example_command("doctor", dir, port).output().unwrap();
     let text = crate::helpers::output_text(&out);
     (out.status.code(), text)
 }

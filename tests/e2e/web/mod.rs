@@ -190,6 +190,24 @@ pub(crate) async fn close_frame(ws: &mut Ws) -> (u16, String) {
 }
 
 /// Send a `message` frame.
+/// Wait for the next message with buttons (an approval prompt) and press its first one.
+pub(crate) async fn press_first_button(ws: &mut Ws) {
+    let prompt = json_where(ws, |f| {
+        f["message"]["buttons"]
+            .as_array()
+            .is_some_and(|b| !b.is_empty())
+    })
+    .await;
+    let message = &prompt["message"];
+    let press = json!({
+        "type": "button", "id": "press-1", "message": message["id"],
+        "payload": message["buttons"][0]["payload"],
+    });
+    ws.send(Message::Text(press.to_string().into()))
+        .await
+        .unwrap();
+}
+
 pub(crate) async fn say(ws: &mut Ws, id: &str, text: &str) {
     let frame = json!({"type": "message", "id": id, "text": text});
     ws.send(Message::Text(frame.to_string().into()))

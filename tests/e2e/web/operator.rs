@@ -2,13 +2,14 @@
 //! its link trades the token for a cookie that lasts until `--rotate`, and the person in the
 //! chat reads their own approval as "Approved by you", not as their session's hash.
 
-use futures::SinkExt;
 use serde_json::json;
 use switchboard_standins::Reply;
 use switchboard_web::token::{TokenFile, token_path};
-use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_tungstenite::tungstenite;
 
-use super::{Door, builder, connect, json_where, new_session, say, spawn, try_connect};
+use super::{
+    Door, builder, connect, json_where, new_session, press_first_button, say, spawn, try_connect,
+};
 
 fn no_redirects() -> reqwest::Client {
     reqwest::Client::builder()
@@ -94,20 +95,7 @@ async fn a_call_the_person_in_the_web_chat_approves_reads_approved_by_you() {
     let session = new_session();
     let (mut ws, _) = connect(&Door::of(&app), &session).await;
     say(&mut ws, "ask", "make a file").await;
-    let prompt = json_where(&mut ws, |f| {
-        f["message"]["buttons"]
-            .as_array()
-            .is_some_and(|b| !b.is_empty())
-    })
-    .await;
-    let message = &prompt["message"];
-    let press = json!({
-        "type": "button", "id": "press-1", "message": message["id"],
-        "payload": message["buttons"][0]["payload"],
-    });
-    ws.send(Message::Text(press.to_string().into()))
-        .await
-        .unwrap();
+    press_first_button(&mut ws).await;
     let note = json_where(&mut ws, |f| f.to_string().contains("Approved by")).await;
     let note = note.to_string();
     assert!(note.contains("Approved by you"), "{note}");
