@@ -1,5 +1,5 @@
-//! Typed identifiers and stored states shared by the store and the core: approval ids and
-//! statuses, memory scopes, and inbox kinds. Each has one text form, used in the database,
+//! Typed identifiers and stored states shared by the store and the core: the gateway's own
+//! user ids, approval ids and statuses, memory scopes, and inbox kinds. Each has one text form, used in the database,
 //! in button payloads and on the command line, with a `Display`/`FromStr` round trip, so no
 //! caller formats or splits these strings by hand.
 //!
@@ -11,6 +11,13 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use switchboard_channel::ConversationKey;
+
+/// The user id expiry events and scheduled fires carry; no platform issues ids of this shape.
+pub const SYSTEM_USER: &str = "switchboard:system";
+
+/// The user id of the operator acting on the dashboard (`crate::admin`): may answer any
+/// approval; no platform issues ids of this shape either.
+pub const OPERATOR_USER: &str = "switchboard:operator";
 
 /// Text that is not a valid value of one of these types.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -48,11 +48,9 @@
 //! - `web_token`: the web chat's generated access token at start-up, and `switchboard
 //!   web-token`, which prints the chat's link with it.
 
-#![warn(clippy::too_many_lines)]
-
 pub mod access;
 pub mod admin;
-pub mod agent;
+pub use switchboard_agent as agent;
 pub mod attach;
 pub mod backup;
 pub mod budget;
@@ -75,13 +73,13 @@ pub mod leader;
 pub mod mcp;
 pub mod memory;
 pub mod metrics;
-pub mod policy;
+pub use switchboard_policy as policy;
 pub mod probe;
 pub mod profile;
-pub mod provider;
-pub mod sandbox;
+pub use switchboard_agent::provider;
+pub use switchboard_sandbox as sandbox;
 pub mod schedule;
-pub mod scrub;
+pub use switchboard_scrub as scrub;
 pub mod skills;
 pub mod store;
 pub mod telemetry;

@@ -23,7 +23,7 @@ fn main() -> ExitCode {
     }
     // The sandbox supervisor must stay single-threaded: dispatch it before the runtime starts.
     if let Command::Supervise(args) = &cli.command {
-        return switchboard::sandbox::supervise(args);
+        return switchboard::sandbox::supervise(&args.spec);
     }
     run(cli)
 }
@@ -40,7 +40,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Approvals(args) => switchboard::cli::approvals(args).await,
         Command::Healthcheck(args) => switchboard::cli::healthcheck(args).await,
         Command::Memory(args) => switchboard::cli::memory(args).await,
-        Command::Supervise(args) => return switchboard::sandbox::supervise(&args),
+        Command::Supervise(args) => return switchboard::sandbox::supervise(&args.spec),
         Command::Access(args) => switchboard::access::cli::run(args).await,
         Command::Schedules(args) => switchboard::schedule::operator::cli(args).await,
         Command::Skills(args) => switchboard::skills::cli::run(args).await,

@@ -23,7 +23,7 @@ pub use warnings::warnings;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::conversation::{OPERATOR_USER, SYSTEM_USER};
+use crate::ids::{OPERATOR_USER, SYSTEM_USER};
 use crate::store::{AccessRole, Pairing, PairingRequest, Store, StoreError};
 
 /// What the sink does with an event.

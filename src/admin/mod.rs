@@ -51,10 +51,10 @@ pub use config::AdminConfig;
 
 use crate::clock::Clock;
 use crate::config::Config;
-pub use crate::conversation::OPERATOR_USER;
 use crate::conversation::Registry;
 use crate::doctor::Finding;
 use crate::http::HealthState;
+pub use crate::ids::OPERATOR_USER;
 use crate::scrub::Scrubber;
 use crate::store::Store;
 

@@ -26,6 +26,7 @@ use switchboard_channel::ConversationKey;
 
 pub use reply::{Asker, DISABLED, Reply};
 
+use crate::agent::BeforeChange;
 use crate::clock::Clock;
 use crate::config::checkpoints::CheckpointsConfig;
 use crate::policy::{Mode, Policy, PolicyConfig, Verdict};
@@ -122,11 +123,12 @@ pub struct Checkpointer {
     scrubber: Arc<Scrubber>,
 }
 
-impl Checkpointer {
+#[async_trait::async_trait]
+impl BeforeChange for Checkpointer {
     /// Called before every tool call: takes a checkpoint when the call may change the
     /// workspace. A failure is logged and the call still runs (losing a checkpoint must not
     /// stop the work).
-    pub async fn before(&self, call: &ToolCall, read_only: bool) {
+    async fn before(&self, call: &ToolCall, read_only: bool) {
         if !self.service.changes_workspace(call, read_only) {
             return;
         }
@@ -139,7 +141,9 @@ impl Checkpointer {
             }
         }
     }
+}
 
+impl Checkpointer {
     /// Snapshot the workspace and record it; returns its number.
     async fn take(&self, call: &ToolCall) -> anyhow::Result<i64> {
         let all = self.store.checkpoints(&self.key).await?;

@@ -66,7 +66,7 @@ pub enum Command {
     Memory(MemoryArgs),
     /// The sandbox supervisor the gateway starts for every tool process (internal).
     #[command(hide = true)]
-    Supervise(crate::sandbox::SupervisorArgs),
+    Supervise(SupervisorArgs),
     /// Who may talk to the bot: pending pairing codes, allow, approver, revoke, list.
     Access(crate::access::cli::AccessArgs),
     /// List the operator's `[[schedules]]` with their next run (`--all`: chat tasks too).
@@ -84,6 +84,14 @@ pub enum Command {
     /// Print the web chat's link with its access token; --rotate replaces a generated one.
     #[cfg(feature = "web")]
     WebToken(crate::web_token::WebTokenArgs),
+}
+
+/// `switchboard supervise` (hidden; started by the gateway, never by people).
+#[derive(Debug, clap::Args)]
+pub struct SupervisorArgs {
+    /// The sandbox's spec as JSON.
+    #[arg(long, env = crate::sandbox::SPEC_VAR, hide_env_values = true)]
+    pub spec: String,
 }
 
 /// `switchboard memory` options.

@@ -11,8 +11,7 @@ use serde::Deserialize;
 use super::Secret;
 use crate::sandbox::Network;
 
-/// Separator between a server's name and its tool's name, as the model sees them.
-pub const TOOL_SEPARATOR: &str = "__";
+pub use crate::policy::TOOL_SEPARATOR;
 
 /// `[mcp]`.
 #[derive(Debug, Clone, Deserialize, Default)]

@@ -12,7 +12,6 @@ use super::approval::PolicyGate;
 use crate::agent::{AgentLoop, ContextProvider, Offload, Tool};
 use crate::checkpoint::{Checkpointer, Checkpoints};
 use crate::clock::Clock;
-use crate::config::MemoryConfig;
 use crate::memory::{Recall, memory_tools, scope_for};
 use crate::profile::{Active, Profiles};
 use crate::provider::{ChatMessage, Role};
@@ -20,44 +19,6 @@ use crate::scrub::Scrubber;
 use crate::skills::SkillTool;
 use crate::store::{Store, StoreError, window};
 use crate::tools::Toolbox;
-
-/// The per-turn settings: how a turn's context is assembled and how long it may run.
-#[derive(Debug, Clone)]
-pub struct TurnSettings {
-    /// First message of every conversation.
-    pub system_prompt: String,
-    /// Stored messages loaded per turn.
-    pub history_limit: usize,
-    /// LLM round-trips per turn.
-    pub max_iterations: usize,
-    /// Native tool calling, or tools described in the prompt.
-    pub native_tools: bool,
-    /// `[provider] vision`: images people send go to the model as image parts.
-    pub vision: bool,
-    /// `[transcription]`: voice notes become text the turn answers.
-    pub transcription: Option<crate::config::TranscriptionConfig>,
-    /// `[memory]`: recall, autosave, compaction.
-    pub memory: MemoryConfig,
-    /// `[budgets]`: daily limits per conversation and per user.
-    pub budgets: crate::config::budgets::BudgetsConfig,
-}
-
-impl TurnSettings {
-    /// The settings `[agent]`, `[provider]`, `[memory]`, `[budgets]` and `[transcription]`
-    /// give.
-    pub fn from_config(config: &crate::config::Config) -> Self {
-        Self {
-            system_prompt: config.agent.system_prompt.clone(),
-            history_limit: config.agent.history_limit,
-            max_iterations: config.agent.max_tool_iterations,
-            native_tools: config.provider.native_tools,
-            vision: config.provider.vision,
-            transcription: config.transcription.clone(),
-            memory: config.memory.clone(),
-            budgets: config.budgets,
-        }
-    }
-}
 
 /// The memory tools' names (offered when memory is enabled).
 const MEMORY_TOOL_NAMES: &[&str] = &["memory_store", "memory_recall", "memory_forget"];
@@ -235,7 +196,7 @@ impl Agents {
             threshold: memory.offload_threshold_bytes.max(1024),
         };
         if let Some(checkpointer) = self.checkpointer(store, key) {
-            builder = builder.checkpoints(Arc::new(checkpointer));
+            builder = builder.before_change(Arc::new(checkpointer));
         }
         if let Some(mcp) = &self.mcp {
             let workspace = self.toolbox.workspace(key);
@@ -252,7 +213,7 @@ impl Agents {
         if !skills.is_empty() {
             builder = builder
                 .tool(Arc::new(SkillTool::new(Arc::clone(skills))))
-                .skills(Arc::clone(skills));
+                .scope(Arc::clone(skills) as Arc<dyn crate::agent::ToolScope>);
         }
         builder
             .offload(offload)

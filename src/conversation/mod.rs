@@ -25,11 +25,13 @@ mod turn;
 
 use std::sync::Arc;
 
-pub use agents::{Agents, TurnSettings};
+pub use crate::profile::TurnSettings;
+pub use crate::tools::FilePoster;
+pub use agents::Agents;
 pub use approval::{Approvals, Expiries, OPERATOR_USER, SYSTEM_USER};
 pub use inbox::Inbox;
 pub use lifecycle::Lifecycle;
-pub use outbound::{ChannelRoutes, Channels, FilePoster, Outbound, Route};
+pub use outbound::{ChannelRoutes, Channels, Outbound, Route};
 pub use registry::Registry;
 
 use crate::access::Access;

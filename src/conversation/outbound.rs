@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use switchboard_channel::{
     Attachment, Button, ButtonPress, Channel, ChannelError, ConversationKey, EventSink, FileError,
-    Health, Limits, MessageRef, OutboundFile,
+    Health, Limits, MessageRef,
 };
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 use crate::draft::{Draft, DraftOutcome, DraftSettings, PostedHook};
 use crate::governor::Governor;
 use crate::scrub::Scrubber;
+use crate::tools::FilePoster;
 
 /// One configured channel as the core sees it: it can tell its limits, and every write to
 /// it goes through [`Outbound`] (the handle inside is private to this module).
@@ -250,41 +251,15 @@ impl Outbound {
     }
 }
 
-/// Posts files into one conversation: each upload waits for the chat's governor like any
-/// other write, and its caption is scrubbed. Made by [`Outbound::file_poster`] for the
-/// `send_file` tool.
-#[derive(Clone)]
-pub struct FilePoster {
-    channel: Arc<dyn Channel>,
-    governor: Arc<Governor>,
-    scrubber: Arc<Scrubber>,
-    key: ConversationKey,
-}
-
 impl Outbound {
     /// A poster of files into `key` on `route`'s channel.
     pub fn file_poster(&self, route: &Route, key: &ConversationKey) -> FilePoster {
-        FilePoster {
-            channel: Arc::clone(&route.0),
-            governor: Arc::clone(&self.governor),
-            scrubber: Arc::clone(&self.scrubber),
-            key: key.clone(),
-        }
-    }
-}
-
-impl FilePoster {
-    /// `text` with every credential redacted, as everything posted is.
-    pub fn scrub(&self, text: &str) -> String {
-        self.scrubber.scrub(text).into_owned()
-    }
-
-    /// Upload `file` once the chat's budget allows a write.
-    pub async fn post(&self, mut file: OutboundFile) -> Result<MessageRef, FileError> {
-        let limits = self.channel.limits_for(&self.key);
-        self.governor.take(&self.key, &limits).await;
-        file.caption = self.scrub(&file.caption);
-        self.channel.send_file(&self.key, &file).await
+        FilePoster::new(
+            Arc::clone(&route.0),
+            Arc::clone(&self.governor),
+            Arc::clone(&self.scrubber),
+            key.clone(),
+        )
     }
 }
 

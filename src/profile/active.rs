@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use switchboard_channel::ConversationKey;
 
+use super::TurnSettings;
 use super::{Profile, Profiles};
-use crate::conversation::TurnSettings;
 use crate::provider::Provider;
 use crate::store::{ModelChoice, Store, StoreError};
 

@@ -9,6 +9,7 @@
 //! - `active`: [`Active`], the profile and model of one live conversation, and `/model`.
 
 mod active;
+mod settings;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,10 +23,10 @@ pub use active::Active;
 use crate::config::agents::{AgentProfileConfig, DEFAULT_AGENT, Routing};
 use crate::config::providers::DEFAULT_PROVIDER;
 use crate::config::{Config, EnvString, TOOL_NAMES};
-use crate::conversation::TurnSettings;
 use crate::policy::Policy;
 use crate::provider::{self, Fallback, Link, Provider};
 use crate::skills::{SkillSet, Skills};
+pub use settings::TurnSettings;
 
 /// One agent profile, ready to run.
 pub struct Profile {

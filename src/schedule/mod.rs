@@ -31,7 +31,7 @@ use tokio::sync::Notify;
 
 use crate::clock::Clock;
 use crate::config::SchedulerConfig;
-use crate::conversation::SYSTEM_USER;
+use crate::ids::SYSTEM_USER;
 use crate::store::{JobSource, NewSchedule, Schedule, Store, StoreError, Timing};
 use when::{Recurrence, WhenError};
 

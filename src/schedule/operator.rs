@@ -17,7 +17,7 @@ use super::when::{self, Recurrence};
 use crate::cli::ConfigArgs;
 use crate::clock::Clock;
 use crate::config::OperatorJob;
-use crate::conversation::SYSTEM_USER;
+use crate::ids::SYSTEM_USER;
 use crate::store::{self, JobSource, NewSchedule, StoreError, Timing};
 
 /// The conversation an operator job runs in.

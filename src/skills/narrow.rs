@@ -12,6 +12,7 @@
 use std::collections::BTreeSet;
 
 use super::SkillSet;
+use crate::agent::ToolScope;
 use crate::provider::{ChatMessage, ToolCall};
 
 /// Other agents' tool names, and ours for them.
@@ -61,6 +62,14 @@ impl Narrowing {
             self.by.join(", "),
             allowed.join(", ")
         )
+    }
+}
+
+/// The agent loop asks this before each call: outside the narrowing, a call is refused.
+impl ToolScope for SkillSet {
+    fn refusal(&self, turn: &[ChatMessage], call: &ToolCall) -> Option<String> {
+        let narrowing = self.narrowing(turn)?;
+        (!narrowing.allows(call)).then(|| narrowing.reason(call))
     }
 }
 

@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::path::WorkspaceDir;
+use super::WorkspaceDir;
 use crate::agent::{Tool, ToolResult};
 
 /// Largest file `file_read` returns whole.

@@ -7,7 +7,6 @@
 mod fetch;
 mod files;
 mod hosts;
-mod path;
 mod schedule;
 mod send_file;
 mod shell;
@@ -22,10 +21,10 @@ use switchboard_channel::ConversationKey;
 pub use fetch::HttpFetchTool;
 pub use files::{FileOp, FileTool};
 pub use hosts::{AllowedHost, DEFAULT_PORTS, host_allowed};
-pub use path::{WorkspaceDir, confine};
 pub use schedule::{SCHEDULE_TOOL, ScheduleTool};
-pub use send_file::{SEND_FILE_TOOL, SendFileTool};
+pub use send_file::{FilePoster, SEND_FILE_TOOL, SendFileTool};
 pub use shell::{ShellTool, TRUNCATED};
+pub use switchboard_agent::workspace::{WorkspaceDir, confine};
 pub use todo::{Plan, PlanItem, Status, TODO_TOOL, TodoTool};
 
 use crate::agent::Tool;
@@ -125,11 +124,7 @@ impl Toolbox {
     }
 
     /// The `send_file` tool for `key`, posting through `files`, when `[tools]` enables it.
-    pub fn send_file(
-        &self,
-        key: &ConversationKey,
-        files: crate::conversation::FilePoster,
-    ) -> Option<Arc<dyn Tool>> {
+    pub fn send_file(&self, key: &ConversationKey, files: FilePoster) -> Option<Arc<dyn Tool>> {
         let enabled = self.config.enabled.iter().any(|t| t == SEND_FILE_TOOL);
         enabled.then(|| -> Arc<dyn Tool> {
             Arc::new(SendFileTool::new(self.workspace_dir(key), files))

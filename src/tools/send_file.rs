@@ -2,21 +2,65 @@
 //! a report, a patch) through the platform's upload API. It is not read-only, so the policy
 //! gate asks first by default (a file leaves the host). A text file passes the scrubber
 //! before it leaves; a binary file leaves as it is, after that approval. The post goes
-//! through the conversation's [`FilePoster`], which waits for the chat's governor like every
+//! through the conversation's [`FilePoster`] (below), which waits for the chat's governor like every
 //! other write.
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use switchboard_channel::{FileError, OutboundFile};
+use std::sync::Arc;
 
-use super::path::WorkspaceDir;
+use switchboard_channel::{Channel, ConversationKey, FileError, MessageRef, OutboundFile};
+
+use super::WorkspaceDir;
 use crate::agent::{Tool, ToolResult};
-use crate::conversation::FilePoster;
+use crate::governor::Governor;
+use crate::scrub::Scrubber;
 
 /// The tool's name.
 pub const SEND_FILE_TOOL: &str = "send_file";
 /// Largest file the tool reads (platforms refuse less; their own limit is checked there).
 const MAX_SEND_BYTES: u64 = 50 * 1024 * 1024;
+
+/// Posts files into one conversation: each upload waits for the chat's governor like any
+/// other write, and its caption is scrubbed. Made by the conversation's outbound path
+/// (`Outbound::file_poster`) for the `send_file` tool.
+#[derive(Clone)]
+pub struct FilePoster {
+    channel: Arc<dyn Channel>,
+    governor: Arc<Governor>,
+    scrubber: Arc<Scrubber>,
+    key: ConversationKey,
+}
+
+impl FilePoster {
+    /// A poster into `key` on `channel`, paced by `governor`, captions scrubbed by `scrubber`.
+    pub fn new(
+        channel: Arc<dyn Channel>,
+        governor: Arc<Governor>,
+        scrubber: Arc<Scrubber>,
+        key: ConversationKey,
+    ) -> Self {
+        Self {
+            channel,
+            governor,
+            scrubber,
+            key,
+        }
+    }
+
+    /// `text` with every credential redacted, as everything posted is.
+    pub fn scrub(&self, text: &str) -> String {
+        self.scrubber.scrub(text).into_owned()
+    }
+
+    /// Upload `file` once the chat's budget allows a write.
+    pub async fn post(&self, mut file: OutboundFile) -> Result<MessageRef, FileError> {
+        let limits = self.channel.limits_for(&self.key);
+        self.governor.take(&self.key, &limits).await;
+        file.caption = self.scrub(&file.caption);
+        self.channel.send_file(&self.key, &file).await
+    }
+}
 
 /// Posts workspace files into one conversation.
 pub struct SendFileTool {

@@ -36,12 +36,7 @@ use crate::policy::narrowest_rule;
 use crate::provider::{ChatMessage, ToolCall};
 use crate::store::{Approval, Claim, Durable, Store, StoreError};
 
-/// The user id expiry events carry; no platform issues ids of this shape.
-pub const SYSTEM_USER: &str = "switchboard:system";
-
-/// The user id of the operator acting on the dashboard (`crate::admin`): may answer any
-/// approval; no platform issues ids of this shape either.
-pub const OPERATOR_USER: &str = "switchboard:operator";
+pub use crate::ids::{OPERATOR_USER, SYSTEM_USER};
 
 /// The suspended turn as stored in `approvals.state`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -4,13 +4,11 @@
 //! holds an enum of the crates' settings types and reaches them only through
 //! [`ChannelSettings`]; it never names a platform's keys.
 
-mod expand;
-
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use expand::{EnvString, Secret, expand, expanded, expanded_opt};
+pub use switchboard_env::{EnvString, Secret, expand, expanded, expanded_opt};
 
 use crate::Channel;
 use crate::access::AccessRules;
