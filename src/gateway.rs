@@ -144,7 +144,20 @@ impl Gateway {
         let sink: Arc<dyn EventSink> = Inbox::new(Arc::clone(&registry));
         self.leaders.set_holder(registry.deps().lifecycle.owner());
         let url = &config.gateway.database_url;
-        crate::cluster::start(&registry, url, config.cluster, &background, &shutdown);
+        let replica = crate::cluster::Replica {
+            store: Arc::clone(&deps.store),
+            owner: deps.lifecycle.owner().to_owned(),
+            metrics: Arc::clone(&deps.metrics),
+        };
+        let conversations: Arc<dyn crate::cluster::Conversations> = Arc::new(Arc::clone(&registry));
+        crate::cluster::start(
+            conversations,
+            replica,
+            url,
+            config.cluster,
+            &background,
+            &shutdown,
+        );
 
         let mut routes = self.channels.start_all(&sink, &background, &shutdown);
         deps.approvals.rearm().await?;
@@ -382,7 +395,8 @@ impl RunningGateway {
             self.registry.deps().lifecycle.abort();
             let _ = tokio::time::timeout(ABORT_GRACE, self.turns.wait()).await;
         }
-        crate::cluster::leave(&self.registry).await;
+        let deps = self.registry.deps();
+        crate::cluster::leave(deps.store.as_ref(), deps.lifecycle.owner()).await;
         self.background.close();
         let _ = tokio::time::timeout(ABORT_GRACE, self.background.wait()).await;
         tracing::info!("gateway stopped");
@@ -430,7 +444,7 @@ async fn start_scheduler(
     schedules.sync_operator_jobs(&config.schedules).await?;
     background.spawn(ticker::run(
         schedules,
-        Arc::clone(registry),
+        Arc::new(Arc::clone(registry)),
         Arc::clone(sink),
         shutdown.child_token(),
     ));

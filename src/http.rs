@@ -44,8 +44,7 @@ pub struct HealthState {
 /// probe answers within a second while the database is unreachable.
 const DB_PROBE: Duration = Duration::from_millis(800);
 
-/// The gateway's own paths; a channel claiming one of them is a config error.
-pub const ROUTES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+pub use crate::config::ROUTES;
 
 /// The gateway's router: [`ROUTES`], plus the channels' webhooks and pages, all under
 /// `max_body_bytes`; the channels' upload routes are merged after that limit is layered, so

@@ -67,6 +67,7 @@ pub mod doctor;
 pub mod draft;
 pub mod gateway;
 pub mod governor;
+pub mod hosts;
 pub mod http;
 pub mod ids;
 pub mod leader;
@@ -80,11 +81,13 @@ pub use switchboard_agent::provider;
 pub use switchboard_sandbox as sandbox;
 pub mod schedule;
 pub use switchboard_scrub as scrub;
+pub mod skill_format;
 pub mod skills;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
 #[cfg(feature = "web")]
 pub mod web_token;
+pub mod when;
 
 pub use gateway::{Gateway, RunningGateway};

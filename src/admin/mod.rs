@@ -12,7 +12,6 @@
 //!
 //! Layout:
 //! - this file: [`Admin`] (what the pages read), the router and its paths, the page frame.
-//! - `config`: `[admin]`.
 //! - `auth`: who may open it (the token, whatever the peer), the CSRF check on actions.
 //! - `token`: the generated token file and `switchboard admin-token`.
 //! - `html`: escaping (after the scrubber) and the page frame.
@@ -22,7 +21,6 @@
 
 mod actions;
 mod auth;
-mod config;
 mod html;
 mod live;
 mod pages;
@@ -46,8 +44,8 @@ use switchboard_channel::EventSink;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::config::admin::{AdminConfig, PAGES, paths};
 pub use auth::Admitted;
-pub use config::AdminConfig;
 
 use crate::clock::Clock;
 use crate::config::Config;
@@ -65,38 +63,6 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 
 const ADMIN_JS: &str = include_str!("assets/admin.js");
 const ADMIN_CSS: &str = include_str!("assets/admin.css");
-
-/// The pages, in the order of the navigation: (path below the base, title).
-pub const PAGES: [(&str, &str); 7] = [
-    ("/", "Health"),
-    ("/approvals", "Approvals"),
-    ("/access", "Access"),
-    ("/conversations", "Conversations"),
-    ("/usage", "Usage"),
-    ("/audit", "Audit log"),
-    ("/schedules", "Schedules"),
-];
-
-/// Every path the dashboard mounts under `base` (for the config's route check).
-pub fn paths(base: &str) -> Vec<String> {
-    let mut out = vec![base.to_owned()];
-    out.extend(PAGES.iter().map(|(p, _)| format!("{base}{p}")));
-    out.extend(
-        [
-            "/admin.js",
-            "/admin.css",
-            "/events",
-            "/approvals/decide",
-            "/access/allow",
-            "/access/refuse",
-            "/access/revoke",
-            "/conversations/stop",
-        ]
-        .iter()
-        .map(|p| format!("{base}{p}")),
-    );
-    out
-}
 
 /// What the dashboard reads and acts through.
 pub struct Admin {

@@ -12,19 +12,21 @@ use rand::Rng;
 use sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::conversation::Registry;
+use super::Conversations;
+use crate::metrics::Metrics;
 use crate::store::{INBOX_CHANNEL, Store};
+
+/// What a wake-up reaches, and where rescans are counted.
+pub(super) struct Woken {
+    pub(super) conversations: Arc<dyn Conversations>,
+    pub(super) metrics: Arc<Metrics>,
+}
 
 /// Wait after a failed connection attempt before the next.
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 
 /// Listen until `stop`, reconnecting (and rescanning) as needed.
-pub(super) async fn run(
-    url: String,
-    registry: Arc<Registry>,
-    poll: Duration,
-    stop: CancellationToken,
-) {
+pub(super) async fn run(url: String, registry: Woken, poll: Duration, stop: CancellationToken) {
     while !stop.is_cancelled() {
         let listener = match connect(&url).await {
             Ok(listener) => listener,
@@ -42,7 +44,7 @@ pub(super) async fn run(
 }
 
 /// Without a listener (`[cluster] listen = false`): rescan every jittered `poll` until `stop`.
-pub(super) async fn poll_only(registry: Arc<Registry>, poll: Duration, stop: CancellationToken) {
+pub(super) async fn poll_only(registry: Woken, poll: Duration, stop: CancellationToken) {
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
@@ -61,7 +63,7 @@ async fn connect(url: &str) -> Result<PgListener, sqlx::Error> {
 /// wake on every notification, rescan on every loss and every fallback poll.
 async fn listen(
     mut listener: PgListener,
-    registry: &Arc<Registry>,
+    registry: &Woken,
     poll: Duration,
     stop: &CancellationToken,
 ) {
@@ -77,7 +79,7 @@ async fn listen(
         };
         match received {
             Ok(Some(note)) => match note.payload().parse() {
-                Ok(key) => registry.wake(&key),
+                Ok(key) => registry.conversations.wake(&key),
                 Err(err) => tracing::warn!(error = %err, "ignored a malformed wake-up"),
             },
             // The connection was lost; the next `try_recv` reconnects. Whatever was
@@ -96,14 +98,13 @@ async fn listen(
 }
 
 /// Wake every conversation with claimable events.
-async fn rescan(registry: &Arc<Registry>) {
+async fn rescan(registry: &Woken) {
     registry
-        .deps()
         .metrics
         .cluster
         .with_label_values(&["rescan"])
         .inc();
-    if let Err(err) = registry.sweep().await {
+    if let Err(err) = registry.conversations.sweep().await {
         tracing::warn!(error = %err, "inbox rescan failed");
     }
 }

@@ -13,13 +13,36 @@ mod listener;
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
+use switchboard_channel::ConversationKey;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use lease::{Held, Leases};
 
 use crate::config::ClusterConfig;
-use crate::conversation::Registry;
+use crate::metrics::Metrics;
+use crate::store::{Store, StoreError};
+
+/// What the wake-up tasks drive: the conversations' actors (`conversation::Registry`, which
+/// sits above this module and holds its leases through it).
+#[async_trait]
+pub trait Conversations: Send + Sync + 'static {
+    /// Wake the actor of `key`, starting it if needed.
+    fn wake(&self, key: &ConversationKey);
+    /// Wake every conversation with claimable events; how many were woken.
+    async fn sweep(&self) -> Result<usize, StoreError>;
+}
+
+/// This replica's part in a shared database: its store, its instance id and its metrics.
+pub struct Replica {
+    /// The shared store (nothing runs when it is not shared).
+    pub store: Arc<dyn Store>,
+    /// This process's instance id ([`instance_id`]).
+    pub owner: String,
+    /// Where the rescans are counted.
+    pub metrics: Arc<Metrics>,
+}
 
 /// This process's instance id: the configured one, else `default` alone on SQLite, else
 /// (PostgreSQL) the host name plus a random suffix, so scaled copies of one config never
@@ -45,33 +68,36 @@ pub fn instance_id(configured: Option<&str>, shared: bool) -> String {
 /// Start the heartbeat and the wake-up listener of a replica on the shared database at
 /// `url` (nothing when the store is not shared).
 pub fn start(
-    registry: &Arc<Registry>,
+    conversations: Arc<dyn Conversations>,
+    replica: Replica,
     url: &str,
     config: ClusterConfig,
     background: &TaskTracker,
     shutdown: &CancellationToken,
 ) {
-    let deps = registry.deps();
-    if !deps.store.shared() {
+    if !replica.store.shared() {
         return;
     }
-    let owner = deps.lifecycle.owner().to_owned();
-    tracing::info!(instance = %owner, "replica of a shared database");
+    tracing::info!(instance = %replica.owner, "replica of a shared database");
     background.spawn(listener::heartbeat(
-        Arc::clone(&deps.store),
-        owner,
+        Arc::clone(&replica.store),
+        replica.owner,
         config.heartbeat(),
         shutdown.child_token(),
     ));
+    let woken = listener::Woken {
+        conversations,
+        metrics: replica.metrics,
+    };
     if !config.listen {
         tracing::info!("[cluster] listen = false: waiting events are found by the poll only");
-        let (registry, stop) = (Arc::clone(registry), shutdown.child_token());
-        background.spawn(listener::poll_only(registry, config.poll(), stop));
+        let stop = shutdown.child_token();
+        background.spawn(listener::poll_only(woken, config.poll(), stop));
         return;
     }
     background.spawn(listener::run(
         url.to_owned(),
-        Arc::clone(registry),
+        woken,
         config.poll(),
         shutdown.child_token(),
     ));
@@ -79,20 +105,18 @@ pub fn start(
 
 /// At the end of a shutdown: give up every conversation lease still held (with a `NOTIFY`
 /// for waiting events, so another replica takes over at once) and remove the instance row.
-pub async fn leave(registry: &Registry) {
-    let deps = registry.deps();
-    if !deps.store.shared() {
+pub async fn leave(store: &dyn Store, owner: &str) {
+    if !store.shared() {
         return;
     }
-    let owner = deps.lifecycle.owner();
-    match deps.store.release_all_conversations(owner).await {
+    match store.release_all_conversations(owner).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(conversations = n, "handed conversations to other replicas"),
         Err(err) => {
             tracing::warn!(error = %err, "could not release conversation leases; they expire")
         }
     }
-    if let Err(err) = deps.store.remove_instance(owner).await {
+    if let Err(err) = store.remove_instance(owner).await {
         tracing::warn!(error = %err, "could not remove this instance's heartbeat row");
     }
 }

@@ -256,7 +256,7 @@ fn profile_problems(
         }
     }
     for skill in profile.skills.iter().flatten() {
-        if let Err(why) = crate::skills::check_name(skill) {
+        if let Err(why) = crate::skill_format::check_name(skill) {
             problems.push((
                 key("skills"),
                 format!("{skill:?} is not a skill name: {why}"),

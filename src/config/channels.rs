@@ -193,14 +193,17 @@ pub(super) fn problems(config: &Config) -> Vec<Problem> {
     problems
 }
 
+/// The gateway's own paths; a channel claiming one of them is a config error.
+pub const ROUTES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
 /// A route mounted twice would panic the router at start-up; name the later channel's key.
 fn route_problems(config: &Config) -> Vec<Problem> {
-    let mut owners: BTreeMap<String, String> = crate::http::ROUTES
+    let mut owners: BTreeMap<String, String> = ROUTES
         .iter()
         .map(|path| ((*path).to_owned(), "the gateway's own route".to_owned()))
         .collect();
     if config.admin.enabled {
-        let admin = crate::admin::paths(&config.admin.base());
+        let admin = super::admin::paths(&config.admin.base());
         owners.extend(
             admin
                 .into_iter()

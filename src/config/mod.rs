@@ -12,6 +12,7 @@
 //! redacting [`Secret`] live in `switchboard_channel::settings`, so core keys and channel
 //! keys resolve the same way.
 
+pub mod admin;
 pub mod agents;
 pub mod budgets;
 mod channels;
@@ -34,7 +35,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 pub use crate::provider::{ProviderConfig, ProviderKind};
-pub use channels::{ChannelConfig, KINDS};
+pub use channels::{ChannelConfig, KINDS, ROUTES};
 pub use cluster::ClusterConfig;
 pub use load::{ConfigError, Problem, load, parse};
 pub use memory::{MemoryConfig, MemoryScopeMode};
@@ -102,7 +103,7 @@ pub struct Config {
     pub skills: skills::SkillsConfig,
     /// The operator's dashboard (`[admin]`).
     #[serde(default)]
-    pub admin: crate::admin::AdminConfig,
+    pub admin: admin::AdminConfig,
     /// Agent profiles by name (`[agents.<name>]`).
     #[serde(default)]
     pub agents: BTreeMap<String, agents::AgentProfileConfig>,
@@ -283,7 +284,7 @@ pub struct HttpFetchConfig {
     /// Hosts and ports that may be fetched (`example.com` on 443 and 80, `*.example.com`
     /// for subdomains, `example.com:8443`, `{ host = "…", private = true }` to let that name
     /// reach private addresses); empty refuses every URL.
-    pub allowed_hosts: Vec<crate::tools::AllowedHost>,
+    pub allowed_hosts: Vec<crate::hosts::AllowedHost>,
     /// Response text kept, in bytes.
     pub max_bytes: usize,
     /// Whole-request timeout.

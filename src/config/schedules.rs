@@ -71,7 +71,7 @@ impl OperatorJob {
 pub fn problems(config: &super::Config) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let settings = &config.scheduler;
-    if let Err(e) = crate::schedule::when::zone(&settings.default_zone) {
+    if let Err(e) = crate::when::zone(&settings.default_zone) {
         out.push(("scheduler.default_zone".into(), e.to_string()));
     }
     if settings.max_per_conversation == 0 {
@@ -99,7 +99,7 @@ pub fn problems(config: &super::Config) -> Vec<(String, String)> {
         // The operator's own jobs are not held to `min_interval_secs` (that limit is for chats).
         let zone = job.zone_or(&settings.default_zone);
         let any = std::time::Duration::ZERO;
-        if let Err(e) = crate::schedule::when::Recurrence::parse(&job.cron, zone, any) {
+        if let Err(e) = crate::when::Recurrence::parse(&job.cron, zone, any) {
             problem(e.to_string());
         }
     }

@@ -146,3 +146,29 @@ impl Registry {
         &self.deps
     }
 }
+
+/// The cluster's wake-up tasks reach the actors through this (`cluster` sits below).
+#[async_trait::async_trait]
+impl crate::cluster::Conversations for Arc<Registry> {
+    fn wake(&self, key: &ConversationKey) {
+        Registry::wake(self, key);
+    }
+
+    async fn sweep(&self) -> Result<usize, StoreError> {
+        Registry::sweep(self).await
+    }
+}
+
+/// The schedule ticker's notices about skipped fires go out through the outbound path.
+#[async_trait::async_trait]
+impl crate::schedule::ticker::Notify for Arc<Registry> {
+    async fn notify(&self, key: &ConversationKey, text: &str) {
+        let out = &self.deps().outbound;
+        let Some(route) = out.route(&key.channel) else {
+            return;
+        };
+        if let Err(err) = out.post(&route, key, text, Vec::new()).await {
+            tracing::warn!(key = %key, error = %err, "could not tell a conversation about a skipped schedule");
+        }
+    }
+}

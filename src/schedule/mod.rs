@@ -20,7 +20,7 @@ pub mod commands;
 pub mod job;
 pub mod operator;
 pub mod ticker;
-pub mod when;
+pub use crate::when;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -21,7 +21,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::Schedules;
 use super::when::{self, Recurrence};
-use crate::conversation::Registry;
 use crate::store::{JobSource, Schedule, StoreError, Timing};
 
 /// Jobs handled per step (the rest are due still, and the next step takes them).
@@ -214,7 +213,7 @@ fn missed_text(job: &Schedule, skipped: usize, last: i64, next: Option<i64>) -> 
 /// poll interval for jobs other processes added), step, post the notices, repeat.
 pub async fn run(
     schedules: Arc<Schedules>,
-    registry: Arc<Registry>,
+    notify: Arc<dyn Notify>,
     sink: Arc<dyn EventSink>,
     stop: CancellationToken,
 ) {
@@ -223,7 +222,9 @@ pub async fn run(
         let now = schedules.clock.now_ms();
         let deadline = match schedules.tick(sink.as_ref(), now).await {
             Ok(tick) => {
-                post(&registry, &tick.notices).await;
+                for notice in &tick.notices {
+                    notify.notify(&notice.key, &notice.text).await;
+                }
                 if tick.retry {
                     now + RETRY.as_millis() as i64
                 } else {
@@ -257,18 +258,10 @@ impl Schedules {
     }
 }
 
-/// Post each notice through the outbound path (scrubbed, governed); best effort.
-async fn post(registry: &Registry, notices: &[Notice]) {
-    let out = &registry.deps().outbound;
-    for notice in notices {
-        let Some(route) = out.route(&notice.key.channel) else {
-            continue;
-        };
-        if let Err(err) = out
-            .post(&route, &notice.key, &notice.text, Vec::new())
-            .await
-        {
-            tracing::warn!(key = %notice.key, error = %err, "could not tell a conversation about a skipped schedule");
-        }
-    }
+/// Where the ticker tells a conversation about a fire it skipped: the conversation's outbound
+/// path (scrubbed and governed like every answer), which sits above this module.
+#[async_trait::async_trait]
+pub trait Notify: Send + Sync {
+    /// Post `text` into `key`; best effort (a failure is logged, not returned).
+    async fn notify(&self, key: &ConversationKey, text: &str);
 }

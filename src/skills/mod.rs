@@ -19,7 +19,6 @@
 //! (`switchboard skills`).
 
 pub mod cli;
-mod format;
 mod mount;
 mod narrow;
 mod pin;
@@ -30,7 +29,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use format::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Manifest, check_name, parse};
+pub use crate::skill_format::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Manifest, check_name, parse};
 pub use narrow::{Narrowing, tool_name};
 pub use pin::{Contents, Pin, Pins};
 pub use tool::{SKILL_TOOL, SkillTool};

@@ -10,9 +10,9 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::hosts::{Allowed, CheckingResolver};
 use crate::agent::{Tool, ToolResult};
 use crate::config::HttpFetchConfig;
+use crate::hosts::{Allowed, CheckingResolver};
 
 /// Fetches web pages from allowed hosts.
 pub struct HttpFetchTool {

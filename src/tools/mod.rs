@@ -6,7 +6,6 @@
 
 mod fetch;
 mod files;
-mod hosts;
 mod schedule;
 mod send_file;
 mod shell;
@@ -18,9 +17,9 @@ use std::time::Duration;
 
 use switchboard_channel::ConversationKey;
 
+pub use crate::hosts::{AllowedHost, DEFAULT_PORTS, host_allowed};
 pub use fetch::HttpFetchTool;
 pub use files::{FileOp, FileTool};
-pub use hosts::{AllowedHost, DEFAULT_PORTS, host_allowed};
 pub use schedule::{SCHEDULE_TOOL, ScheduleTool};
 pub use send_file::{FilePoster, SEND_FILE_TOOL, SendFileTool};
 pub use shell::{ShellTool, TRUNCATED};

@@ -1,4 +1,5 @@
-//! `[admin]`: where the operator's dashboard is mounted. Only its token opens it; the old
+//! `[admin]`: where the operator's dashboard is mounted, and the paths it mounts there (the
+//! config's route check and the dashboard's router read the one list). Only its token opens it; the old
 //! `loopback_without_token` key is read and dropped by the config's deprecation table
 //! (`config::deprecated`), which warns and names the token link that replaced it.
 
@@ -54,4 +55,36 @@ impl AdminConfig {
         }
         Vec::new()
     }
+}
+
+/// The pages, in the order of the navigation: (path below the base, title).
+pub const PAGES: [(&str, &str); 7] = [
+    ("/", "Health"),
+    ("/approvals", "Approvals"),
+    ("/access", "Access"),
+    ("/conversations", "Conversations"),
+    ("/usage", "Usage"),
+    ("/audit", "Audit log"),
+    ("/schedules", "Schedules"),
+];
+
+/// Every path the dashboard mounts under `base` (for the config's route check).
+pub fn paths(base: &str) -> Vec<String> {
+    let mut out = vec![base.to_owned()];
+    out.extend(PAGES.iter().map(|(p, _)| format!("{base}{p}")));
+    out.extend(
+        [
+            "/admin.js",
+            "/admin.css",
+            "/events",
+            "/approvals/decide",
+            "/access/allow",
+            "/access/refuse",
+            "/access/revoke",
+            "/conversations/stop",
+        ]
+        .iter()
+        .map(|p| format!("{base}{p}")),
+    );
+    out
 }
