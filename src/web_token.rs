@@ -14,9 +14,9 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Args;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
-use switchboard_channel::{Secret, Site};
+use switchboard_channel::{Secret, Site, TokenFileError};
 use switchboard_web::WebConfig;
-use switchboard_web::token::{TokenFile, TokenFileError};
+use switchboard_web::token::token_file;
 
 use crate::cli::ConfigArgs;
 use crate::config::{ChannelConfig, Config};
@@ -69,7 +69,7 @@ pub fn prepare(config: &mut Config) -> Result<Prepared, TokenFileError> {
         let Some(path) = web.generated_token_path(&site(name, listen, &data_dir)) else {
             continue;
         };
-        let (token, made) = TokenFile::new(path.clone()).load_or_create()?;
+        let (token, made) = token_file(path.clone()).load_or_create()?;
         if made && let Some(listen) = listen {
             let link = link(&default_origin(listen), web, Some(&token));
             prepared
@@ -163,7 +163,7 @@ fn token_for(
         );
         return Ok(None);
     };
-    let file = TokenFile::new(path);
+    let file = token_file(path);
     let token = if rotate {
         let token = file.rotate()?;
         eprintln!(
