@@ -18,8 +18,7 @@ use switchboard_channel::{Secret, Site, TokenFileError};
 use switchboard_web::WebConfig;
 use switchboard_web::token::token_file;
 
-use crate::cli::ConfigArgs;
-use crate::config::{ChannelConfig, Config};
+use crate::config::{ChannelConfig, Config, ConfigArgs};
 
 /// How the log and the docs name the command, with its Docker form.
 pub const HOW_TO_GET_THE_LINK: &str = "print the link with `switchboard web-token` (in Docker: \
@@ -28,9 +27,6 @@ pub const HOW_TO_GET_THE_LINK: &str = "print the link with `switchboard web-toke
 /// `switchboard web-token` options.
 #[derive(Debug, Args)]
 pub struct WebTokenArgs {
-    /// Config file, for the listen address, the data directory and the web channels.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// Only this web channel (`[channels.<name>]`); default every one.
     #[arg(long)]
     pub channel: Option<String>,
@@ -91,9 +87,10 @@ pub fn prepare(config: &mut Config) -> Result<Prepared, TokenFileError> {
     Ok(prepared)
 }
 
-/// `switchboard web-token`: one link per web channel on stdout, notes on stderr.
-pub fn run(args: WebTokenArgs) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+/// `switchboard web-token`: one link per web channel on stdout, notes on stderr. The config
+/// gives the listen address, the data directory and the web channels.
+pub fn run(config: &ConfigArgs, args: WebTokenArgs) -> anyhow::Result<ExitCode> {
+    let config = config.load()?;
     let listen: SocketAddr = config
         .gateway
         .listen

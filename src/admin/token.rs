@@ -14,8 +14,7 @@ use anyhow::Context;
 use clap::Args;
 use switchboard_channel::{Secret, TokenFile};
 
-use crate::cli::ConfigArgs;
-use crate::config::Config;
+use crate::config::{Config, ConfigArgs};
 
 /// The command that replaces the token, named when its file goes bad.
 pub const ROTATE_COMMAND: &str = "switchboard admin-token --rotate";
@@ -81,9 +80,6 @@ fn link(config: &Config, origin: Option<String>, token: &str) -> anyhow::Result<
 /// `switchboard admin-token` options.
 #[derive(Debug, Args)]
 pub struct AdminTokenArgs {
-    /// Config file, for the listen address, the data directory and `[admin]`.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// Replace the token: links and browser cookies with the old one stop working at once.
     #[arg(long)]
     pub rotate: bool,
@@ -93,9 +89,10 @@ pub struct AdminTokenArgs {
     pub origin: Option<String>,
 }
 
-/// `switchboard admin-token`: the dashboard's link with its token on stdout.
-pub fn run(args: AdminTokenArgs) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+/// `switchboard admin-token`: the dashboard's link with its token on stdout. The config
+/// gives the listen address, the data directory and `[admin]`.
+pub fn run(config: &ConfigArgs, args: AdminTokenArgs) -> anyhow::Result<ExitCode> {
+    let config = config.load()?;
     if !config.admin.enabled {
         anyhow::bail!("the dashboard is off ([admin] enabled = false)");
     }
