@@ -15,6 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json};
 use axum::routing::get;
 use serde_json::json;
+use switchboard_channel::secrets_match;
 use tower_http::limit::RequestBodyLimitLayer;
 
 use crate::conversation::{ChannelRoutes, Channels, Registry};
@@ -79,14 +80,9 @@ pub fn metrics_allowed(peer: SocketAddr, token: Option<&str>, authorization: Opt
     match token {
         Some(expected) => authorization
             .and_then(|a| a.strip_prefix("Bearer "))
-            .is_some_and(|given| same(expected.as_bytes(), given.trim().as_bytes())),
+            .is_some_and(|given| secrets_match(expected, given.trim())),
         None => peer.ip().to_canonical().is_loopback(),
     }
-}
-
-/// Constant-time equality (the length may show).
-pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Prometheus text format; gauges read from the store at scrape time.

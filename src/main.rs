@@ -18,7 +18,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // The gateway alone: the sandbox supervisor (this binary too) must stay single-threaded.
     // Should it fail, jemalloc still returns pages, only later (as it allocates again).
-    if let Command::Run(_) = &cli.command {
+    if matches!(cli.command, Command::Run) {
         let _ = tikv_jemalloc_ctl::background_thread::write(true);
     }
     // The sandbox supervisor must stay single-threaded: dispatch it before the runtime starts.
@@ -30,25 +30,26 @@ fn main() -> ExitCode {
 
 #[tokio::main]
 async fn run(cli: Cli) -> ExitCode {
+    let config = &cli.config;
     let result = match cli.command {
-        Command::Run(args) => switchboard::cli::run(args).await,
-        Command::Check(args) => switchboard::cli::check(args).await,
-        Command::Config(args) => switchboard::cli::config_migrate::run(args),
-        Command::Doctor(args) => switchboard::doctor::run(args).await,
-        Command::Migrate(args) => switchboard::cli::migrate(args).await,
-        Command::Audit(args) => switchboard::cli::audit(args).await,
-        Command::Approvals(args) => switchboard::cli::approvals(args).await,
-        Command::Healthcheck(args) => switchboard::cli::healthcheck(args).await,
-        Command::Memory(args) => switchboard::cli::memory(args).await,
+        Command::Run => switchboard::cli::run(config).await,
+        Command::Check(args) => switchboard::cli::check(config, args).await,
+        Command::Config(args) => switchboard::cli::config_migrate::run(config, args),
+        Command::Doctor(args) => switchboard::doctor::run(config, args).await,
+        Command::Migrate => switchboard::cli::migrate(config).await,
+        Command::Audit(args) => switchboard::cli::audit(config, args).await,
+        Command::Approvals(args) => switchboard::cli::approvals(config, args).await,
+        Command::Healthcheck(args) => switchboard::cli::healthcheck(config, args).await,
+        Command::Memory(args) => switchboard::cli::memory(config, args).await,
         Command::Supervise(args) => return switchboard::sandbox::supervise(&args.spec),
-        Command::Access(args) => switchboard::access::cli::run(args).await,
-        Command::Schedules(args) => switchboard::schedule::operator::cli(args).await,
-        Command::Skills(args) => switchboard::skills::cli::run(args).await,
-        Command::Backup(args) => switchboard::backup::backup(args).await,
-        Command::Restore(args) => switchboard::backup::restore(args).await,
-        Command::AdminToken(args) => switchboard::admin::token::run(args),
+        Command::Access(args) => switchboard::access::cli::run(config, args).await,
+        Command::Schedules(args) => switchboard::schedule::operator::cli(config, args).await,
+        Command::Skills(args) => switchboard::skills::cli::run(config, args).await,
+        Command::Backup(args) => switchboard::backup::backup(config, args).await,
+        Command::Restore(args) => switchboard::backup::restore(config, args).await,
+        Command::AdminToken(args) => switchboard::admin::token::run(config, args),
         #[cfg(feature = "web")]
-        Command::WebToken(args) => switchboard::web_token::run(args),
+        Command::WebToken(args) => switchboard::web_token::run(config, args),
     };
     match result {
         Ok(code) => code,

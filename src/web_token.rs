@@ -14,12 +14,11 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Args;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
-use switchboard_channel::{Secret, Site};
+use switchboard_channel::{Secret, Site, TokenFileError};
 use switchboard_web::WebConfig;
-use switchboard_web::token::{TokenFile, TokenFileError};
+use switchboard_web::token::token_file;
 
-use crate::cli::ConfigArgs;
-use crate::config::{ChannelConfig, Config};
+use crate::config::{ChannelConfig, Config, ConfigArgs};
 
 /// How the log and the docs name the command, with its Docker form.
 pub const HOW_TO_GET_THE_LINK: &str = "print the link with `switchboard web-token` (in Docker: \
@@ -28,9 +27,6 @@ pub const HOW_TO_GET_THE_LINK: &str = "print the link with `switchboard web-toke
 /// `switchboard web-token` options.
 #[derive(Debug, Args)]
 pub struct WebTokenArgs {
-    /// Config file, for the listen address, the data directory and the web channels.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// Only this web channel (`[channels.<name>]`); default every one.
     #[arg(long)]
     pub channel: Option<String>,
@@ -69,7 +65,7 @@ pub fn prepare(config: &mut Config) -> Result<Prepared, TokenFileError> {
         let Some(path) = web.generated_token_path(&site(name, listen, &data_dir)) else {
             continue;
         };
-        let (token, made) = TokenFile::new(path.clone()).load_or_create()?;
+        let (token, made) = token_file(path.clone()).load_or_create()?;
         if made && let Some(listen) = listen {
             let link = link(&default_origin(listen), web, Some(&token));
             prepared
@@ -91,9 +87,10 @@ pub fn prepare(config: &mut Config) -> Result<Prepared, TokenFileError> {
     Ok(prepared)
 }
 
-/// `switchboard web-token`: one link per web channel on stdout, notes on stderr.
-pub fn run(args: WebTokenArgs) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+/// `switchboard web-token`: one link per web channel on stdout, notes on stderr. The config
+/// gives the listen address, the data directory and the web channels.
+pub fn run(config: &ConfigArgs, args: WebTokenArgs) -> anyhow::Result<ExitCode> {
+    let config = config.load()?;
     let listen: SocketAddr = config
         .gateway
         .listen
@@ -163,7 +160,7 @@ fn token_for(
         );
         return Ok(None);
     };
-    let file = TokenFile::new(path);
+    let file = token_file(path);
     let token = if rotate {
         let token = file.rotate()?;
         eprintln!(

@@ -6,24 +6,21 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
-use crate::cli::ConfigArgs;
 use crate::clock::Clock;
+use crate::config::ConfigArgs;
 use crate::store::{self, AccessRole, Grant, Store, StoreError};
 
 /// `switchboard access` options.
 #[derive(Debug, Args)]
 pub struct AccessArgs {
-    /// Config file, for the database URL.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// What to do.
     #[command(subcommand)]
     pub action: AccessAction,
 }
 
 /// `switchboard access`: load the config, open its database, carry out the action.
-pub async fn run(args: AccessArgs) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+pub async fn run(config: &ConfigArgs, args: AccessArgs) -> anyhow::Result<ExitCode> {
+    let config = config.load()?;
     let store = store::connect(&config.gateway.database_url).await?;
     let now = Clock::wall().now_ms();
     println!("{}", apply(&*store, &args.action, now).await?);

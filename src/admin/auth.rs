@@ -5,14 +5,11 @@
 //! is a POST that must carry the page's CSRF field and, when the browser names one, come
 //! from the page's own origin.
 
-use std::path::Path;
-
-use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
+use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
-
-use crate::http::same;
+use switchboard_channel::{TokenFile, cookie, secrets_match};
 
 /// The token cookie's name.
 pub const TOKEN_COOKIE: &str = "sb_admin_token";
@@ -40,9 +37,9 @@ pub struct Knock<'a> {
     clippy::result_large_err,
     reason = "the refusal is built only for a refused request and sent at once; boxing it buys nothing"
 )]
-pub fn admit(knock: &Knock<'_>, token_file: &Path) -> Result<Admitted, Response> {
-    if let Some(expected) = super::token::read(token_file).ok().flatten() {
-        let matches = |given: &str| same(expected.as_bytes(), given.trim().as_bytes());
+pub fn admit(knock: &Knock<'_>, token_file: &TokenFile) -> Result<Admitted, Response> {
+    if let Some(expected) = token_file.read().ok().flatten() {
+        let matches = |given: &str| secrets_match(&expected, given.trim());
         if knock.query_token.is_some_and(matches) {
             return Ok(Admitted::TokenInQuery);
         }
@@ -61,18 +58,6 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// The value of cookie `name`, if the request carries it.
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.trim_matches('"'))
-}
-
 /// The `Set-Cookie` value that keeps `token` for the dashboard's pages under `base`.
 pub fn token_cookie(token: &str, base: &str, headers: &HeaderMap) -> String {
     let secure =
@@ -85,8 +70,8 @@ pub fn token_cookie(token: &str, base: &str, headers: &HeaderMap) -> String {
 
 /// The CSRF field every form carries: derived from the dashboard's token (which no other
 /// site can read), so it is the same on every replica and changes when the token rotates.
-pub fn csrf_token(token_file: &Path) -> Option<String> {
-    let token = super::token::read(token_file).ok().flatten()?;
+pub fn csrf_token(token_file: &TokenFile) -> Option<String> {
+    let token = token_file.read().ok().flatten()?;
     let digest = Sha256::new()
         .chain_update(b"switchboard admin csrf\0")
         .chain_update(token.as_bytes())
@@ -96,11 +81,11 @@ pub fn csrf_token(token_file: &Path) -> Option<String> {
 
 /// Whether an action may proceed: the form's `csrf` field is the page's, and the browser
 /// (when it says where the request comes from) sent it from the dashboard's own origin.
-pub fn action_allowed(headers: &HeaderMap, given_csrf: &str, token_file: &Path) -> bool {
+pub fn action_allowed(headers: &HeaderMap, given_csrf: &str, token_file: &TokenFile) -> bool {
     let Some(expected) = csrf_token(token_file) else {
         return false;
     };
-    same_origin(headers) && same(expected.as_bytes(), given_csrf.as_bytes())
+    same_origin(headers) && secrets_match(expected, given_csrf)
 }
 
 /// `Origin` names the `Host` the request went to; without `Origin`, `Sec-Fetch-Site` (when
@@ -142,10 +127,10 @@ mod tests {
         }
     }
 
-    fn token_file(dir: &Path) -> std::path::PathBuf {
-        let path = dir.join("admin.token");
-        std::fs::write(&path, "0123456789abcdef0123456789abcdef\n").unwrap();
-        path
+    fn token_file(dir: &std::path::Path) -> TokenFile {
+        let file = super::super::token::token_file(dir);
+        std::fs::write(file.path(), "0123456789abcdef0123456789abcdef\n").unwrap();
+        file
     }
 
     #[test]
@@ -168,7 +153,8 @@ mod tests {
             ("cookie", "sb_admin_token=0123"),
         ]);
         assert_eq!(admit(&knock(&wrong, Some("0123"))), Err(401), "wrong");
-        let gone = super::admit(&knock(&headers(&[]), None), &dir.path().join("none"));
+        let none = super::super::token::token_file(&dir.path().join("none"));
+        let gone = super::admit(&knock(&headers(&[]), None), &none);
         assert_eq!(gone.map_err(|r| r.status().as_u16()), Err(401), "no file");
     }
 
@@ -225,7 +211,7 @@ mod tests {
         assert!(action_allowed(&own_null, &csrf, &file));
         let cross = headers(&[("host", "127.0.0.1:8080"), ("sec-fetch-site", "cross-site")]);
         assert!(!action_allowed(&cross, &csrf, &file));
-        std::fs::write(&file, "fedcba9876543210fedcba9876543210\n").unwrap();
+        std::fs::write(file.path(), "fedcba9876543210fedcba9876543210\n").unwrap();
         assert!(
             !action_allowed(&own, &csrf, &file),
             "a rotated token changes it"

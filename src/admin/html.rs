@@ -2,6 +2,8 @@
 //! escaped ([`Html::text`]); only the page's own fixed markup is written raw. The frame
 //! (head, navigation, note) is here too.
 
+use switchboard_channel::html::escape_into;
+
 use crate::scrub::Scrubber;
 
 use super::{Admin, PAGES};
@@ -59,20 +61,6 @@ impl<'a> Html<'a> {
     /// The markup written so far.
     pub fn finish(self) -> String {
         self.out
-    }
-}
-
-/// `text` with `& < > " '` escaped, onto `out`.
-pub fn escape_into(out: &mut String, text: &str) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
     }
 }
 

@@ -26,7 +26,6 @@ mod live;
 mod pages;
 pub mod token;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
@@ -40,7 +39,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
-use switchboard_channel::EventSink;
+use switchboard_channel::{EventSink, TokenFile};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
@@ -81,7 +80,7 @@ pub struct Admin {
     /// `[admin]`.
     pub(crate) settings: AdminConfig,
     /// `<data_dir>/admin.token`, read per request.
-    pub(crate) token_file: PathBuf,
+    pub(crate) token_file: TokenFile,
     /// The config, for the doctor's findings.
     config: Config,
     /// Cancelled when the gateway stops: live streams end then.
@@ -108,7 +107,7 @@ impl Admin {
             scrubber: Arc::new(config.scrubber()),
             clock,
             settings: config.admin.clone(),
-            token_file: token::token_path(&config.gateway.data_dir),
+            token_file: token::token_file(&config.gateway.data_dir),
             config: config.clone(),
             findings: OnceCell::new(),
             closing,

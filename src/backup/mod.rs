@@ -14,8 +14,6 @@ use std::str::FromStr;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::ConfigArgs;
-
 mod lock;
 mod restore;
 mod sqlite;
@@ -37,9 +35,6 @@ const FORMAT: u32 = 1;
 /// `switchboard backup` options.
 #[derive(Debug, Args)]
 pub struct BackupArgs {
-    /// Config file, for `gateway.database_url` and `gateway.data_dir`.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// The archive to write (replaced atomically; mode 0600).
     pub file: PathBuf,
     /// Also keep conversations' workspaces and their checkpoints (can be large).
@@ -50,9 +45,6 @@ pub struct BackupArgs {
 /// `switchboard restore` options.
 #[derive(Debug, Args)]
 pub struct RestoreArgs {
-    /// Config file, for where the database and `data_dir` go.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// The archive `switchboard backup` wrote.
     pub file: PathBuf,
     /// Overwrite files that already exist (never a running gateway's).

@@ -12,10 +12,11 @@ use anyhow::Context;
 use super::{
     DATA_PREFIX, DATABASE_ENTRY, FORMAT, GatewayLock, MANIFEST_ENTRY, Manifest, RestoreArgs,
 };
+use crate::config::ConfigArgs;
 
-/// `switchboard restore`.
-pub async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+/// `switchboard restore`: the config names where the database and `data_dir` go.
+pub async fn restore(config: &ConfigArgs, args: RestoreArgs) -> anyhow::Result<ExitCode> {
+    let config = config.load()?;
     let data_dir = config.gateway.data_dir.clone();
     let database = super::database_file(&config.gateway.database_url)?;
     // Held until every file is in place, so a gateway cannot start half-way either.

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::{BackupArgs, DATA_PREFIX, DATABASE_ENTRY, FORMAT, MANIFEST_ENTRY, Manifest, sqlite};
+use crate::config::ConfigArgs;
 
 /// Top-level directories of `data_dir` kept only with `--workspaces`.
 const WORKSPACE_DIRS: [&str; 2] = ["workspaces", "checkpoints"];
@@ -23,9 +24,10 @@ enum Item {
     Database(PathBuf),
 }
 
-/// `switchboard backup`.
-pub async fn backup(args: BackupArgs) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+/// `switchboard backup`: the config names what is copied (`gateway.database_url` and
+/// `gateway.data_dir`).
+pub async fn backup(config: &ConfigArgs, args: BackupArgs) -> anyhow::Result<ExitCode> {
+    let config = config.load()?;
     let data_dir = config.gateway.data_dir.clone();
     let database = super::database_file(&config.gateway.database_url)?;
     let out_dir = match args.file.parent() {

@@ -16,8 +16,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::ConfigArgs;
-use crate::config::deprecated;
+use crate::config::{ConfigArgs, deprecated};
 
 /// `switchboard config` options.
 #[derive(Debug, Args)]
@@ -38,23 +37,20 @@ pub enum ConfigAction {
 /// `switchboard config migrate` options.
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
-    /// Config file.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// Write the rewritten file without asking.
     #[arg(long, short)]
     pub yes: bool,
 }
 
-/// `switchboard config …`.
-pub fn run(args: ConfigCommandArgs) -> anyhow::Result<ExitCode> {
+/// `switchboard config …` on the file `config` names.
+pub fn run(config: &ConfigArgs, args: ConfigCommandArgs) -> anyhow::Result<ExitCode> {
     match args.action {
-        ConfigAction::Migrate(args) => migrate(&args),
+        ConfigAction::Migrate(args) => migrate(config, &args),
     }
 }
 
-fn migrate(args: &MigrateArgs) -> anyhow::Result<ExitCode> {
-    let (path, missing) = args.config.path();
+fn migrate(config: &ConfigArgs, args: &MigrateArgs) -> anyhow::Result<ExitCode> {
+    let (path, missing) = config.path();
     if let Some(missing) = missing {
         anyhow::bail!(
             "{} does not exist: nothing to migrate (the fallback {} is not rewritten)",

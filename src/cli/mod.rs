@@ -1,7 +1,8 @@
 //! The command line: `run`, `check`, `config migrate`, `migrate`, `audit`, `approvals`,
 //! `healthcheck`, `memory`, `access`, `schedules`, `skills`, `backup`, `restore`, `web-token`
 //! and `admin-token`, each a thin layer over library code. Which config file they read is
-//! `config_file`'s business (a user's file, else a fallback).
+//! `config::ConfigArgs`'s business (a user's file, else a fallback): one global `--config`,
+//! accepted before or after any subcommand.
 //!
 //! Every subcommand loads the config through [`config::load`], which parses it and then runs
 //! every check, including each channel crate's own `validate()` and the route collisions
@@ -13,14 +14,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{self, Config};
+use crate::config::{self, Config, ConfigArgs};
 use crate::ids::MemoryScope;
 use crate::{Gateway, channels, store, telemetry};
 
-mod config_file;
 pub mod config_migrate;
 mod links;
-pub use config_file::{ConfigArgs, DEFAULT_CONFIG, EXAMPLE_CONFIG};
 
 /// What `switchboard --version` prints after the name: the release and the commit it was
 /// built from (`build.rs`; `unknown` when the build had neither `.git` nor a
@@ -36,6 +35,9 @@ pub const VERSION: &str = concat!(
 #[derive(Debug, Parser)]
 #[command(version = VERSION, about)]
 pub struct Cli {
+    /// Which config file every subcommand reads (before or after the subcommand's name).
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -45,7 +47,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the gateway until SIGINT/SIGTERM.
-    Run(ConfigArgs),
+    Run,
     /// Validate the config and print every problem (exit 0 when it is valid).
     Check(CheckArgs),
     /// The config file itself: `config migrate` rewrites deprecated keys into their current
@@ -55,7 +57,7 @@ pub enum Command {
     /// sandbox; findings by severity with their fixes (exit 1 when one is critical).
     Doctor(crate::doctor::DoctorArgs),
     /// Apply database migrations and exit.
-    Migrate(ConfigArgs),
+    Migrate,
     /// Print the audit log of tool executions, newest first.
     Audit(AuditArgs),
     /// List approval requests, newest first.
@@ -97,9 +99,6 @@ pub struct SupervisorArgs {
 /// `switchboard memory` options.
 #[derive(Debug, Args)]
 pub struct MemoryArgs {
-    /// Config file, for the database URL.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// What to do.
     #[command(subcommand)]
     pub action: MemoryAction,
@@ -140,9 +139,6 @@ pub enum MemoryAction {
 /// `switchboard check` options.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Config file.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// Also make one tiny real request to the provider and each configured platform
     /// (Telegram getMe, Slack auth.test, Discord users/@me) and print what works; exit 1
     /// when one fails.
@@ -153,9 +149,6 @@ pub struct CheckArgs {
 /// `switchboard healthcheck` options.
 #[derive(Debug, Args)]
 pub struct HealthcheckArgs {
-    /// Config file, for `gateway.listen`.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// Check this URL instead of http://<gateway.listen>/readyz.
     #[arg(long)]
     pub url: Option<String>,
@@ -164,9 +157,6 @@ pub struct HealthcheckArgs {
 /// `switchboard approvals` options.
 #[derive(Debug, Args)]
 pub struct ApprovalsArgs {
-    /// Config file, for the database URL.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// Only those still waiting for a decision.
     #[arg(long)]
     pub pending: bool,
@@ -178,9 +168,6 @@ pub struct ApprovalsArgs {
 /// `switchboard audit` options.
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    /// Config file, for the database URL.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// Only this conversation (`channel:chat[:thread]`).
     #[arg(long)]
     pub conversation: Option<String>,
@@ -190,15 +177,15 @@ pub struct AuditArgs {
 }
 
 /// `switchboard run`.
-pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
-    let (path, missing) = args.path();
+pub async fn run(config: &ConfigArgs) -> anyhow::Result<ExitCode> {
+    let (path, missing) = config.path();
     let mut config = config::load(&path)?;
     crate::data_dir::create(&config.gateway.data_dir)
         .with_context(|| format!("creating {}", config.gateway.data_dir.display()))?;
     // Before the scrubber is built, so the generated tokens are redacted like the rest.
     let tokens = links::Tokens::prepare(&mut config)?;
     telemetry::init(config.gateway.log_format, scrubber(&config));
-    config_file::log_fallback(&path, missing.as_ref());
+    config::log_fallback(&path, missing.as_ref());
     tokens.announce();
     for warning in crate::access::warnings(&config) {
         tracing::warn!("{warning}");
@@ -223,9 +210,9 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `switchboard check` (and `--probe`).
-pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let (path, _) = args.config.path();
-    match args.config.load() {
+pub async fn check(file: &ConfigArgs, args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let (path, _) = file.path();
+    match file.load() {
         Ok(config) => {
             println!(
                 "{}: ok ({} channel(s) configured, provider {:?} model {})",
@@ -290,8 +277,8 @@ fn check_skills(config: &Config) -> bool {
 }
 
 /// `switchboard migrate`.
-pub async fn migrate(args: ConfigArgs) -> anyhow::Result<ExitCode> {
-    let config = args.load()?;
+pub async fn migrate(config: &ConfigArgs) -> anyhow::Result<ExitCode> {
+    let config = config.load()?;
     telemetry::init(config.gateway.log_format, scrubber(&config));
     store::connect(&config.gateway.database_url).await?;
     println!("migrations applied");
@@ -299,8 +286,8 @@ pub async fn migrate(args: ConfigArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `switchboard audit`.
-pub async fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+pub async fn audit(config: &ConfigArgs, args: AuditArgs) -> anyhow::Result<ExitCode> {
+    let config = config.load()?;
     let key = match &args.conversation {
         Some(k) => Some(k.parse::<switchboard_channel::ConversationKey>()?),
         None => None,
@@ -329,8 +316,8 @@ pub async fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `switchboard approvals`.
-pub async fn approvals(args: ApprovalsArgs) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+pub async fn approvals(config: &ConfigArgs, args: ApprovalsArgs) -> anyhow::Result<ExitCode> {
+    let config = config.load()?;
     let store = store::connect(&config.gateway.database_url).await?;
     let list = store.list_approvals(args.pending, args.limit).await?;
     if list.is_empty() {
@@ -357,11 +344,11 @@ pub async fn approvals(args: ApprovalsArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `switchboard healthcheck`.
-pub async fn healthcheck(args: HealthcheckArgs) -> anyhow::Result<ExitCode> {
+pub async fn healthcheck(config: &ConfigArgs, args: HealthcheckArgs) -> anyhow::Result<ExitCode> {
     let url = match args.url {
         Some(url) => url,
         None => {
-            let config = args.config.load()?;
+            let config = config.load()?;
             let addr: std::net::SocketAddr = config.gateway.listen.parse()?;
             let host = if addr.ip().is_unspecified() {
                 "127.0.0.1".to_owned()
@@ -395,8 +382,8 @@ pub async fn healthcheck(args: HealthcheckArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `switchboard memory`.
-pub async fn memory(args: MemoryArgs) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+pub async fn memory(config: &ConfigArgs, args: MemoryArgs) -> anyhow::Result<ExitCode> {
+    let config = config.load()?;
     let store = store::connect(&config.gateway.database_url).await?;
     let shown = match args.action {
         MemoryAction::List { scope, limit } => store.memories(scope.as_ref(), limit).await?,

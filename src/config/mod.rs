@@ -1,7 +1,8 @@
 //! The configuration tree: one TOML file (plus `SWITCHBOARD__SECTION__KEY` overrides) parsed
 //! into these types at start-up. Every key has a default except the provider's model.
 //!
-//! Layout: this file holds the core's own sections; `channels` the `[channels.<name>]` enum
+//! Layout: this file holds the core's own sections; `args` the `--config` options every
+//! subcommand takes (which file is read, and the fallback); `channels` the `[channels.<name>]` enum
 //! over the channel crates' settings types; `memory` the `[memory]` section; `load` reading,
 //! overrides and the checks serde cannot express; `locate` finding a key's line for a problem
 //! found after parsing; `providers` the `[providers.<name>]` tables; `agents` the
@@ -14,6 +15,7 @@
 
 pub mod admin;
 pub mod agents;
+mod args;
 pub mod budgets;
 mod channels;
 pub mod checkpoints;
@@ -35,6 +37,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 pub use crate::provider::{ProviderConfig, ProviderKind};
+pub(crate) use args::log_fallback;
+pub use args::{ConfigArgs, DEFAULT_CONFIG, EXAMPLE_CONFIG};
 pub use channels::{ChannelConfig, KINDS, ROUTES};
 pub use cluster::ClusterConfig;
 pub use load::{ConfigError, Problem, load, parse};

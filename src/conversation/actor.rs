@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use switchboard_channel::ConversationKey;
+use switchboard_channel::{Backoff, ConversationKey};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -20,6 +20,12 @@ use crate::store::{Durable, InboxRow, Refusal, StoreError};
 /// An event claimed this often without finishing (it crashed the process each time) is
 /// given up on rather than crashing it forever.
 const MAX_ATTEMPTS: i64 = 5;
+/// Failed claims in a row after which the actor retires; the periodic sweep wakes it again.
+const MAX_CLAIM_FAILURES: u32 = 5;
+/// The wait after a first failed claim; it doubles per failure in a row.
+const FIRST_CLAIM_BACKOFF: Duration = Duration::from_millis(400);
+/// The wait after the last failed claim before retiring.
+const MAX_CLAIM_BACKOFF: Duration = Duration::from_millis(6400);
 
 /// The actor loop.
 pub(super) async fn run(
@@ -148,6 +154,7 @@ async fn claim_and_run(
 ) {
     let epoch = held.map_or(0, Held::epoch);
     let mut store_failures = 0u32;
+    let mut backoff = Backoff::new(FIRST_CLAIM_BACKOFF, MAX_CLAIM_BACKOFF);
     while !deps.lifecycle.draining().is_cancelled() && held.is_none_or(Held::trusted) {
         // A failure is retried below, so a database that is briefly away does not leave
         // the conversation waiting for the sweep.
@@ -158,10 +165,10 @@ async fn claim_and_run(
             Err(err) => {
                 store_failures += 1;
                 log_claim_failure(key, &err);
-                if store_failures > 5 {
+                if store_failures > MAX_CLAIM_FAILURES {
                     return; // the periodic sweep wakes us again
                 }
-                tokio::time::sleep(Duration::from_millis(200 << store_failures)).await;
+                tokio::time::sleep(backoff.next_delay()).await;
                 continue;
             }
         };

@@ -18,14 +18,11 @@ use std::process::ExitCode;
 use clap::Args;
 use serde::Serialize;
 
-use crate::cli::ConfigArgs;
+use crate::config::ConfigArgs;
 
 /// `switchboard doctor` options.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// Config file.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// Print the findings as one JSON array, for scripts.
     #[arg(long)]
     pub json: bool,
@@ -74,9 +71,9 @@ pub fn config_findings(config: &crate::config::Config) -> Vec<Finding> {
 }
 
 /// `switchboard doctor`.
-pub async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
-    let (path, _) = args.config.path();
-    let config = args.config.load()?;
+pub async fn run(file: &ConfigArgs, args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    let (path, _) = file.path();
+    let config = file.load()?;
     let raw = std::fs::read_to_string(&path).unwrap_or_default();
     let mut findings = checks::all(&config, &path, &raw);
     findings.extend(checks::live(&config).await);

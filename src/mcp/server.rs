@@ -10,12 +10,15 @@ use std::time::Duration;
 use rmcp::ServiceError;
 use serde::Serialize;
 use serde_json::{Value, json};
+use switchboard_channel::Backoff;
 use tokio::time::Instant;
 
 use super::connect::{self, Launch, Session};
 use crate::config::mcp::McpServerConfig;
 use crate::sandbox::Sandbox;
 
+/// Wait after a first failed start; doubles per failure in a row up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_secs(2);
 /// Longest wait between two start attempts of a server that keeps failing.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
@@ -55,14 +58,27 @@ pub enum Status {
 }
 
 /// The mutable part, behind an async lock so only one start runs at a time.
-#[derive(Default)]
 struct Slot {
     session: Option<Arc<Session>>,
     tools: Option<Arc<Vec<ToolDef>>>,
-    failures: u32,
+    /// The wait after the next failed start; reset by a start that succeeds.
+    backoff: Backoff,
     retry_at: Option<Instant>,
     last_error: String,
     stopped: bool,
+}
+
+impl Slot {
+    fn new() -> Self {
+        Self {
+            session: None,
+            tools: None,
+            backoff: Backoff::new(FIRST_BACKOFF, MAX_BACKOFF),
+            retry_at: None,
+            last_error: String::new(),
+            stopped: false,
+        }
+    }
 }
 
 /// One configured server (or one conversation's instance of a `per_conversation` server).
@@ -91,7 +107,7 @@ impl Server {
             config,
             sandbox,
             workspace,
-            slot: tokio::sync::Mutex::new(Slot::default()),
+            slot: tokio::sync::Mutex::new(Slot::new()),
             status: std::sync::Mutex::new(Status::NotStarted),
         }
     }
@@ -158,15 +174,14 @@ impl Server {
                 let session = Arc::new(session);
                 self.set_status(Status::Running { tools: tools.len() });
                 tracing::info!(server = %self.name, tools = tools.len(), "mcp server started");
-                (slot.failures, slot.retry_at) = (0, None);
+                slot.backoff.reset();
+                slot.retry_at = None;
                 slot.tools = Some(Arc::new(tools));
                 slot.session = Some(Arc::clone(&session));
                 Ok(session)
             }
             Err(error) => {
-                slot.failures = slot.failures.saturating_add(1);
-                let backoff = Duration::from_secs(1u64 << slot.failures.min(6)).min(MAX_BACKOFF);
-                slot.retry_at = Some(Instant::now() + backoff);
+                slot.retry_at = Some(Instant::now() + slot.backoff.next_delay());
                 slot.last_error = error.clone();
                 tracing::warn!(server = %self.name, %error, "mcp server failed to start");
                 self.set_status(Status::Failed {

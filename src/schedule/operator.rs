@@ -14,8 +14,8 @@ use switchboard_channel::{ConversationKey, Place};
 
 use super::Schedules;
 use super::when::{self, Recurrence};
-use crate::cli::ConfigArgs;
 use crate::clock::Clock;
+use crate::config::ConfigArgs;
 use crate::config::OperatorJob;
 use crate::ids::SYSTEM_USER;
 use crate::store::{self, JobSource, NewSchedule, StoreError, Timing};
@@ -92,17 +92,15 @@ impl Schedules {
 /// `switchboard schedules` options.
 #[derive(Debug, Args)]
 pub struct SchedulesArgs {
-    /// Config file (its `[[schedules]]`, and the database URL for `--all`).
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// Also list the reminders and tasks made in conversations (read from the database).
     #[arg(long)]
     pub all: bool,
 }
 
-/// `switchboard schedules`: the operator's jobs as configured, each with its next run.
-pub async fn cli(args: SchedulesArgs) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+/// `switchboard schedules`: the operator's jobs as configured (the config's
+/// `[[schedules]]`), each with its next run.
+pub async fn cli(config: &ConfigArgs, args: SchedulesArgs) -> anyhow::Result<ExitCode> {
+    let config = config.load()?;
     let now = Clock::wall().now_ms();
     let default_zone = &config.scheduler.default_zone;
     if config.schedules.is_empty() {

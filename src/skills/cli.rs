@@ -7,14 +7,11 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::{Catalog, report};
-use crate::cli::ConfigArgs;
+use crate::config::ConfigArgs;
 
 /// `switchboard skills` options.
 #[derive(Debug, Args)]
 pub struct SkillsArgs {
-    /// Config file, for `[skills]` and `[agents]`.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     /// What to do.
     #[command(subcommand)]
     pub action: SkillsAction,
@@ -35,9 +32,10 @@ pub enum SkillsAction {
     },
 }
 
-/// `switchboard skills`: load the config, scan the skill folders, carry out the action.
-pub async fn run(args: SkillsArgs) -> anyhow::Result<ExitCode> {
-    let config = args.config.load()?;
+/// `switchboard skills`: load the config (its `[skills]` and `[agents]`), scan the skill
+/// folders, carry out the action.
+pub async fn run(config: &ConfigArgs, args: SkillsArgs) -> anyhow::Result<ExitCode> {
+    let config = config.load()?;
     let mut catalog = Catalog::scan(&config.skills, &config.gateway.data_dir);
     match args.action {
         SkillsAction::List => {

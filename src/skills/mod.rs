@@ -29,6 +29,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use switchboard_channel::html::escape_text;
+
 pub use crate::skill_format::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Manifest, check_name, parse};
 pub use narrow::{Narrowing, tool_name};
 pub use pin::{Contents, Pin, Pins};
@@ -389,20 +391,13 @@ impl SkillSet {
         for skill in &self.skills {
             text.push_str(&format!(
                 "<skill><name>{}</name><description>{}</description></skill>\n",
-                escape(&skill.name),
-                escape(&skill.description)
+                escape_text(&skill.name),
+                escape_text(&skill.description)
             ));
         }
         text.push_str("</available_skills>");
         text
     }
-}
-
-/// `text` safe inside the prompt's tags.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// The profiles of `config` that may use the skill called `name` (`default` first).

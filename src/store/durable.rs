@@ -16,6 +16,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use switchboard_channel::Backoff;
 use tokio_util::sync::CancellationToken;
 
 use super::StoreError;
@@ -49,7 +50,7 @@ impl Durable {
         Fut: Future<Output = Result<T, StoreError>>,
     {
         let mut failures = 0u32;
-        let mut backoff = FIRST_BACKOFF;
+        let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
         loop {
             let err = match op().await {
                 Ok(value) => {
@@ -82,9 +83,8 @@ impl Durable {
                     tracing::warn!(write = what, failures, error = %err, "stopping with a write not stored; the next start finishes the event");
                     return Err(StoreError::Stopped);
                 }
-                () = tokio::time::sleep(backoff) => {}
+                () = tokio::time::sleep(backoff.next_delay()) => {}
             }
-            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }
 }

@@ -16,6 +16,7 @@ mod browser;
 mod budget;
 mod cluster;
 mod config;
+mod config_flag;
 mod config_migrate;
 mod db_faults;
 mod docker_image;

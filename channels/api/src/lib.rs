@@ -15,17 +15,29 @@
 //!   validate, secrets, routes, build), and the `${VAR}`-expanding `EnvString`/`Secret`
 //!   types the core's own config uses too.
 //! - [`recent`]: a capped map for a channel's memory of recent events.
+//! - [`token_file`]: the generated access token kept in a file (the web chat's and the
+//!   dashboard's): made, rotated and read one way.
+//! - [`auth`]: what every HTTP gate in front of a secret shares: the cookie reader and the
+//!   constant-time comparison.
+//! - [`html`]: the one HTML escaper.
+//! - [`backoff`]: the doubling wait of every reconnect and retry loop, and
+//!   [`authenticate`]: a channel's start-up credential check retried with it.
 //! - [`ids`]: the check every channel runs on an event's platform ids at its edge (no empty
 //!   event id, no control characters), answering 400 instead of storing it.
 
 pub mod access;
 pub mod attach;
+pub mod auth;
+pub mod authenticate;
+pub mod backoff;
 pub mod channel;
+pub mod html;
 pub mod ids;
 pub mod recent;
 pub mod render;
 pub mod settings;
 pub mod split;
+pub mod token_file;
 pub mod types;
 
 pub use access::{AccessRules, DmPolicy, GroupPolicy, Place};
@@ -33,6 +45,9 @@ pub use attach::{
     Attachment, AttachmentKind, DEFAULT_MAX_ATTACHMENT_BYTES, FileError, OutboundFile, human_size,
     read_capped,
 };
+pub use auth::{cookie, secrets_match};
+pub use authenticate::{CredentialCheck, authenticate_until_ok};
+pub use backoff::Backoff;
 pub use channel::{Channel, ChannelError, Delivery, EventSink, Health, Limits, SinkError};
 pub use ids::{BadId, check_id, check_key};
 pub use recent::Recent;
@@ -41,6 +56,7 @@ pub use settings::{
     BuildError, ChannelSettings, EnvString, HttpRoute, Redactor, Secret, SettingsError, Site,
 };
 pub use split::{LengthUnit, fit_tail, split_message};
+pub use token_file::{TokenFile, TokenFileError};
 pub use types::{
     BadConversationKey, Button, ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef,
     Outbound, UserRef,

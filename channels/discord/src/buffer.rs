@@ -18,7 +18,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use switchboard_channel::{ChannelEvent, Delivery, EventSink, SinkError};
+use switchboard_channel::{Backoff, ChannelEvent, Delivery, EventSink, SinkError};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -172,7 +172,7 @@ impl Writer {
 
     /// Store one event, retrying until it is stored; `None` when stopped first.
     async fn store(&self, event: &ChannelEvent, stop: &CancellationToken) -> Option<Delivery> {
-        let mut backoff = FIRST_BACKOFF;
+        let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
         let mut failing_since: Option<Instant> = None;
         loop {
             match self.sink.deliver(event.clone()).await {
@@ -195,9 +195,8 @@ impl Writer {
                         "stopping while Discord events wait to be stored; they are lost (the gateway does not redeliver)");
                     return None;
                 }
-                () = tokio::time::sleep(backoff) => {}
+                () = tokio::time::sleep(backoff.next_delay()) => {}
             }
-            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }
 

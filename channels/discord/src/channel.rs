@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use switchboard_channel::{
-    Attachment, ButtonPress, Channel, ChannelError, ConversationKey, EventSink, FileError, Health,
-    LengthUnit, Limits, MessageRef, Outbound, OutboundFile,
+    Attachment, ButtonPress, Channel, ChannelError, ConversationKey, CredentialCheck, EventSink,
+    FileError, Health, LengthUnit, Limits, MessageRef, Outbound, OutboundFile,
+    authenticate_until_ok,
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{CurrentUser, RestApi};
+use crate::api::RestApi;
 use crate::buffer::Outage;
 use crate::config::DiscordConfig;
 use crate::gateway;
@@ -21,9 +22,6 @@ use crate::outbound::{MAX_MESSAGE_CHARS, message_body};
 use crate::presses::{DEFER_AFTER, Presses};
 use switchboard_channel::Recent;
 
-/// First wait after a failed token check; doubles up to [`MAX_AUTH_BACKOFF`].
-const FIRST_AUTH_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_AUTH_BACKOFF: Duration = Duration::from_secs(60);
 /// How many channels' thread parents are remembered.
 const PARENTS_CAP: usize = 1024;
 
@@ -143,40 +141,6 @@ impl Inner {
             }
         }
     }
-
-    /// Check the token until it is accepted, refused for good (`Err`), or `shutdown` fires.
-    async fn authenticate_until_ok(
-        &self,
-        shutdown: &CancellationToken,
-    ) -> Result<Option<CurrentUser>, ChannelError> {
-        let mut backoff = FIRST_AUTH_BACKOFF;
-        loop {
-            let wait = match self.api.current_user().await {
-                Ok(me) => return Ok(Some(me)),
-                Err(ChannelError::RateLimited { retry_after }) => retry_after,
-                Err(ChannelError::Transient(reason)) => {
-                    tracing::warn!(channel = %self.name, %reason, ?backoff, "Discord token check failed; retrying");
-                    let wait = backoff;
-                    backoff = (backoff * 2).min(MAX_AUTH_BACKOFF);
-                    wait
-                }
-                Err(refused) => {
-                    self.set_health(not_ready(format!(
-                        "token check failed: {refused}; check token in [channels.{}]",
-                        self.name
-                    )));
-                    return Err(refused);
-                }
-            };
-            self.set_health(not_ready(format!(
-                "token check not answered yet; retry in {wait:?}"
-            )));
-            tokio::select! {
-                () = shutdown.cancelled() => return Ok(None),
-                () = tokio::time::sleep(wait) => {}
-            }
-        }
-    }
 }
 
 /// Where a key's messages go: the thread when one is named (a thread is a channel), else `chat`.
@@ -229,7 +193,20 @@ impl Channel for DiscordChannel {
     ) -> Result<(), ChannelError> {
         self.inner
             .set_health(not_ready("checking the token (GET /users/@me)"));
-        let Some(me) = self.inner.authenticate_until_ok(&shutdown).await? else {
+        let inner = &self.inner;
+        let refused = format!("; check token in [channels.{}]", inner.name);
+        let check = CredentialCheck {
+            channel: &inner.name,
+            what: "token check",
+            on_refusal: &refused,
+        };
+        let authenticated = authenticate_until_ok(
+            &check,
+            move || inner.api.current_user(),
+            |health| inner.set_health(health),
+            &shutdown,
+        );
+        let Some(me) = authenticated.await? else {
             return Ok(());
         };
         tracing::info!(channel = %self.inner.name, bot = %me.username, id = %me.id, "Discord bot authenticated");

@@ -15,7 +15,7 @@ use serenity::model::channel::Message;
 use serenity::model::event::ResumedEvent;
 use serenity::model::gateway::{GatewayIntents, Ready};
 use serenity::model::id::ShardId;
-use switchboard_channel::{ChannelError, Delivery, EventSink, Health};
+use switchboard_channel::{Backoff, ChannelError, Delivery, EventSink, Health};
 use tokio_util::sync::CancellationToken;
 
 use crate::arrival::Arrivals;
@@ -54,7 +54,7 @@ pub async fn run(
         Arc::clone(&inner.outage),
         shutdown.child_token(),
     );
-    let mut backoff = FIRST_RESTART_BACKOFF;
+    let mut backoff = Backoff::new(FIRST_RESTART_BACKOFF, MAX_RESTART_BACKOFF);
     loop {
         let mut client = build_client(&inner, &buffer).await?;
         let manager = Arc::clone(&client.shard_manager);
@@ -64,6 +64,7 @@ pub async fn run(
             () = shutdown.cancelled() => None,
         };
         watcher.abort();
+        let wait = backoff.next_delay();
         match outcome {
             None => {
                 manager.shutdown_all().await;
@@ -75,20 +76,17 @@ pub async fn run(
                     inner.set_health(not_ready(format!("gateway refused: {fatal}")));
                     return Err(fatal);
                 }
-                tracing::warn!(channel = %inner.name, error = %e, ?backoff, "Discord gateway client stopped; restarting");
+                tracing::warn!(channel = %inner.name, error = %e, ?wait, "Discord gateway client stopped; restarting");
             }
             Some(Ok(())) => {
-                tracing::warn!(channel = %inner.name, ?backoff, "Discord gateway client stopped; restarting");
+                tracing::warn!(channel = %inner.name, ?wait, "Discord gateway client stopped; restarting");
             }
         }
-        inner.set_health(not_ready(format!(
-            "gateway client restarting in {backoff:?}"
-        )));
+        inner.set_health(not_ready(format!("gateway client restarting in {wait:?}")));
         tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
-            () = tokio::time::sleep(backoff) => {}
+            () = tokio::time::sleep(wait) => {}
         }
-        backoff = (backoff * 2).min(MAX_RESTART_BACKOFF);
     }
 }
 

@@ -19,7 +19,7 @@ use matrix_sdk::ruma::api::client::sync::sync_events::v3::Filter;
 use matrix_sdk::ruma::{OwnedRoomId, UInt};
 use matrix_sdk::sync::SyncResponse;
 use serde_json::Value;
-use switchboard_channel::{ChannelError, DmPolicy, EventSink, GroupPolicy, Place};
+use switchboard_channel::{Backoff, ChannelError, DmPolicy, EventSink, GroupPolicy, Place};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
@@ -45,7 +45,7 @@ pub(crate) async fn run(
         token: None,
         resumed: false,
     };
-    let mut backoff = BACKOFF_MIN;
+    let mut backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX);
     loop {
         let step = tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
@@ -53,7 +53,7 @@ pub(crate) async fn run(
         };
         let wait = match step {
             Ok(()) => {
-                backoff = BACKOFF_MIN;
+                backoff.reset();
                 continue;
             }
             Err(ChannelError::RateLimited { retry_after }) => retry_after,
@@ -67,9 +67,7 @@ pub(crate) async fn run(
             Err(err) => {
                 tracing::warn!(channel = %syncer.client.name, error = %err, "Matrix sync failed; retrying");
                 syncer.client.receive_failed(err.to_string());
-                let wait = backoff;
-                backoff = (backoff * 2).min(BACKOFF_MAX);
-                wait
+                backoff.next_delay()
             }
         };
         tokio::select! {

@@ -8,8 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use switchboard_channel::{
-    Attachment, ButtonPress, Channel, ChannelError, ConversationKey, EventSink, FileError, Health,
-    LengthUnit, Limits, MessageRef, Outbound, OutboundFile, Recent, SinkError, Target, render,
+    Attachment, ButtonPress, Channel, ChannelError, ConversationKey, CredentialCheck, EventSink,
+    FileError, Health, LengthUnit, Limits, MessageRef, Outbound, OutboundFile, Recent, SinkError,
+    Target, authenticate_until_ok, render,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -20,9 +21,6 @@ use crate::webhook;
 
 /// Longest message text Slack accepts.
 pub const MAX_MESSAGE_CHARS: usize = 40_000;
-/// First wait after a failed `auth.test`; doubles up to [`MAX_AUTH_BACKOFF`].
-const FIRST_AUTH_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_AUTH_BACKOFF: Duration = Duration::from_secs(60);
 /// How many pressed messages' blocks are remembered for `answer_button`.
 const PRESSED_CAP: usize = 512;
 /// How many threads the bot is known to be part of are remembered without asking the store.
@@ -138,45 +136,6 @@ impl Inner {
             .user_id
             .ok_or_else(|| ChannelError::Transient("auth.test answered without user_id".into()))
     }
-
-    /// Call `auth.test` until it succeeds, fails for good, or `shutdown` fires (`None`).
-    async fn authenticate_until_ok(
-        &self,
-        shutdown: &CancellationToken,
-    ) -> Result<Option<String>, ChannelError> {
-        let mut backoff = FIRST_AUTH_BACKOFF;
-        loop {
-            let wait = match self.authenticate().await {
-                Ok(id) => return Ok(Some(id)),
-                Err(ChannelError::RateLimited { retry_after }) => retry_after,
-                Err(ChannelError::Transient(reason)) => {
-                    tracing::warn!(channel = %self.name, %reason, ?backoff, "auth.test failed; retrying");
-                    let wait = backoff;
-                    backoff = (backoff * 2).min(MAX_AUTH_BACKOFF);
-                    wait
-                }
-                Err(fatal) => {
-                    self.set_health(not_ready(format!("auth.test failed: {fatal}")));
-                    return Err(fatal);
-                }
-            };
-            self.set_health(not_ready(format!(
-                "auth.test not answered yet; retry in {wait:?}"
-            )));
-            tokio::select! {
-                () = shutdown.cancelled() => return Ok(None),
-                () = tokio::time::sleep(wait) => {}
-            }
-        }
-    }
-}
-
-fn not_ready(detail: String) -> Health {
-    Health {
-        ready: false,
-        detail,
-        last_ok: None,
-    }
 }
 
 #[async_trait]
@@ -217,7 +176,19 @@ impl Channel for SlackChannel {
         _sink: Arc<dyn EventSink>,
         shutdown: CancellationToken,
     ) -> Result<(), ChannelError> {
-        let Some(bot_user_id) = self.inner.authenticate_until_ok(&shutdown).await? else {
+        let inner = &self.inner;
+        let check = CredentialCheck {
+            channel: &inner.name,
+            what: "auth.test",
+            on_refusal: "",
+        };
+        let authenticated = authenticate_until_ok(
+            &check,
+            move || inner.authenticate(),
+            |health| inner.set_health(health),
+            &shutdown,
+        );
+        let Some(bot_user_id) = authenticated.await? else {
             return Ok(());
         };
         tracing::info!(channel = %self.inner.name, %bot_user_id, "Slack bot authenticated");

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard_channel::{ChannelError, EventSink};
+use switchboard_channel::{Backoff, ChannelError, EventSink};
 use teloxide::payloads::GetUpdatesSetters;
 use teloxide::prelude::Requester;
 use teloxide::types::AllowedUpdate;
@@ -61,7 +61,7 @@ pub(crate) async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), ChannelError> {
     let mut poller = Poller::new(client, sink);
-    let mut backoff = BACKOFF_MIN;
+    let mut backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX);
     loop {
         let step = tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
@@ -72,15 +72,11 @@ pub(crate) async fn run(
                 if handled > 0 {
                     tracing::debug!(channel = %poller.client.name, handled, "confirmed Telegram updates");
                 }
-                backoff = BACKOFF_MIN;
+                backoff.reset();
                 continue;
             }
             Step::Retry(Some(wait)) => wait,
-            Step::Retry(None) => {
-                let wait = backoff;
-                backoff = (backoff * 2).min(BACKOFF_MAX);
-                wait
-            }
+            Step::Retry(None) => backoff.next_delay(),
             Step::Fatal(err) => {
                 poller.client.health.stopped(err.to_string());
                 return Err(err);

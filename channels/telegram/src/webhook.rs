@@ -10,7 +10,6 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use subtle::ConstantTimeEq;
 use switchboard_channel::{ChannelError, EventSink};
 use teloxide::payloads::SetWebhookSetters;
 use teloxide::prelude::Requester;
@@ -150,5 +149,5 @@ fn secret_matches(client: &Client, headers: &HeaderMap) -> bool {
     ) else {
         return false;
     };
-    bool::from(expected.as_bytes().ct_eq(given.as_bytes()))
+    switchboard_channel::secrets_match(expected, given)
 }

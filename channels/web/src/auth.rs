@@ -1,10 +1,11 @@
-//! Who may open the page and the socket: the access token (constant-time compare), the
+//! Who may open the page and the socket: the access token (compared in constant time by
+//! `switchboard_channel::secrets_match`), the
 //! `Host` check that stops DNS rebinding when no token is set, the WebSocket `Origin` check,
 //! and the session cookie that names a browser's conversation.
 
 use axum::http::HeaderMap;
-use axum::http::header::{COOKIE, HOST, ORIGIN};
-use subtle::ConstantTimeEq;
+use axum::http::header::{HOST, ORIGIN};
+use switchboard_channel::{cookie, secrets_match};
 
 use crate::token::Expected;
 
@@ -31,28 +32,11 @@ pub(crate) fn valid_session_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// The value of cookie `name` in the request, if any.
-pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.trim_matches('"'))
-}
-
 /// The request's valid session id, if it carries one.
 pub(crate) fn session_from(headers: &HeaderMap, channel: &str) -> Option<String> {
     cookie(headers, &session_cookie(channel))
         .filter(|id| valid_session_id(id))
         .map(str::to_owned)
-}
-
-/// Whether `given` is the access token, compared in constant time (the length may show).
-pub(crate) fn token_matches(expected: &str, given: &str) -> bool {
-    bool::from(expected.as_bytes().ct_eq(given.as_bytes()))
 }
 
 /// The token as it is stored in a cookie: anything outside the URL-safe set percent-encoded,
@@ -82,9 +66,9 @@ pub(crate) fn has_token(
         Expected::Nobody => return false,
         Expected::Token(token) => &**token,
     };
-    let by_query = query.is_some_and(|given| token_matches(expected, given));
+    let by_query = query.is_some_and(|given| secrets_match(expected, given));
     let by_cookie = cookie(headers, &token_cookie(channel))
-        .is_some_and(|given| token_matches(&cookie_safe(expected), given));
+        .is_some_and(|given| secrets_match(cookie_safe(expected), given));
     by_query | by_cookie
 }
 
@@ -188,14 +172,6 @@ mod tests {
     }
 
     #[test]
-    fn cookies_are_found_among_several_headers_and_pairs() {
-        let h = headers(&[("cookie", "a=1; sb_web_session=abc"), ("cookie", "b=\"2\"")]);
-        assert_eq!(cookie(&h, "sb_web_session"), Some("abc"));
-        assert_eq!(cookie(&h, "b"), Some("2"));
-        assert_eq!(cookie(&h, "sb_web"), None);
-    }
-
-    #[test]
     fn only_32_lowercase_hex_digits_make_a_session_id() {
         assert!(valid_session_id(&new_session_id()));
         assert!(!valid_session_id("../../etc/passwd0000000000000000"));
@@ -217,7 +193,7 @@ mod tests {
         assert!(!has_token(&tok, None, &jar, "other"));
         let closed = Expected::Nobody;
         assert!(!has_token(&closed, Some("t;k 1"), &jar, "web"), "closed");
-        assert!(!token_matches("abc", "abcd") && !token_matches("abc", "abd"));
+        assert!(!secrets_match("abc", "abcd") && !secrets_match("abc", "abd"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! (⏳ ✅ ❌) as their own block, the person's own text escaped verbatim, and a message's
 //! files as download links.
 
+use switchboard_channel::html::escape_into;
 use switchboard_channel::{Target, human_size, render};
 
 use crate::files::valid_file_id;
@@ -72,19 +73,6 @@ pub(crate) fn files_html(files: &[FileLink]) -> String {
     }
     out.push_str("</ul>");
     out
-}
-
-fn escape_into(out: &mut String, text: &str) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,15 @@
 //! `switchboard check`, `skills list`, `skills trust` and `doctor` about skills, through the
 //! real binary: an invalid skill named with its path and reason, trust recorded and shown,
-//! a changed skill reported with how to trust it again.
+//! a changed skill reported with how to trust it again, `--config` before or after `skills list`.
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use super::Shelf;
+use crate::helpers::output_text;
 
-/// Run the binary with `args` on a config holding `shelf`'s `[skills]`; exit code and output.
-fn run(shelf: &Shelf, args: &[&str]) -> (Option<i32>, String) {
+/// A config holding `shelf`'s `[skills]` and a profile `ops` that may use `deploy`.
+fn config(shelf: &Shelf) -> PathBuf {
     let config = shelf.path().join("switchboard.toml");
     let data = shelf.path().join("data");
     let text = format!(
@@ -16,6 +18,12 @@ fn run(shelf: &Shelf, args: &[&str]) -> (Option<i32>, String) {
         shelf.config()
     );
     std::fs::write(&config, text).unwrap();
+    config
+}
+
+/// Run the binary with `args` on a config holding `shelf`'s `[skills]`; exit code and output.
+fn run(shelf: &Shelf, args: &[&str]) -> (Option<i32>, String) {
+    let config = config(shelf);
     let (command, rest) = args.split_first().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .arg(command)
@@ -81,6 +89,35 @@ fn skills_trust_pins_a_skill_and_list_shows_states_and_profiles() {
     let (code, out) = run(&shelf, &["skills", "trust", "nope"]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("no skill folder named \"nope\""), "{out}");
+}
+
+#[test]
+fn skills_list_reads_the_config_given_before_or_after_the_subcommand() {
+    let shelf = Shelf::new();
+    shelf.add("deploy", "name: deploy\ndescription: Ships.", "");
+    let config = config(&shelf);
+    let x = config.to_str().unwrap();
+    for line in [
+        ["skills", "list", "--config", x],
+        ["--config", x, "skills", "list"],
+        ["skills", "--config", x, "list"],
+    ] {
+        // No `config/` where it runs: the file given is the only config it can read.
+        let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .current_dir(shelf.path())
+            .env_remove("SWITCHBOARD_CONFIG")
+            .env_remove("SWITCHBOARD_FALLBACK_CONFIG")
+            .args(line)
+            .output()
+            .unwrap();
+        let text = output_text(&out);
+        assert!(out.status.success(), "{line:?}: {text}");
+        let deploy = text.lines().find(|l| l.starts_with("deploy"));
+        assert!(
+            deploy.is_some_and(|l| l.contains("profiles: default, ops")),
+            "{line:?}: {text}"
+        );
+    }
 }
 
 #[test]

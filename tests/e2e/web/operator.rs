@@ -4,7 +4,7 @@
 
 use serde_json::json;
 use switchboard_standins::Reply;
-use switchboard_web::token::{TokenFile, token_path};
+use switchboard_web::token::{token_file, token_path};
 use tokio_tungstenite::tungstenite;
 
 use super::{
@@ -56,7 +56,7 @@ async fn the_token_link_sets_an_http_only_strict_cookie_and_redirects_to_the_pag
     assert!(try_connect(&door, &session, "").await.is_ok());
 
     // Until `switchboard web-token --rotate`: then the old cookie opens nothing.
-    let file = TokenFile::new(token_path(app.dir(), "web"));
+    let file = token_file(token_path(app.dir(), "web"));
     let rotated = file.rotate().unwrap();
     match try_connect(&door, &session, "").await {
         Err(tungstenite::Error::Http(response)) => assert_eq!(response.status().as_u16(), 401),

@@ -69,20 +69,6 @@ fn code_language(info: &str) -> Option<String> {
     (!lang.is_empty()).then_some(lang)
 }
 
-/// Append `text` to `out` with `&`, `<`, `>` escaped, plus `"` and `'` when `quotes`.
-fn escape_into(out: &mut String, text: &str, quotes: bool) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' if quotes => out.push_str("&quot;"),
-            '\'' if quotes => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

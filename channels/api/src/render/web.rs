@@ -4,7 +4,8 @@
 
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 
-use super::{code_language, escape_into, has_safe_scheme};
+use super::{code_language, has_safe_scheme};
+use crate::html::escape_into;
 
 /// Render `markdown` as an HTML fragment.
 pub(super) fn render(markdown: &str) -> String {
@@ -67,7 +68,7 @@ impl Writer {
                 match lang {
                     Some(lang) => {
                         self.out.push_str("<pre><code class=\"language-");
-                        escape_into(&mut self.out, &lang, true);
+                        escape_into(&mut self.out, &lang);
                         self.out.push_str("\">");
                     }
                     None => self.out.push_str("<pre><code>"),
@@ -127,14 +128,14 @@ impl Writer {
     }
 
     fn text(&mut self, text: &str) {
-        escape_into(&mut self.out, text, true);
+        escape_into(&mut self.out, text);
     }
 
     fn open_link(&mut self, dest: &str) {
         let safe = has_safe_scheme(dest, &["http", "https", "mailto"]);
         if safe {
             self.out.push_str("<a href=\"");
-            escape_into(&mut self.out, dest.trim(), true);
+            escape_into(&mut self.out, dest.trim());
             self.out.push_str("\" rel=\"noopener noreferrer\">");
         }
         self.links.push(safe);

@@ -4,7 +4,8 @@
 
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 
-use super::{code_language, escape_into, has_safe_scheme};
+use super::{code_language, has_safe_scheme};
+use crate::html::{escape_into, escape_text_into};
 
 /// Which of the two line-oriented formats to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,7 +231,7 @@ impl Writer {
 
     fn text(&mut self, text: &str) {
         let mut escaped = String::with_capacity(text.len());
-        escape_into(&mut escaped, text, false);
+        escape_text_into(&mut escaped, text);
         self.raw(&escaped);
     }
 
@@ -262,15 +263,15 @@ impl Writer {
         let mut escaped = String::with_capacity(code.len() + 13);
         match self.dialect {
             // Telegram refuses code inside a link: there it is plain text.
-            Dialect::Telegram if !self.links.is_empty() => escape_into(&mut escaped, code, false),
+            Dialect::Telegram if !self.links.is_empty() => escape_text_into(&mut escaped, code),
             Dialect::Telegram => {
                 escaped.push_str("<code>");
-                escape_into(&mut escaped, code, false);
+                escape_text_into(&mut escaped, code);
                 escaped.push_str("</code>");
             }
             Dialect::Slack => {
                 escaped.push('`');
-                escape_into(&mut escaped, code, false);
+                escape_text_into(&mut escaped, code);
                 escaped.push('`');
             }
         }
@@ -288,17 +289,17 @@ impl Writer {
                 block.push_str("<pre><code class=\"language-");
                 block.push_str(&lang);
                 block.push_str("\">");
-                escape_into(&mut block, code, false);
+                escape_text_into(&mut block, code);
                 block.push_str("</code></pre>");
             }
             (Dialect::Telegram, None) => {
                 block.push_str("<pre>");
-                escape_into(&mut block, code, false);
+                escape_text_into(&mut block, code);
                 block.push_str("</pre>");
             }
             (Dialect::Slack, _) => {
                 block.push_str("```\n");
-                escape_into(&mut block, code, false);
+                escape_text_into(&mut block, code);
                 block.push_str("\n```");
             }
         }
@@ -312,7 +313,7 @@ impl Writer {
         self.line_prefix();
         if let (Dialect::Telegram, Some(href)) = (self.dialect, &href) {
             let mut tag = String::from("<a href=\"");
-            escape_into(&mut tag, href, true);
+            escape_into(&mut tag, href);
             tag.push_str("\">");
             self.raw(&tag);
         }
@@ -331,7 +332,7 @@ impl Writer {
         };
         if self.dialect == Dialect::Telegram {
             if self.out.len() == frame.start {
-                escape_into(&mut self.out, &href, false); // `[](url)`: show the url
+                escape_text_into(&mut self.out, &href); // `[](url)`: show the url
             }
             self.out.push_str("</a>");
             return;
@@ -339,7 +340,7 @@ impl Writer {
         // Slack wants `<url|text>`: take the text written since the link opened.
         let label = self.out.split_off(frame.start);
         let mut url = String::with_capacity(href.len());
-        escape_into(&mut url, &href.replace('|', "%7C"), false);
+        escape_text_into(&mut url, &href.replace('|', "%7C"));
         let mut link = format!("<{url}");
         if !label.is_empty() && label != url {
             link.push('|');

@@ -1,4 +1,6 @@
-//! Which config file a subcommand reads: `--config` (or `SWITCHBOARD_CONFIG`), else
+//! Which config file a subcommand reads: `--config` (or `SWITCHBOARD_CONFIG`), given before
+//! or after the subcommand (a global option, so `switchboard skills list --config x.toml`
+//! and `switchboard --config x.toml skills list` are the same), else
 //! `config/switchboard.toml`; when that file does not exist, a fallback stands in for it
 //! with a log line saying so: `--fallback-config` (or `SWITCHBOARD_FALLBACK_CONFIG`), else
 //! the example config when no `--config` was given.
@@ -13,22 +15,23 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::config::{self, Config, ConfigError};
+use super::{Config, ConfigError};
 
 /// Where `--config` points when it is not given.
 pub const DEFAULT_CONFIG: &str = "config/switchboard.toml";
 /// Used, with a log line saying so, when the default config does not exist.
 pub const EXAMPLE_CONFIG: &str = "config/switchboard.example.toml";
 
-/// The config file options every subcommand takes.
+/// The config file options of the command line: global, so every subcommand (nested ones
+/// too) takes them before or after its name.
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
     /// Config file (default config/switchboard.toml, else the example config).
-    #[arg(long, short, env = "SWITCHBOARD_CONFIG")]
+    #[arg(long, short, global = true, env = "SWITCHBOARD_CONFIG")]
     pub config: Option<PathBuf>,
     /// Config used instead, with a log line, when the config file does not exist (the Docker
     /// image's built-in config); without it a missing --config file is an error.
-    #[arg(long, env = "SWITCHBOARD_FALLBACK_CONFIG")]
+    #[arg(long, global = true, env = "SWITCHBOARD_FALLBACK_CONFIG")]
     pub fallback_config: Option<PathBuf>,
 }
 
@@ -49,7 +52,7 @@ impl ConfigArgs {
     /// The config in effect, parsed and checked.
     pub(crate) fn load(&self) -> Result<Config, ConfigError> {
         let (path, missing) = self.path();
-        let config = config::load(&path)?;
+        let config = super::load(&path)?;
         log_fallback(&path, missing.as_ref());
         Ok(config)
     }
