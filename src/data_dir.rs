@@ -7,7 +7,7 @@
 //! search permission only (`0711`), which the doctor still counts as private.
 
 use std::os::unix::fs::DirBuilderExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Make files and directories this process creates from now on private to its user (the
 /// umask of every thread and child; tool processes start under it too and may change it).
@@ -26,6 +26,12 @@ pub fn create(data_dir: &Path) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(data_dir)
+}
+
+/// The dashboard's token file (`switchboard admin-token`), read by the dashboard and checked
+/// by the doctor.
+pub fn admin_token(data_dir: &Path) -> PathBuf {
+    data_dir.join("admin.token")
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ pub const ROTATE_COMMAND: &str = "switchboard admin-token --rotate";
 
 /// Where the dashboard's token lives under `data_dir`.
 pub fn token_path(data_dir: &Path) -> PathBuf {
-    data_dir.join("admin.token")
+    crate::data_dir::admin_token(data_dir)
 }
 
 /// The dashboard's token file under `data_dir`; nothing is read yet.

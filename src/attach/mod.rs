@@ -26,7 +26,6 @@ use switchboard_channel::{Attachment, AttachmentKind, FileError, Inbound};
 pub use switchboard_channel::human_size;
 
 use crate::config::TranscriptionConfig;
-use crate::conversation::Route;
 use crate::tools::WorkspaceDir;
 
 pub use name::{inbox_path, sanitize_name};
@@ -56,10 +55,20 @@ enum Outcome {
     Failed(String),
 }
 
+/// Where attachments come from: the conversation's channel, read-only (the conversation's
+/// `Route`, which sits above this module and posts nothing through this).
+#[async_trait::async_trait]
+pub trait Source: Send + Sync {
+    /// Largest attachment the channel's settings let the gateway download.
+    fn max_attachment_bytes(&self) -> u64;
+    /// Fetch an attachment's bytes.
+    async fn download(&self, file: &Attachment, max_bytes: u64) -> Result<Vec<u8>, FileError>;
+}
+
 /// Fetch and save every attachment of `inbound` into `dir`'s `inbox/`, describe them, and
 /// transcribe voice notes when `[transcription]` is configured.
 pub async fn receive(
-    route: &Route,
+    route: &dyn Source,
     dir: &WorkspaceDir,
     inbound: &Inbound,
     transcription: Option<&TranscriptionConfig>,
@@ -161,7 +170,7 @@ pub async fn images(dir: &WorkspaceDir, paths: &[String]) -> Vec<crate::provider
 
 /// Save `file` at `path` unless an earlier run of this turn already did.
 async fn fetch(
-    route: &Route,
+    route: &dyn Source,
     dir: &WorkspaceDir,
     file: &Attachment,
     path: &str,

@@ -36,14 +36,16 @@ impl Route {
     pub fn reaches(&self, key: &ConversationKey) -> bool {
         self.0.reaches(key)
     }
+}
 
-    /// Largest attachment the channel's settings let the gateway download.
-    pub fn max_attachment_bytes(&self) -> u64 {
+/// Attachments are fetched through the route: a read, nothing is posted.
+#[async_trait::async_trait]
+impl crate::attach::Source for Route {
+    fn max_attachment_bytes(&self) -> u64 {
         self.0.max_attachment_bytes()
     }
 
-    /// Fetch an attachment's bytes (a read: nothing is posted).
-    pub async fn download(&self, file: &Attachment, max_bytes: u64) -> Result<Vec<u8>, FileError> {
+    async fn download(&self, file: &Attachment, max_bytes: u64) -> Result<Vec<u8>, FileError> {
         self.0.download(file, max_bytes).await
     }
 }

@@ -187,7 +187,7 @@ fn file_modes(config: &Config, path: &Path) -> Vec<Finding> {
     }
     let data = &config.gateway.data_dir;
     out.extend(super::data_dir::mode(config));
-    let admin_token = crate::admin::token::token_path(data);
+    let admin_token = crate::data_dir::admin_token(data);
     if readable(&admin_token) {
         out.push(Finding::new(
             Severity::Critical,

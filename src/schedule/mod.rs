@@ -17,7 +17,6 @@
 //!   `switchboard schedules`.
 
 pub mod commands;
-pub mod job;
 pub mod operator;
 pub mod ticker;
 pub use crate::when;

@@ -45,6 +45,7 @@ mod cluster;
 mod durable;
 mod history;
 mod inbox;
+mod jobs;
 mod memory;
 mod postgres;
 mod profiles;

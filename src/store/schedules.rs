@@ -10,9 +10,9 @@ use switchboard_channel::{ChannelEvent, ConversationKey};
 
 use super::StoreError;
 use super::backend::{Backend, SqlStore};
+pub use super::jobs::{JobSource, NewSchedule, Schedule, Timing};
 use super::rows::{conversation_key, parse};
 use super::text;
-pub use crate::schedule::job::{JobSource, NewSchedule, Schedule, Timing};
 
 /// Where jobs and time zones are kept.
 #[async_trait]

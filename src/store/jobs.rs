@@ -1,6 +1,6 @@
-//! A scheduled job as plain data: who made it, when it runs, what it asks. A leaf (channel
-//! types only), so the store and the scheduler share it without importing each other's
-//! behaviour; the store re-exports it beside [`crate::store::ScheduleStore`].
+//! A scheduled job as plain data: who made it, when it runs, what it asks. The store owns
+//! these rows, as it owns every domain's (access grants, approvals, checkpoints); the
+//! scheduler (`crate::schedule`) reads and writes them through [`super::ScheduleStore`].
 
 use switchboard_channel::{ConversationKey, Place};
 
