@@ -2,9 +2,9 @@
 //! arguments, `find -exec` actions and git's `!` aliases. A carrier is transparent (judged only by what it runs)
 //! unless its own variables, redirections or start-up options change what runs.
 
-use super::command::basename;
 use super::part::{Part, Redirect};
 use super::readonly::harmless_variable;
+use super::words::basename;
 
 /// Shells whose `-c` string (or standard input) is parsed as a command line of its own.
 const SHELLS: &[&str] = &[

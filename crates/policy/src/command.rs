@@ -3,7 +3,7 @@
 //! does, and keeps what the wrappers changed (variables, directory, arguments from input).
 
 use super::expansion;
-use super::words::assignment_name;
+use super::words::{assignment_name, basename};
 
 /// One word as written (for assignment detection) and as the shell passes it on.
 #[derive(Debug, Clone)]
@@ -40,11 +40,6 @@ pub(crate) struct Stripped {
     /// The unquoted text of every word bash expands into something unread (wrappers' and
     /// assignments' words included): see [`expansion::unread`].
     pub unread: Vec<String>,
-}
-
-/// The last path component, so `/usr/bin/env` is recognised as `env`.
-pub(crate) fn basename(word: &str) -> &str {
-    word.rsplit('/').next().unwrap_or(word)
 }
 
 /// Removes leading assignments and every wrapper in front of the command that really runs.

@@ -5,24 +5,8 @@
 //!
 //! The gate compares words; bash runs the words these expansions make. A word the gate cannot
 //! read is therefore never read-only, an allow rule grants it only when it spells it out, and
-//! deny rules and circuit breakers treat it as matching wherever it could (see `Part::unread`).
-
-/// Programs whose arguments can name a command they run (`find -exec`, `xargs`, `env`, a
-/// shell's `-c`, `git -c alias.x=!…`, `rg --pre`, `sed e`, `awk`'s `system`, `tar
-/// --to-command`, interpreters' `-e`, privilege and process wrappers): an unread argument of
-/// one of these may hide any command.
-const RUNS_ARGUMENTS: &[&str] = &[
-    "find", "xargs", "env", "sh", "bash", "dash", "zsh", "ksh", "mksh", "busybox", "eval",
-    "source", ".", "exec", "command", "builtin", "git", "rg", "sed", "awk", "gawk", "mawk", "nawk",
-    "tar", "perl", "python", "python3", "ruby", "node", "php", "lua", "tclsh", "parallel", "watch",
-    "flock", "sudo", "doas", "su", "runuser", "timeout", "nice", "nohup", "setsid", "stdbuf",
-    "ionice", "time", "chroot", "unshare", "nsenter", "strace", "ltrace", "script", "make", "ssh",
-    "vim", "vi", "nvim", "less", "man", "trap", "zip", "rsync",
-];
-
-use super::analyze::rough;
-use super::command::basename;
-use super::part::Part;
+//! deny rules and circuit breakers treat it as matching wherever it could (see `Part::unread`,
+//! and `unread` for what such a command may run).
 
 /// Most words one brace expansion may yield before the rest is dropped (deny views only: a
 /// line this large still asks, because its words are unread).
@@ -38,44 +22,6 @@ const MAX_SEQUENCE: i64 = 64;
 pub(crate) fn unread(raw: &str, program: bool) -> bool {
     let scan = Scan::of(raw);
     scan.dollar || scan.backtick || scan.braces || (scan.glob && (program || scan.glob_first))
-}
-
-/// What a command with unread words may be, for deny and ask rules and circuit breakers: the
-/// runs of words bash could execute once braces are expanded (each word may start a command,
-/// as in [`rough`]), and whether its unread words could hide any command at all.
-pub(crate) struct Unread {
-    /// Candidate commands, empty when every word is read.
-    pub views: Vec<Part>,
-    /// The command name is unread, or a program that runs its arguments has an unread one.
-    pub anything: bool,
-}
-
-impl Unread {
-    /// What `part` may run; nothing for a part whose words are all read.
-    pub(crate) fn of(part: &Part) -> Self {
-        if part.unread.is_empty() {
-            return Self {
-                views: Vec::new(),
-                anything: false,
-            };
-        }
-        let expanded: Vec<String> = part.words.iter().flat_map(|w| brace_expand(w)).collect();
-        Self {
-            views: rough(&expanded.join(" ")),
-            anything: hides_a_command(part),
-        }
-    }
-}
-
-/// Whether `part`'s unread words could stand for any command: its name is one, or it runs its
-/// arguments and one of them is.
-pub(crate) fn hides_a_command(part: &Part) -> bool {
-    let Some(program) = part.program() else {
-        return false;
-    };
-    let runs_arguments = RUNS_ARGUMENTS.contains(&basename(program));
-    let unread_argument = part.unread.iter().any(|w| w != program);
-    part.unread.iter().any(|w| w == program) || (runs_arguments && unread_argument)
 }
 
 /// What one pass over a word found outside the quotes that disable it.

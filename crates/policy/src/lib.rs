@@ -8,6 +8,15 @@
 //!
 //! The outcome is a typed [`Decision`] (verdict, matching rule or breaker, reason, decider)
 //! that travels unchanged to the agent's events, the audit log and the metrics.
+//!
+//! Modules, each using only those before it:
+//! - `words` (one word: substitutions, unquoting, basename), `part` (a simple command as
+//!   judged), `git` (when git only reads), `expansion` (which words bash still expands);
+//! - `command` (wrappers stripped), `readonly` (the read-only programs), `views` (the
+//!   spellings deny and ask rules see);
+//! - `carrier` (`sh -c`, `eval`, `find -exec`), `rule` (one compiled pattern);
+//! - `analyze` (a command line split into parts), then `unread` (what a part with unread words
+//!   may run), then `breakers` (the circuit breakers); this file judges the parts.
 
 mod analyze;
 mod breakers;
@@ -18,6 +27,7 @@ mod git;
 mod part;
 mod readonly;
 mod rule;
+mod unread;
 mod views;
 mod words;
 
@@ -218,7 +228,7 @@ impl Policy {
     /// matching wherever they could: a deny or ask rule matching any command they may make,
     /// a circuit breaker tripped by any of those (deny wins when in doubt).
     fn judge_part(&self, part: &Part, analysis: &Analysis, extra: &[Rule]) -> Decision {
-        let unread = expansion::Unread::of(part);
+        let unread = unread::Unread::of(part);
         let decision = self
             .first_match(extra, |rule| {
                 rule.matches_part(part) || rule.may_match_unread(&unread.views, unread.anything)

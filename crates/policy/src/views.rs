@@ -4,8 +4,8 @@
 //! Allow rules see only the command as written ([`Part::text`]): a wider match there would
 //! grant more, here it only refuses more.
 
-use super::command::basename;
 use super::part::{Part, Redirect};
+use super::words::basename;
 
 /// How many wrappers deep the views follow before giving up.
 const MAX_WRAPPERS: usize = 8;

@@ -1,5 +1,6 @@
 //! Word-level shell reading for the policy gate: finds the `$(…)` and backtick substitutions
-//! hidden inside one word and unquotes a word into the text the shell would pass on.
+//! hidden inside one word, unquotes a word into the text the shell would pass on, and names
+//! the variable an assignment word sets and the program a path names (its basename).
 
 /// A word, a substitution or a here-document whose end the scanner could not find.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,6 +272,11 @@ pub(crate) fn assignment_name(raw: &str) -> Option<&str> {
     let valid = (first.is_ascii_alphabetic() || first == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
     valid.then_some(name)
+}
+
+/// The last path component, so `/usr/bin/env` is recognised as `env`.
+pub(crate) fn basename(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
 }
 
 #[cfg(test)]

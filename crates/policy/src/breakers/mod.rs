@@ -5,8 +5,8 @@
 mod cwd;
 mod startup;
 
-use super::command::basename;
 use super::part::{Analysis, Part};
+use super::words::basename;
 use cwd::moved_outside;
 use startup::startup_write;
 
@@ -375,7 +375,7 @@ fn computed_name(part: &Part, _: &Analysis) -> bool {
     let Some(name) = part.program() else {
         return false;
     };
-    if super::expansion::hides_a_command(part) {
+    if super::unread::hides_a_command(part) {
         return true;
     }
     let braces = name.contains('{') && name.contains('}');
