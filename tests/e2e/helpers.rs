@@ -69,6 +69,17 @@ pub async fn wait_inbox_idle(store: &Arc<dyn Store>) {
     .await;
 }
 
+/// A process killed when dropped, so a test that fails before stopping it leaves nothing
+/// running.
+pub struct KilledOnDrop(pub std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A fresh PostgreSQL database for one test, or `None` (with a visible notice) when no
 /// server is reachable. With `SWITCHBOARD_REQUIRE_POSTGRES=1` (set by CI) a missing server
 /// fails the test instead.
