@@ -350,6 +350,7 @@ fn process_ticks(pid: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchboard_standins::eventually_blocking;
 
     #[tokio::test]
     async fn the_generated_config_is_one_the_gateway_accepts() {
@@ -376,18 +377,21 @@ mod tests {
         // A grandchild spins for half a second: not this process's own child (those are left
         // out with it), so it counts while it runs, and in its parent's count once reaped.
         let spin = "timeout 0.5 sh -c 'while :; do :; done'; sleep 30";
-        let mut parent = Command::new("sh").args(["-c", spin]).spawn().unwrap();
-        let started = Instant::now();
-        let mut used = 0.0;
-        while used < 0.1 && started.elapsed() < Duration::from_secs(10) {
-            std::thread::sleep(Duration::from_millis(100));
-            used = CpuSnapshot::take(0).unwrap().others_since(&before);
+        let _parent = KilledOnDrop(Command::new("sh").args(["-c", spin]).spawn().unwrap());
+        let what = "a spinning process elsewhere to show (CPU-s)";
+        eventually_blocking(Duration::from_secs(10), what, || {
+            let used = CpuSnapshot::take(0).unwrap().others_since(&before);
+            if used >= 0.1 { Ok(()) } else { Err(used) }
+        });
+    }
+
+    /// A process killed when dropped, however the test ends.
+    struct KilledOnDrop(std::process::Child);
+
+    impl Drop for KilledOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
         }
-        let _ = parent.kill();
-        let _ = parent.wait();
-        assert!(
-            used >= 0.1,
-            "a spinning process elsewhere was not seen: {used} CPU-s"
-        );
     }
 }

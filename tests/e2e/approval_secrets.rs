@@ -4,7 +4,7 @@
 
 use serde_json::json;
 use switchboard::command::ApprovalButton;
-use switchboard_standins::Reply;
+use switchboard_standins::{Reply, eventually};
 
 use crate::approvals::{POLICY, buttons_channel, prompt};
 use crate::audit::wait_audit;
@@ -64,20 +64,13 @@ async fn a_secret_in_tool_arguments_is_redacted_everywhere_but_the_approved_call
         format!("{history:?}").contains("[REDACTED]"),
         "{history:#?}"
     );
-    let deadline = std::time::Instant::now() + WAIT;
-    while !app
-        .store()
-        .approval(&id)
-        .await
-        .unwrap()
-        .unwrap()
-        .state
-        .is_empty()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the raw call was kept after it ran"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually(
+        WAIT,
+        "the raw call to be forgotten after it ran",
+        async || {
+            let approval = app.store().approval(&id).await.unwrap().unwrap();
+            approval.state.is_empty().then_some(()).ok_or(())
+        },
+    )
+    .await;
 }

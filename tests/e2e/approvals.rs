@@ -43,13 +43,11 @@ pub(crate) async fn prompt(
     channel: &FakeChannel,
     chat: &ConversationKey,
 ) -> (String, String, String) {
-    assert!(
-        channel
-            .wait_until(WAIT, |_| channel.last_buttons(chat).len() == 3)
-            .await,
-        "no approval prompt: {:#?}",
-        channel.transcript(chat)
-    );
+    channel
+        .wait_until(WAIT, "an approval prompt", |_| {
+            channel.last_buttons(chat).len() == 3
+        })
+        .await;
     let b = channel.last_buttons(chat);
     assert_eq!(
         b.iter().map(|b| b.label.as_str()).collect::<Vec<_>>(),
@@ -183,15 +181,14 @@ async fn an_unanswered_approval_expires_and_the_model_hears_nobody_answered() {
             .any(|m| m.starts_with("⌛ Expired"))
     );
     app.channel.press(&chat, "alice", &once).await.unwrap();
-    assert!(
-        app.channel
-            .wait_until(WAIT, |_| app
-                .channel
+    app.channel
+        .wait_until(WAIT, "the press to be answered", |_| {
+            app.channel
                 .button_answers()
                 .iter()
-                .any(|a| a == "Already expired."))
-            .await
-    );
+                .any(|a| a == "Already expired.")
+        })
+        .await;
     assert!(!workspace_file(&app, "expire", "late.txt").exists());
     let audit = wait_audit(&app, &chat, 1).await;
     assert_eq!(
@@ -215,14 +212,13 @@ async fn only_the_requester_or_an_approver_may_press() {
         .unwrap();
     let (once, _, _) = prompt(&app.channel, &chat).await;
     app.channel.press(&chat, "mallory", &once).await.unwrap();
-    assert!(
-        app.channel
-            .wait_until(WAIT, |_| app
-                .channel
+    app.channel
+        .wait_until(WAIT, "mallory's press to be refused", |_| {
+            app.channel
                 .button_answers()
-                .contains(&"Not yours to approve.".to_owned()))
-            .await
-    );
+                .contains(&"Not yours to approve.".to_owned())
+        })
+        .await;
     assert!(!workspace_file(&app, "who", "x.txt").exists());
     app.channel.press(&chat, "admin", &once).await.unwrap();
     wait_transcript(&app.channel, &chat, |t| {
@@ -230,14 +226,13 @@ async fn only_the_requester_or_an_approver_may_press() {
     })
     .await;
     app.channel.press(&chat, "admin", &once).await.unwrap();
-    assert!(
-        app.channel
-            .wait_until(WAIT, |_| app
-                .channel
+    app.channel
+        .wait_until(WAIT, "the second press to be answered", |_| {
+            app.channel
                 .button_answers()
-                .contains(&"Already approved.".to_owned()))
-            .await
-    );
+                .contains(&"Already approved.".to_owned())
+        })
+        .await;
     assert_eq!(
         app.llm.requests().len(),
         2,

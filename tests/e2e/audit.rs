@@ -1,11 +1,9 @@
 //! The audit log end to end: who decided a tool call is carried as a typed decision from the
 //! gate to the audit row, never read back out of text a command could forge.
 
-use std::time::Duration;
-
 use serde_json::json;
 use switchboard_channel::ConversationKey;
-use switchboard_standins::Reply;
+use switchboard_standins::{Reply, eventually};
 
 use crate::approvals::{POLICY, buttons_channel, prompt};
 use crate::helpers::{TestApp, WAIT, key, wait_inbox_idle, wait_transcript};
@@ -66,12 +64,13 @@ pub(crate) async fn wait_audit(
     chat: &ConversationKey,
     n: usize,
 ) -> Vec<switchboard::store::AuditEntry> {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
+    eventually(WAIT, &format!("{n} audit rows of {chat}"), async || {
         let audit = app.store().audit(Some(chat), 10).await.unwrap();
-        if audit.len() >= n || std::time::Instant::now() > deadline {
-            return audit;
+        if audit.len() >= n {
+            Ok(audit)
+        } else {
+            Err(audit)
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }

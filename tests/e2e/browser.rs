@@ -6,10 +6,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder};
 use serde_json::json;
+use switchboard_standins::{Later, eventually, eventually_every};
 use tokio::process::{Child, Command};
 
 /// Flags that keep a headless Chromium quiet, sandbox-free (containers) and reproducible.
@@ -24,6 +25,9 @@ const CHROMIUM_FLAGS: &[&str] = &[
     "--no-first-run",
     "--window-size=1000,760",
 ];
+
+/// How often a wait asks the page for its state: each ask is a WebDriver round trip.
+const PAGE_EVERY: Duration = Duration::from_millis(40);
 
 /// What `script` (a page function returning JSON) reports about the page now.
 pub async fn page_state(client: &Client, script: &str) -> serde_json::Value {
@@ -41,18 +45,15 @@ pub async fn wait_for(
     what: &str,
     done: impl Fn(&serde_json::Value) -> bool,
 ) -> serde_json::Value {
-    let deadline = Instant::now() + crate::helpers::WAIT;
-    loop {
+    eventually_every(crate::helpers::WAIT, PAGE_EVERY, what, async || {
         let now = page_state(client, script).await;
         if done(&now) {
-            return now;
+            Ok(now)
+        } else {
+            Err(Later(move || format!("{now:#}")))
         }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}: {now:#}"
-        );
-        tokio::time::sleep(Duration::from_millis(40)).await;
-    }
+    })
+    .await
 }
 
 /// A browser session; dropping it kills chromedriver (and with it Chromium).
@@ -160,21 +161,21 @@ fn free_port() -> u16 {
 }
 
 async fn wait_until_ready(url: &str, child: &mut Child) {
-    let deadline = Instant::now() + Duration::from_secs(20);
     let http = reqwest::Client::new();
-    loop {
-        if let Ok(response) = http.get(format!("{url}/status")).send().await
-            && response.status().is_success()
-        {
-            return;
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("chromedriver exited before it was ready: {status}");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "chromedriver not ready after 20 s"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(
+        Duration::from_secs(20),
+        "chromedriver to be ready",
+        async || {
+            if let Ok(response) = http.get(format!("{url}/status")).send().await
+                && response.status().is_success()
+            {
+                return Ok(());
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("chromedriver exited before it was ready: {status}");
+            }
+            Err(())
+        },
+    )
+    .await;
 }

@@ -2,10 +2,12 @@
 //! column and key; `${VAR}` and `SWITCHBOARD__…` overrides apply; secrets stay hidden.
 
 use std::process::Command;
+use std::time::Duration;
 
 use switchboard::config::{self, ConfigError};
+use switchboard_standins::eventually_blocking;
 
-use crate::helpers::free_port;
+use crate::helpers::{KilledOnDrop, free_port};
 
 const EXAMPLE: &str = include_str!("../../config/switchboard.example.toml");
 
@@ -182,7 +184,7 @@ fn run_serves_health_and_stops_cleanly_on_sigterm() {
     let bin = env!("CARGO_BIN_EXE_switchboard");
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut child = Command::new(bin)
+    let child = Command::new(bin)
         .args(["run", "--config", "config/switchboard.example.toml"])
         .env("SWITCHBOARD__GATEWAY__LISTEN", format!("127.0.0.1:{port}"))
         .env(
@@ -192,25 +194,20 @@ fn run_serves_health_and_stops_cleanly_on_sigterm() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let healthy = loop {
-        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-            use std::io::{Read, Write};
-            s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                .unwrap();
-            let mut out = String::new();
-            let _ = s.read_to_string(&mut out);
-            break out.starts_with("HTTP/1.1 200");
-        }
-        if std::time::Instant::now() > deadline {
-            break false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    let pid = child.id().to_string();
+    let mut child = KilledOnDrop(child);
+    let answer = eventually_blocking(Duration::from_secs(20), "the gateway to listen", || {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        Ok::<_, std::io::Error>(out)
+    });
+    let pid = child.0.id().to_string();
     Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    let status = child.wait().unwrap();
-    assert!(healthy, "/healthz never answered 200");
+    let status = child.0.wait().unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "/healthz: {answer}");
     assert!(status.success(), "exit status after SIGTERM: {status:?}");
 }
 

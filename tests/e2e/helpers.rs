@@ -7,7 +7,7 @@ use std::time::Duration;
 use switchboard::clock::Clock;
 use switchboard::store::{self, Store};
 use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, Place, UserRef};
-use switchboard_standins::FakeChannel;
+use switchboard_standins::{FakeChannel, eventually};
 
 pub use crate::app::{TestApp, free_port, test_config};
 
@@ -45,27 +45,38 @@ pub async fn wait_transcript(
     key: &ConversationKey,
     done: impl Fn(&[String]) -> bool,
 ) -> Vec<String> {
-    let ok = channel
-        .wait_until(WAIT, |_| done(&channel.transcript(key)))
-        .await;
-    let transcript = channel.transcript(key);
-    assert!(ok, "timed out; transcript so far: {transcript:#?}");
-    transcript
+    eventually(WAIT, &format!("the transcript of {key}"), async || {
+        let transcript = channel.transcript(key);
+        if done(&transcript) {
+            Ok(transcript)
+        } else {
+            Err(transcript)
+        }
+    })
+    .await
 }
 
 /// Wait until the inbox has no unfinished rows.
 pub async fn wait_inbox_idle(store: &Arc<dyn Store>) {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
+    eventually(WAIT, "the inbox to drain", async || {
         let counts = store.inbox_counts().await.unwrap();
         if counts.pending == 0 && counts.processing == 0 {
-            return;
+            Ok(())
+        } else {
+            Err(counts)
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "inbox never drained: {counts:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    })
+    .await;
+}
+
+/// A process killed when dropped, so a test that fails before stopping it leaves nothing
+/// running.
+pub struct KilledOnDrop(pub std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

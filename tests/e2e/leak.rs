@@ -2,6 +2,7 @@
 //! full of secrets with a tool and the model repeats them; the secrets must appear in none of
 //! chat, history, audit log or the process's own log output.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -11,9 +12,9 @@ use switchboard_channel::ConversationKey;
 use switchboard_standins::slack::{
     FAKE_SIGNING_SECRET, FakeSlack, SignedRequest, SlackMessage, dm_event,
 };
-use switchboard_standins::{FakeLlm, Reply};
+use switchboard_standins::{FakeLlm, Later, Reply, eventually};
 
-use crate::helpers::{WAIT, free_port};
+use crate::helpers::{KilledOnDrop, WAIT, free_port};
 
 /// Shapes the scrubber knows, none of them real credentials.
 const PLANTED: &[&str] = &[
@@ -44,16 +45,16 @@ async fn a_secret_read_by_a_tool_reaches_neither_chat_history_audit_nor_logs() {
     ))
     .push(Reply::text(format!("The file contains:\n{planted}")));
 
-    let child = spawn_gateway(&config_path);
-    let answered = deliver_and_wait(&slack, port, &msg).await;
+    let log = dir.path().join("gateway.log");
+    let mut child = KilledOnDrop(spawn_gateway(&config_path, &log));
+    deliver_and_wait(&slack, port, &msg, &log).await;
     tokio::time::sleep(Duration::from_millis(300)).await; // let the turn commit
     Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &child.0.id().to_string()])
         .status()
         .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let logs = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(answered, "no answer; logs:\n{logs}");
+    child.0.wait().unwrap();
+    let logs = std::fs::read_to_string(&log).unwrap();
     assert!(
         logs.contains("answer delivered"),
         "debug logs were captured:\n{logs}"
@@ -80,7 +81,7 @@ async fn a_secret_read_by_a_tool_reaches_neither_chat_history_audit_nor_logs() {
 }
 
 /// The gateway's config: one Slack channel and the file tool, secrets through the env.
-fn leak_config(port: u16, dir: &std::path::Path, llm: &str, api: &str) -> String {
+fn leak_config(port: u16, dir: &Path, llm: &str, api: &str) -> String {
     format!(
         r#"
 [gateway]
@@ -106,7 +107,7 @@ group_policy = "open"
 }
 
 /// Write `secrets.env` into the workspace of `msg`'s conversation; returns its text.
-fn plant_secrets(dir: &std::path::Path, msg: &SlackMessage<'_>) -> String {
+fn plant_secrets(dir: &Path, msg: &SlackMessage<'_>) -> String {
     let workspace = dir.join("workspaces/slack").join(msg.channel);
     std::fs::create_dir_all(&workspace).unwrap();
     let planted = format!(
@@ -117,35 +118,35 @@ fn plant_secrets(dir: &std::path::Path, msg: &SlackMessage<'_>) -> String {
     planted
 }
 
-/// Send `msg` until the gateway (still starting) accepts it, then wait for the answer.
-async fn deliver_and_wait(slack: &FakeSlack, port: u16, msg: &SlackMessage<'_>) -> bool {
+/// Send `msg` until the gateway (still starting) accepts it, then wait for the answer; the
+/// gateway's `log` is shown if either does not come.
+async fn deliver_and_wait(slack: &FakeSlack, port: u16, msg: &SlackMessage<'_>, log: &Path) {
     let url = format!("http://127.0.0.1:{port}/slack/slack/events");
     let client = reqwest::Client::new();
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
+    let logs = move || std::fs::read_to_string(log).unwrap_or_default();
+    // One allowance for both waits.
+    let waiting = std::time::Instant::now();
+    eventually(WAIT, "the gateway to accept the event", async || {
         let sent = SignedRequest::event(&dm_event(msg))
             .build(&client, &url, FAKE_SIGNING_SECRET)
             .send()
             .await;
         if sent.is_ok_and(|r| r.status() == 200) {
-            break;
+            Ok(())
+        } else {
+            Err(Later(logs))
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "gateway never accepted the event"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    loop {
-        let done = slack
+    })
+    .await;
+    let left = WAIT.saturating_sub(waiting.elapsed());
+    eventually(left, "the answer", async || {
+        let answered = slack
             .messages(msg.channel)
             .iter()
             .any(|m| m.text.contains("The file contains"));
-        if done || std::time::Instant::now() > deadline {
-            return done;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        if answered { Ok(()) } else { Err(Later(logs)) }
+    })
+    .await;
 }
 
 /// No planted secret (past its kept prefix) appears in any of `places`.
@@ -158,15 +159,16 @@ fn assert_no_secret_in(places: &[(&str, &String)]) {
     }
 }
 
-/// The real binary on `config`, debug logs captured, the bot token only in its environment.
-fn spawn_gateway(config: &std::path::Path) -> std::process::Child {
+/// The real binary on `config`, debug logs written to `log`, the bot token only in its
+/// environment.
+fn spawn_gateway(config: &Path, log: &Path) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .args(["run", "--config"])
         .arg(config)
         .env("LEAK_TEST_BOT_TOKEN", BOT_TOKEN)
         .env("RUST_LOG", "debug")
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
         .spawn()
         .unwrap()
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_standins::telegram::{FakeUser, UserMessage};
-use switchboard_standins::{FakeLlm, Op, Reply};
+use switchboard_standins::{FakeLlm, Op, Reply, eventually};
 
 use crate::app::Table;
 use crate::helpers::{TestApp, WAIT, key, wait_transcript};
@@ -114,20 +114,14 @@ async fn the_plan_is_drafted_and_kept_on_the_telegram_stand_in() {
         FakeUser::human(1001, "alice"),
         "fix it",
     ));
-    let deadline = std::time::Instant::now() + WAIT;
-    let final_text = loop {
-        let done: Vec<String> = tg
-            .messages(1001)
-            .into_iter()
-            .filter(|m| !m.deleted && m.text.contains("Finished all three steps."))
-            .map(|m| m.text)
-            .collect();
-        if let Some(text) = done.into_iter().next() {
-            break text;
-        }
-        assert!(std::time::Instant::now() < deadline, "no final answer");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let final_text = eventually(WAIT, "the final answer", async || {
+        let messages = tg.messages(1001);
+        let done = messages
+            .iter()
+            .find(|m| !m.deleted && m.text.contains("Finished all three steps."));
+        done.map(|m| m.text.clone()).ok_or(messages)
+    })
+    .await;
     assert!(final_text.starts_with(LAST), "{final_text}");
     let shown: Vec<String> = tg
         .calls()

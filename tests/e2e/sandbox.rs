@@ -4,10 +4,10 @@
 //! forced with `namespaces = false`). Every attempt fails and the gateway stays up.
 
 use std::sync::Once;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_standins::Reply;
+use switchboard_standins::{Reply, eventually};
 
 use crate::helpers::{TestApp, key, wait_transcript};
 
@@ -209,21 +209,15 @@ async fn background_children_are_gone_after_the_call() {
         )
         .await;
         assert!(out.contains("started"), "{out}");
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
+        let what = format!("{posture}: the background children to be gone");
+        eventually(Duration::from_secs(5), &what, async || {
             let left: Vec<_> = [&a, &b]
                 .iter()
                 .flat_map(|s| running_with_cmdline(&format!("sleep\0{s}")))
                 .collect();
-            if left.is_empty() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{posture}: still running: {left:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            if left.is_empty() { Ok(()) } else { Err(left) }
+        })
+        .await;
     }
 }
 
@@ -265,11 +259,18 @@ async fn a_tool_cannot_see_another_conversations_processes() {
         .push(Reply::text("sleep done"));
     let (sleeper, peeker) = (key("sleeper"), key("peeker"));
     app.channel.say(&sleeper, "u1", "sleep").await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while running_with_cmdline(marker).is_empty() {
-        assert!(Instant::now() < deadline, "the other command never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        Duration::from_secs(10),
+        "the other command to start",
+        async || {
+            if running_with_cmdline(marker).is_empty() {
+                Err(())
+            } else {
+                Ok(())
+            }
+        },
+    )
+    .await;
     app.channel.say(&peeker, "u1", "peek").await.unwrap();
     wait_transcript(&app.channel, &peeker, |t| t == ["peek done"]).await;
     let seen = last_tool_message(&app);
@@ -362,19 +363,25 @@ async fn die_with_the_gateway(namespaces: bool) {
         .current_dir(&ws)
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while running_with_cmdline("sleep\x0034.5").len() < 2 {
-        assert!(Instant::now() < deadline, "the tool never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(10), "the tool to start", async || {
+        let running = running_with_cmdline("sleep\x0034.5");
+        if running.len() >= 2 {
+            Ok(())
+        } else {
+            Err(running)
+        }
+    })
+    .await;
     gateway.kill().unwrap(); // SIGKILL: no clean-up of its own
     gateway.wait().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !running_with_cmdline("sleep\x0034.5").is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "tool processes outlived the gateway"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = "the tool's processes to end with the gateway";
+    eventually(Duration::from_secs(5), what, async || {
+        let running = running_with_cmdline("sleep\x0034.5");
+        if running.is_empty() {
+            Ok(())
+        } else {
+            Err(running)
+        }
+    })
+    .await;
 }

@@ -10,9 +10,9 @@ use serde_json::json;
 use switchboard::agent::Tool;
 use switchboard::sandbox::{Sandbox, SandboxConfig};
 use switchboard::tools::{ShellTool, TRUNCATED};
-use switchboard_standins::Reply;
+use switchboard_standins::{Reply, eventually};
 
-use crate::helpers::{key, wait_transcript};
+use crate::helpers::{WAIT, key, wait_transcript};
 use crate::sandbox::{POSTURES, call, running_with_cmdline, shell, spawn};
 
 /// `b(){ b|b & }; b; exec sleep 4`, encoded: the policy's circuit breaker spots a literal
@@ -35,9 +35,7 @@ async fn a_fork_bomb_is_bounded_while_another_conversation_still_runs_tools() {
         .push(Reply::text("bomb done"));
     let (bomb, second) = (key("bomb"), key("second"));
     app.channel.say(&bomb, "u1", "bomb").await.unwrap();
-    while app.llm.requests().is_empty() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    app.llm.wait_for_requests(1, WAIT).await;
     tokio::time::sleep(Duration::from_millis(500)).await; // the bomb is at its limit
     let started = Instant::now();
     app.channel.say(&second, "u1", "echo").await.unwrap();
@@ -270,14 +268,16 @@ async fn a_cancelled_call_leaves_no_process_behind() {
     let tool = shell_tool(&dir, 1024);
     let call = tool.execute(json!({"command": "setsid sleep 32.25 & sleep 32.25"}));
     let _ = tokio::time::timeout(Duration::from_millis(500), call).await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !running_with_cmdline("sleep\x0032.25").is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "a child survived the dropped call"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = "the children of the dropped call to end";
+    eventually(Duration::from_secs(5), what, async || {
+        let running = running_with_cmdline("sleep\x0032.25");
+        if running.is_empty() {
+            Ok(())
+        } else {
+            Err(running)
+        }
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -177,11 +177,9 @@ async fn a_gateway_killed_mid_turn_answers_exactly_once_after_restart() {
     let chat = key("crash");
     channel.say(&chat, "u1", "long please").await.unwrap();
     // Killed after the draft was posted and edited, before the answer finished.
-    assert!(
-        channel
-            .wait_until(WAIT, |c| c.iter().filter(|c| c.op == Op::Edit).count() >= 1)
-            .await
-    );
+    channel
+        .wait_until(WAIT, "a draft edit", |c| c.iter().any(|c| c.op == Op::Edit))
+        .await;
     app.kill();
 
     app.llm.push(Reply::text(slow.clone()));
@@ -220,12 +218,10 @@ async fn an_event_held_by_a_dead_replica_is_taken_over_once_its_lease_runs_out()
     app.llm.push(Reply::Stall(Duration::from_secs(30)));
     let chat = key("lease");
     channel.say(&chat, "u1", "are you there").await.unwrap();
-    assert!(
-        channel
-            .wait_until(WAIT, |c| c.iter().any(|c| c.op == Op::Typing))
-            .await,
-        "replica a claimed the event"
-    );
+    // Replica a claimed the event.
+    channel
+        .wait_until(WAIT, "typing", |c| c.iter().any(|c| c.op == Op::Typing))
+        .await;
     app.kill();
     app.config.gateway.instance_id = Some("b".into());
     app.start().await;
@@ -246,11 +242,9 @@ async fn a_graceful_shutdown_leaves_unfinished_events_for_the_next_start() {
     app.llm.push(Reply::Stall(Duration::from_secs(30)));
     let chat = key("grace");
     app.channel.say(&chat, "u1", "are you there").await.unwrap();
-    assert!(
-        app.channel
-            .wait_until(WAIT, |c| c.iter().any(|c| c.op == Op::Typing))
-            .await
-    );
+    app.channel
+        .wait_until(WAIT, "typing", |c| c.iter().any(|c| c.op == Op::Typing))
+        .await;
     app.restart().await; // grace is 1 s; the stalled turn is handed back, then resumed
     wait_transcript(&app.channel, &chat, |t| t == ["You said: are you there"]).await;
     wait_inbox_idle(&app.store()).await;
@@ -353,11 +347,9 @@ async fn slash_stop_cancels_the_running_turn_and_keeps_the_partial_answer() {
     ));
     let chat = key("stop");
     app.channel.say(&chat, "u1", "talk a lot").await.unwrap();
-    assert!(
-        app.channel
-            .wait_until(WAIT, |c| c.iter().any(|c| c.op == Op::Send))
-            .await
-    );
+    app.channel
+        .wait_until(WAIT, "a send", |c| c.iter().any(|c| c.op == Op::Send))
+        .await;
     app.channel.say(&chat, "u1", "/stop").await.unwrap();
     let transcript = wait_transcript(&app.channel, &chat, |t| t.len() == 2).await;
     assert!(

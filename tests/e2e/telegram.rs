@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard_standins::Reply;
 use switchboard_standins::telegram::{Click, Failure, FakeTelegram, FakeUser, UserMessage};
+use switchboard_standins::{Reply, eventually};
 
 use crate::app::{Builder, Table, TestApp, quoted};
 use crate::helpers::{WAIT, wait_inbox_idle};
@@ -29,23 +29,16 @@ async fn wait_messages(
     chat: i64,
     done: impl Fn(&[String]) -> bool,
 ) -> Vec<String> {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
+    eventually(WAIT, &format!("the bot's messages in {chat}"), async || {
         let texts: Vec<String> = tg
             .messages(chat)
             .into_iter()
             .filter(|m| !m.deleted)
             .map(|m| m.text)
             .collect();
-        if done(&texts) {
-            return texts;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out; messages so far: {texts:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        if done(&texts) { Ok(texts) } else { Err(texts) }
+    })
+    .await
 }
 
 #[tokio::test]
@@ -143,14 +136,7 @@ async fn a_restart_between_fetching_and_answering_produces_exactly_one_answer() 
     let (tg, llm) = (app.telegram(), &app.llm);
     llm.push(Reply::Stall(Duration::from_secs(30)));
     tg.inject(&UserMessage::private(alice(), "are you there?"));
-    let deadline = std::time::Instant::now() + WAIT;
-    while llm.requests().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the update was never fetched"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    llm.wait_for_requests(1, WAIT).await; // the update was fetched
     app.kill();
     app.llm.push(Reply::text("Yes, here."));
     app.start().await;
@@ -176,19 +162,12 @@ async fn an_approval_button_press_through_telegram_runs_the_tool() {
         .push(Reply::text("Made it."));
     app.telegram()
         .inject(&UserMessage::private(alice(), "make a file"));
-    let deadline = std::time::Instant::now() + WAIT;
-    let prompt = loop {
-        if let Some(m) = app
-            .telegram()
-            .messages(1001)
-            .into_iter()
-            .find(|m| m.reply_markup.is_some())
-        {
-            break m;
-        }
-        assert!(std::time::Instant::now() < deadline, "no prompt");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let prompt = eventually(WAIT, "a prompt with buttons", async || {
+        let messages = app.telegram().messages(1001);
+        let prompt = messages.iter().find(|m| m.reply_markup.is_some());
+        prompt.cloned().ok_or(messages)
+    })
+    .await;
     let keyboard = prompt.reply_markup.clone().unwrap();
     let approve = keyboard["inline_keyboard"][0][0]["callback_data"]
         .as_str()

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use switchboard::provider::Role;
-use switchboard_standins::{Op, Reply};
+use switchboard_standins::{Op, Reply, eventually};
 
 use crate::helpers::{TestApp, WAIT, key, wait_inbox_idle, wait_transcript};
 
@@ -88,26 +88,23 @@ async fn slash_stop_kills_a_running_sleep() {
         .gateway
         .data_dir
         .join("workspaces/fake/sleep/sleeper.pid");
-    let deadline = std::time::Instant::now() + WAIT;
-    let pid = loop {
-        if let Ok(pid) = std::fs::read_to_string(&pid_file)
-            && !pid.trim().is_empty()
-        {
-            break pid.trim().to_owned();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the command never started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    while crate::sandbox::running_with_cmdline("sleep\x0030.25").is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the sleep never started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // One allowance for both waits.
+    let waiting = std::time::Instant::now();
+    let pid = eventually(
+        WAIT,
+        "the command to start",
+        async || match std::fs::read_to_string(&pid_file) {
+            Ok(pid) if !pid.trim().is_empty() => Ok(pid.trim().to_owned()),
+            read => Err(read),
+        },
+    )
+    .await;
+    let left = WAIT.saturating_sub(waiting.elapsed());
+    eventually(left, "the sleep to start", async || {
+        let running = crate::sandbox::running_with_cmdline("sleep\x0030.25");
+        if running.is_empty() { Err(()) } else { Ok(()) }
+    })
+    .await;
     let started = std::time::Instant::now();
     app.channel.say(&chat, "u1", "/stop").await.unwrap();
     wait_transcript(&app.channel, &chat, |t| {

@@ -250,6 +250,7 @@ mod tests {
     use super::*;
     use crate::protocol::Role;
     use crate::session::Message;
+    use switchboard_standins::eventually;
 
     fn hub(dir: Option<&std::path::Path>) -> Arc<Hub> {
         let config = WebConfig {
@@ -299,13 +300,14 @@ mod tests {
         first.with("s1", |s| s.push(bot("m1"), 10)).await;
         let file = dir.path().join("s1.json");
         assert!(!file.exists(), "saved only after the delay");
-        for _ in 0..200 {
-            if file.exists() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(file.exists(), "saved within two seconds");
+        eventually(
+            Duration::from_secs(2),
+            "the session to be saved",
+            async || {
+                if file.exists() { Ok(()) } else { Err(()) }
+            },
+        )
+        .await;
     }
 
     #[test]

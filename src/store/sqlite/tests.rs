@@ -6,6 +6,7 @@ use sqlx::Connection;
 use std::sync::Arc;
 
 use sqlx::Row;
+use switchboard_standins::eventually_every;
 
 use crate::ids::MemoryScope;
 use crate::store::memory::fts5_query;
@@ -140,30 +141,40 @@ async fn a_write_transaction_that_reads_first_is_not_overtaken_by_another_commit
 /// Returns once the lock is seen held (another checkpoint then reports busy at once).
 async fn hold_the_checkpoint_lock(store: &SqliteStore) -> tokio::task::JoinHandle<(i64, i64, i64)> {
     let mut probe = store.pool.acquire().await.unwrap().detach();
-    loop {
-        let mut holder = store.pool.acquire().await.unwrap().detach();
-        let held = tokio::spawn(async move {
-            let done = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
-                .fetch_one(&mut holder)
-                .await
-                .unwrap();
-            holder.close().await.unwrap();
-            done
-        });
+    let mut holding: Option<tokio::task::JoinHandle<(i64, i64, i64)>> = None;
+    // Tried often: the holder may finish between two tries.
+    let (within, every) = (Duration::from_secs(10), Duration::from_millis(2));
+    let held = eventually_every(within, every, "the checkpoint lock held", async || {
         // The probe is refused while the holder has the lock; it may also take the lock
         // first, and the holder then returns at once: begin again.
-        while !held.is_finished() {
-            let (busy, _, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
-                .fetch_one(&mut probe)
-                .await
-                .unwrap();
-            if busy == 1 {
-                probe.close().await.unwrap();
-                return held;
+        let held = match holding.take() {
+            Some(held) if !held.is_finished() => held,
+            _ => {
+                let mut holder = store.pool.acquire().await.unwrap().detach();
+                tokio::spawn(async move {
+                    let done = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+                        .fetch_one(&mut holder)
+                        .await
+                        .unwrap();
+                    holder.close().await.unwrap();
+                    done
+                })
             }
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        };
+        let (busy, _, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
+            .fetch_one(&mut probe)
+            .await
+            .unwrap();
+        if busy == 1 {
+            Ok(held)
+        } else {
+            holding = Some(held);
+            Err(busy)
         }
-    }
+    })
+    .await;
+    probe.close().await.unwrap();
+    held
 }
 
 /// The journal flush that follows a decided approval's overwritten raw call runs again

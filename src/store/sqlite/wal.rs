@@ -234,6 +234,7 @@ mod tests {
 
     use super::*;
     use crate::store::{SqliteStore, Timeouts};
+    use switchboard_standins::eventually;
 
     /// SQLite's default page, plus each WAL frame's header.
     const FRAME: u64 = 4096 + 24;
@@ -286,16 +287,15 @@ mod tests {
 
     /// Wait until the task has run `n` checkpoints.
     async fn checkpoints(checkpointer: &Checkpointer, n: u64) {
-        let mut waited = Duration::ZERO;
-        while checkpointer.done() < n {
-            assert!(
-                waited < Duration::from_secs(10),
-                "the task ran {} checkpoints, not {n}",
-                checkpointer.done()
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            waited += Duration::from_millis(10);
-        }
+        eventually(
+            Duration::from_secs(10),
+            &format!("{n} checkpoints"),
+            async || {
+                let done = checkpointer.done();
+                if done >= n { Ok(()) } else { Err(done) }
+            },
+        )
+        .await;
     }
 
     #[tokio::test]

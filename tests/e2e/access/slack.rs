@@ -1,13 +1,11 @@
 //! Pairing and approval rights through the real Slack channel and the fake Web API.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
-use switchboard_standins::Reply;
 use switchboard_standins::slack::{
     ButtonClick, FAKE_BOT_USER_ID, FakeMessage, FakeSlack, SignedRequest, SlackMessage,
     block_actions, dm_event, mention_event,
 };
+use switchboard_standins::{Reply, eventually};
 
 use super::{allow, code_in, shell_runs};
 use crate::app::{Table, TestApp};
@@ -31,18 +29,19 @@ async fn wait_for(
     channel: &str,
     done: impl Fn(&[FakeMessage]) -> bool,
 ) -> Vec<FakeMessage> {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let messages = slack.messages(channel);
-        if done(&messages) {
-            return messages;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out: {messages:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        WAIT,
+        &format!("the bot's messages in {channel}"),
+        async || {
+            let messages = slack.messages(channel);
+            if done(&messages) {
+                Ok(messages)
+            } else {
+                Err(messages)
+            }
+        },
+    )
+    .await
 }
 
 fn dm<'a>(event_id: &'a str, text: &'a str, ts: &'a str) -> Value {

@@ -1,12 +1,10 @@
 //! Pairing and approval rights through the real Telegram channel and the fake Bot API.
 
-use std::time::Duration;
-
 use serde_json::json;
-use switchboard_standins::Reply;
 use switchboard_standins::telegram::{
     Click, FAKE_BOT_USERNAME, FakeMessage, FakeTelegram, FakeUser, UserMessage,
 };
+use switchboard_standins::{Reply, eventually};
 
 use super::{allow, code_in, shell_runs};
 use crate::app::{Table, TestApp};
@@ -34,30 +32,28 @@ async fn wait_for(
     chat: i64,
     done: impl Fn(&[FakeMessage]) -> bool,
 ) -> Vec<FakeMessage> {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
+    eventually(WAIT, &format!("the bot's messages in {chat}"), async || {
         let messages = tg.messages(chat);
         if done(&messages) {
-            return messages;
+            Ok(messages)
+        } else {
+            Err(messages)
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out: {messages:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 /// Wait until every injected update was fetched and confirmed.
 async fn wait_confirmed(tg: &FakeTelegram) {
-    let deadline = std::time::Instant::now() + WAIT;
-    while !tg.pending_updates().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "updates never confirmed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(WAIT, "every update to be confirmed", async || {
+        let pending = tg.pending_updates();
+        if pending.is_empty() {
+            Ok(())
+        } else {
+            Err(pending)
+        }
+    })
+    .await;
 }
 
 #[tokio::test]

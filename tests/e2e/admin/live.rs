@@ -6,6 +6,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use switchboard::ids::{ApprovalId, ApprovalStatus};
 use switchboard::store::Approval;
+use switchboard_standins::eventually;
 
 use super::{client, cookie};
 use crate::app::TestApp;
@@ -17,15 +18,18 @@ async fn until(
     seen: &mut String,
     done: impl Fn(&str) -> bool,
 ) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !done(seen) {
-        let chunk = tokio::time::timeout_at(deadline, stream.next()).await;
-        let chunk = chunk
-            .expect("the stream announced it in time")
-            .expect("open")
-            .unwrap();
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    eventually(WAIT, "the stream to announce it", async || {
+        if !done(seen) {
+            let chunk = stream.next().await.expect("open").unwrap();
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        if done(seen) {
+            Ok(())
+        } else {
+            Err(seen.clone())
+        }
+    })
+    .await;
 }
 
 fn pending(chat: &str) -> Approval {

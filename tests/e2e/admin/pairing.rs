@@ -1,10 +1,8 @@
 //! A stranger's pairing request, allowed on the dashboard, lets them in: their next message
 //! reaches the model and is answered.
 
-use std::time::Duration;
-
-use switchboard_standins::Reply;
 use switchboard_standins::telegram::{FakeUser, UserMessage};
+use switchboard_standins::{Reply, eventually};
 
 use super::{act, csrf, get};
 use crate::app::{Table, TestApp};
@@ -16,19 +14,15 @@ async fn a_pairing_allowed_on_the_dashboard_lets_the_person_in() {
     let stranger = FakeUser::human(3003, "mallory");
     app.telegram()
         .inject(&UserMessage::private(stranger.clone(), "hello?"));
-    let deadline = std::time::Instant::now() + WAIT;
-    let code = loop {
+    let code = eventually(WAIT, "a pairing request", async || {
         let waiting = app
             .store()
             .pairing_requests(crate::helpers::wall_ms())
             .await
             .unwrap();
-        if let Some(r) = waiting.first() {
-            break r.code.clone();
-        }
-        assert!(std::time::Instant::now() < deadline, "no pairing request");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+        waiting.first().map(|r| r.code.clone()).ok_or(())
+    })
+    .await;
     let (_, page) = get(&app, "/access").await;
     assert!(page.contains(&code) && page.contains("mallory"), "{page}");
     assert!(page.contains(">Allow</button>") && page.contains(">Refuse</button>"));
@@ -49,19 +43,14 @@ async fn a_pairing_allowed_on_the_dashboard_lets_the_person_in() {
     app.llm.push(Reply::text("Welcome in."));
     app.telegram()
         .inject(&UserMessage::private(stranger, "now may I?"));
-    let deadline = std::time::Instant::now() + WAIT;
-    while !app
-        .telegram()
-        .messages(3003)
-        .iter()
-        .any(|m| m.text.contains("Welcome in."))
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never answered: {:#?}",
-            app.telegram().messages(3003)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(WAIT, "the answer to the person let in", async || {
+        let messages = app.telegram().messages(3003);
+        if messages.iter().any(|m| m.text.contains("Welcome in.")) {
+            Ok(())
+        } else {
+            Err(messages)
+        }
+    })
+    .await;
     app.shutdown().await;
 }

@@ -1,12 +1,10 @@
 //! Attachments through the Discord channel: message attachments fetched from their CDN URL,
 //! and `send_file` as a multipart message post.
 
-use std::time::Duration;
-
 use serde_json::json;
-use switchboard_standins::Reply;
 use switchboard_standins::discord::{FakeUser, IncomingMessage};
 use switchboard_standins::files::{csv, pdf_with_text, tiny_png};
+use switchboard_standins::{Reply, eventually};
 
 use super::{binary_bytes, image_url, png_data_url, request_text};
 use crate::app::{Table, TestApp};
@@ -25,20 +23,16 @@ fn bob() -> FakeUser {
 }
 
 async fn wait_texts(app: &TestApp, done: impl Fn(&[String]) -> bool) -> Vec<String> {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
+    eventually(WAIT, "the bot's messages in the DM", async || {
         let texts: Vec<String> = app
             .discord()
             .messages(DM)
             .into_iter()
             .map(|m| m.content)
             .collect();
-        if done(&texts) {
-            return texts;
-        }
-        assert!(std::time::Instant::now() < deadline, "timed out: {texts:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        if done(&texts) { Ok(texts) } else { Err(texts) }
+    })
+    .await
 }
 
 #[tokio::test]
@@ -110,12 +104,11 @@ async fn send_file_posts_a_multipart_attachment_with_the_bytes_intact() {
         .push(Reply::text("Sent."));
     app.discord()
         .send_message(&IncomingMessage::dm(DM, &bob(), "send the report"));
-    let deadline = std::time::Instant::now() + WAIT;
-    while app.discord().sent_files().is_empty() {
-        assert!(std::time::Instant::now() < deadline, "no file was posted");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let sent = app.discord().sent_files();
+    let sent = eventually(WAIT, "a file posted", async || {
+        let sent = app.discord().sent_files();
+        if sent.is_empty() { Err(()) } else { Ok(sent) }
+    })
+    .await;
     assert_eq!(sent[0].bytes, bytes, "every byte arrived");
     assert_eq!(
         (sent[0].name.as_str(), sent[0].content.as_str()),

@@ -1,12 +1,10 @@
 //! Attachments through the Slack channel: `files` on a message event fetched from
 //! `url_private` with the bot token, and `send_file` through the external upload flow.
 
-use std::time::Duration;
-
 use serde_json::json;
-use switchboard_standins::Reply;
 use switchboard_standins::files::{csv, pdf_with_text, tiny_png};
 use switchboard_standins::slack::{SignedRequest, SlackMessage, dm_event};
+use switchboard_standins::{Reply, eventually};
 
 use super::{binary_bytes, image_url, png_data_url, request_text};
 use crate::app::{Table, TestApp};
@@ -33,20 +31,16 @@ async fn post_dm(app: &TestApp, text: &str, files: Vec<serde_json::Value>) {
 }
 
 async fn wait_texts(app: &TestApp, done: impl Fn(&[String]) -> bool) -> Vec<String> {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
+    eventually(WAIT, "the bot's messages in the DM", async || {
         let texts: Vec<String> = app
             .slack()
             .messages("D0TESTDM")
             .into_iter()
             .map(|m| m.text)
             .collect();
-        if done(&texts) {
-            return texts;
-        }
-        assert!(std::time::Instant::now() < deadline, "timed out: {texts:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        if done(&texts) { Ok(texts) } else { Err(texts) }
+    })
+    .await
 }
 
 #[tokio::test]

@@ -1,14 +1,12 @@
 //! Attachments through the real Telegram client against the fake Bot API (`getFile` and the
 //! `/file/bot<token>/<path>` download route).
 
-use std::time::Duration;
-
 use serde_json::json;
 use switchboard::config::{EnvString, Secret, TranscriptionConfig};
-use switchboard_standins::Reply;
 use switchboard_standins::files::{csv, pdf_with_text, tiny_png};
 use switchboard_standins::telegram::{DownloadMode, FakeTelegram, FakeUser, SentFile, UserMessage};
 use switchboard_standins::transcribe::{FAKE_TRANSCRIPTION_KEY, FakeTranscriber};
+use switchboard_standins::{Reply, eventually};
 
 use super::{binary_bytes, image_url, inbox_files, png_data_url, request_text};
 use crate::app::{Table, TestApp};
@@ -35,23 +33,16 @@ pub(super) async fn wait_messages(
     tg: &FakeTelegram,
     done: impl Fn(&[String]) -> bool,
 ) -> Vec<String> {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
+    eventually(WAIT, "the bot's messages to Alice", async || {
         let texts: Vec<String> = tg
             .messages(ALICE)
             .into_iter()
             .filter(|m| !m.deleted)
             .map(|m| m.text)
             .collect();
-        if done(&texts) {
-            return texts;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out; messages so far: {texts:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        if done(&texts) { Ok(texts) } else { Err(texts) }
+    })
+    .await
 }
 
 #[tokio::test]
@@ -197,14 +188,10 @@ async fn a_restart_between_storing_the_event_and_downloading_the_file_processes_
         "text/plain",
         17,
     ));
-    let deadline = std::time::Instant::now() + WAIT;
-    while tg.downloads() == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the download never started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(WAIT, "the download to start", async || {
+        if tg.downloads() == 0 { Err(()) } else { Ok(()) }
+    })
+    .await;
     app.kill();
     let (tg, llm) = (app.telegram(), &app.llm);
     assert!(

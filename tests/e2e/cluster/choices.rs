@@ -5,10 +5,9 @@
 //! replica answering from what it read at start would show the old one.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use switchboard_channel::ConversationKey;
-use switchboard_standins::{FakeChannel, FakeLlm};
+use switchboard_standins::{FakeChannel, FakeLlm, eventually};
 
 use super::replicas::replica_a;
 use crate::helpers::{WAIT, drop_postgres, key, postgres_url};
@@ -18,18 +17,7 @@ const MODELS: &str = "[agents.default]\nmodels = [\"fake-model\", \"fake-large\"
 
 /// Wait until one of `channels` shows a message in `chat` containing `text`.
 async fn wait_shown(channels: &[&Arc<FakeChannel>; 2], chat: &ConversationKey, text: &str) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let shown: Vec<String> = channels.iter().flat_map(|c| c.transcript(chat)).collect();
-        if shown.iter().any(|m| m.contains(text)) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{text:?} never shown: {shown:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_count(channels, chat, text, 1).await;
 }
 
 /// How many messages in `chat`, on either channel, contain `text`.
@@ -45,14 +33,15 @@ async fn wait_count(
     text: &str,
     n: usize,
 ) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while count(channels, chat, text) < n {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{text:?} not shown {n} times"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(WAIT, &format!("{text:?} shown {n} times"), async || {
+        if count(channels, chat, text) >= n {
+            Ok(())
+        } else {
+            let shown = channels.iter().flat_map(|c| c.transcript(chat));
+            Err(shown.collect::<Vec<_>>())
+        }
+    })
+    .await;
 }
 
 /// The model of the last request the stand-in saw.

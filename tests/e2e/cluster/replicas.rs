@@ -11,7 +11,7 @@ use switchboard::ids::InboxKind;
 use switchboard::provider::Role;
 use switchboard::store;
 use switchboard_channel::{ConversationKey, Delivery};
-use switchboard_standins::{FakeChannel, Op, Reply};
+use switchboard_standins::{Call, FakeChannel, Op, Reply, eventually};
 
 use crate::helpers::{
     TestApp, WAIT, direct_message, drop_postgres, key, postgres_url, wait_inbox_idle, wall_ms,
@@ -40,15 +40,15 @@ fn answers(channels: &[&Arc<FakeChannel>], chat: &ConversationKey) -> Vec<String
 
 /// Wait until the answers for `chat` on both channel objects are exactly `expected`.
 async fn wait_answers(channels: &[&Arc<FakeChannel>], chat: &ConversationKey, expected: &[String]) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while answers(channels, chat) != expected {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out; answers so far: {:#?}",
-            answers(channels, chat)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(WAIT, &format!("the answers {expected:?}"), async || {
+        let answers = answers(channels, chat);
+        if answers == expected {
+            Ok(())
+        } else {
+            Err(answers)
+        }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -74,17 +74,13 @@ async fn events_spread_over_two_replicas_are_answered_exactly_once_in_order() {
     deliveries.sort_by_key(|d| format!("{d:?}"));
     assert_eq!(deliveries, [Delivery::Duplicate, Delivery::Stored]);
     let mut expected: Vec<String> = (0..7).map(|i| format!("You said: m{i}")).collect();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    expected.sort();
+    eventually(WAIT, "an answer to each of m0 to m6", async || {
         let mut all = answers(&[&ca, &cb], &chat);
         all.sort();
-        expected.sort();
-        if all == expected {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "answers: {all:#?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        if all == expected { Ok(()) } else { Err(all) }
+    })
+    .await;
     wait_inbox_idle(&a.store()).await;
     let all = answers(&[&ca, &cb], &chat);
     for i in 0..7 {
@@ -177,8 +173,10 @@ async fn a_replica_shutting_down_hands_its_conversation_to_another_at_once() {
         .say_with_id(&chat, "u1", "are you there", "h-1")
         .await
         .unwrap();
-    let typing = channel.wait_until(WAIT, |c| c.iter().any(|c| c.op == Op::Typing));
-    assert!(typing.await, "replica a runs the turn");
+    let typing = |c: &[Call]| c.iter().any(|c| c.op == Op::Typing);
+    channel
+        .wait_until(WAIT, "replica a to run the turn", typing)
+        .await;
     let b = a.replica("b", &channel).await;
     let lease = b.store().conversation_lease(&chat).await.unwrap().unwrap();
     assert_eq!((lease.owner.as_str(), lease.live), ("a", true));
@@ -214,8 +212,10 @@ async fn a_replica_that_loses_its_lease_mid_turn_drops_the_turn_without_writing(
         .say_with_id(&chat, "u1", "still there", "l-1")
         .await
         .unwrap();
-    let typing = channel.wait_until(WAIT, |c| c.iter().any(|c| c.op == Op::Typing));
-    assert!(typing.await, "replica a runs the turn");
+    let typing = |c: &[Call]| c.iter().any(|c| c.op == Op::Typing);
+    channel
+        .wait_until(WAIT, "replica a to run the turn", typing)
+        .await;
     // Another owner takes the conversation (as after a partition): a's next renewal is
     // refused and its stalled turn is dropped where it stands.
     let mut sql = sqlx::PgConnection::connect(&db).await.unwrap();

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard_standins::TcpProxy;
 use switchboard_standins::slack::{FAKE_SIGNING_SECRET, SignedRequest, SlackMessage, dm_event};
+use switchboard_standins::{TcpProxy, eventually, eventually_every};
 use tokio::time::Instant;
 
 use super::proxied;
@@ -78,6 +78,8 @@ const CONVERSATIONS: usize = 15;
 const EVERY: Duration = Duration::from_millis(33);
 const CUT_AT: Duration = Duration::from_millis(1200);
 const OUTAGE: Duration = Duration::from_secs(3);
+/// How often `/readyz` is probed during and after the outage.
+const PROBE_EVERY: Duration = Duration::from_millis(100);
 
 /// One event of the load: its Slack message fields, owned.
 struct Sent {
@@ -170,18 +172,21 @@ async fn outage(
     while cut.elapsed() < OUTAGE {
         let (status, body, took) = app.readyz().await;
         probes.push((cut.elapsed(), status, body, took));
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(PROBE_EVERY).await;
     }
     proxy.restore();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let what = "/readyz to answer 200 after the outage";
+    eventually_every(Duration::from_secs(10), PROBE_EVERY, what, async || {
         let (status, body, took) = app.readyz().await;
-        probes.push((cut.elapsed(), status, body, took));
-        if status == 200 || Instant::now() > deadline {
-            return probes;
+        probes.push((cut.elapsed(), status, body.clone(), took));
+        if status == 200 {
+            Ok(())
+        } else {
+            Err((status, body))
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
+    probes
 }
 
 fn check_acks(acks: &[(usize, u16, Duration)]) {
@@ -224,18 +229,19 @@ fn check_probes(probes: &[(Duration, u16, Value, Duration)]) {
     assert_eq!(last.1, 200, "ready again after the outage: {}", last.2);
 }
 
-/// Retry every refused event as Slack would, until each is stored.
+/// Retry every refused event as Slack would (up to 20 times, a quarter second apart),
+/// until each is stored.
 async fn retry_refused(app: &SlackApp, sent: &[Sent], acks: &[(usize, u16, Duration)]) {
+    const RETRY_EVERY: Duration = Duration::from_millis(250);
     for (i, _, _) in acks.iter().filter(|a| a.1 != 200) {
-        let mut stored = false;
-        for n in 1..=20 {
-            if app.post(&sent[*i].event(), Some(n)).await.0 == 200 {
-                stored = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-        assert!(stored, "event {i} was never stored");
+        let mut n = 0;
+        let what = format!("event {i} to be stored on a retry");
+        eventually_every(RETRY_EVERY * 20, RETRY_EVERY, &what, async || {
+            n += 1;
+            let (status, _) = app.post(&sent[*i].event(), Some(n)).await;
+            if status == 200 { Ok(()) } else { Err(status) }
+        })
+        .await;
     }
 }
 
@@ -250,11 +256,23 @@ async fn check_answered_once(app: &SlackApp, sent: &[Sent]) {
             .filter(|m| m.text.trim() == answer)
             .count()
     };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while sent.iter().any(|s| answers(s) == 0) {
-        assert!(Instant::now() < deadline, "not every event was answered");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        Duration::from_secs(60),
+        "an answer to every event",
+        async || {
+            let unanswered: Vec<&str> = sent
+                .iter()
+                .filter(|s| answers(s) == 0)
+                .map(|s| s.event_id.as_str())
+                .collect();
+            if unanswered.is_empty() {
+                Ok(())
+            } else {
+                Err(unanswered)
+            }
+        },
+    )
+    .await;
     // Anything answered twice would show by now.
     tokio::time::sleep(Duration::from_secs(1)).await;
     for s in sent {

@@ -8,8 +8,9 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use switchboard_standins::{Later, eventually};
 use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest};
 
 use super::{image_copies, image_env, repo};
@@ -113,19 +114,23 @@ impl Container {
     async fn start(&self, log: &Path) -> Child {
         let mut child = self.command(&["run"], Some(log)).spawn().unwrap();
         let url = format!("http://127.0.0.1:{}/readyz", self.port);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Ok(r) = reqwest::get(&url).await
-                && r.status().is_success()
-            {
-                return child;
-            }
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!("exited with {status}: {}", read(log));
-            }
-            assert!(Instant::now() < deadline, "never ready: {}", read(log));
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        eventually(
+            Duration::from_secs(60),
+            "/readyz to answer 200",
+            async || {
+                if let Ok(r) = reqwest::get(&url).await
+                    && r.status().is_success()
+                {
+                    return Ok(());
+                }
+                if let Some(status) = child.try_wait().unwrap() {
+                    panic!("exited with {status}: {}", read(log));
+                }
+                Err(Later(move || read(log)))
+            },
+        )
+        .await;
+        child
     }
 
     /// `switchboard web-token [extra]`: the one link it prints.

@@ -15,9 +15,9 @@ mod sqlite;
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use switchboard_standins::slack::{SignedRequest, SlackMessage, dm_event};
+use switchboard_standins::{Later, eventually};
 
 use crate::app::TestApp;
 use crate::helpers::WAIT;
@@ -137,36 +137,31 @@ async fn readyz(app: &TestApp) -> (u16, serde_json::Value) {
 
 /// Until `/readyz` answers 200 again, by itself.
 pub async fn wait_ready(app: &TestApp) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    eventually(WAIT, "/readyz to answer 200 again", async || {
         let (status, body) = readyz(app).await;
         if status == 200 {
-            return;
+            Ok(())
+        } else {
+            Err(Later(move || format!("{body:#}")))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never ready again: {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
 }
 
 /// Until the bot has answered each of `texts` in the Slack DM, once.
 pub async fn wait_answered_on_slack(app: &TestApp, texts: &[&str]) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    let messages = eventually(WAIT, "an answer to each text", async || {
         let messages = app.slack().messages("D0FULLDISK");
-        let count = |t: &str| messages.iter().filter(|m| m.text.trim() == echo(t)).count();
-        if texts.iter().all(|t| count(t) >= 1) {
-            for t in texts {
-                assert_eq!(count(t), 1, "{t} answered once: {messages:#?}");
-            }
-            return;
+        let answered = |t: &&str| messages.iter().any(|m| m.text.trim() == echo(t));
+        if texts.iter().all(answered) {
+            Ok(messages)
+        } else {
+            Err(messages)
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "unanswered: {messages:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    })
+    .await;
+    for t in texts {
+        let count = messages.iter().filter(|m| m.text.trim() == echo(t)).count();
+        assert_eq!(count, 1, "{t} answered once: {messages:#?}");
     }
 }

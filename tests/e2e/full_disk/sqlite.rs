@@ -1,7 +1,6 @@
 //! The SQLite gateway on a full disk, through Slack, Telegram and the web chat.
 
-use std::time::Duration;
-
+use switchboard_standins::eventually;
 use switchboard_standins::telegram::{FakeUser, UserMessage};
 
 use super::{SmallDisk, asked, echo, readyz, slack_dm, wait_answered_on_slack, wait_ready};
@@ -96,14 +95,15 @@ async fn telegram_while_full(app: &TestApp) -> i64 {
         FakeUser::human(ALICE, "alice"),
         "full-tg",
     ));
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while tg.calls_to("getUpdates").len() < before + 3 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the poller stopped polling"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(WAIT, "three more polls", async || {
+        let polls = tg.calls_to("getUpdates").len();
+        if polls >= before + 3 {
+            Ok(())
+        } else {
+            Err(polls)
+        }
+    })
+    .await;
     assert!(
         tg.confirmed_offset() <= update.update_id,
         "the offset moved past an update that was not stored"
@@ -122,21 +122,19 @@ async fn web_while_full(app: &TestApp, session: &str) {
 /// Until the update is confirmed and answered once.
 async fn wait_answered_on_telegram(app: &TestApp, update: i64) {
     let tg = app.telegram();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    let answers = eventually(WAIT, "the update answered and confirmed", async || {
         let answers = (tg.messages(ALICE as i64).into_iter())
             .filter(|m| m.text.trim() == echo("full-tg"))
             .count();
-        if answers >= 1 && tg.confirmed_offset() > update {
-            assert_eq!(answers, 1, "answered once");
-            return;
+        let confirmed = tg.confirmed_offset();
+        if answers >= 1 && confirmed > update {
+            Ok(answers)
+        } else {
+            Err((answers, confirmed))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "unanswered or unconfirmed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
+    assert_eq!(answers, 1, "answered once");
 }
 
 /// Until the web chat shows the final answer to `text`.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard_standins::Reply;
+use switchboard_standins::{Reply, eventually_every};
 
 use super::{bot_messages, dm, synapse, wait_bot, wait_prompt};
 
@@ -47,17 +47,18 @@ async fn a_reaction_after_a_restart_approves_the_call_exactly_once() {
         prompt.text
     );
 
-    let deadline = std::time::Instant::now() + super::WAIT;
-    loop {
+    let what = "the bot's three reactions under the prompt";
+    let offered = eventually_every(super::WAIT, super::ASK_EVERY, what, async || {
         let mut offered = super::reactions(&room, &prompt.id, me).await;
         offered.sort();
         if offered.len() == 3 {
-            assert_eq!(offered, ["♾️", "✅", "❌"], "one tap each");
-            break;
+            Ok(offered)
+        } else {
+            Err(offered)
         }
-        assert!(std::time::Instant::now() < deadline, "{offered:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
+    assert_eq!(offered, ["♾️", "✅", "❌"], "one tap each");
 
     app.restart().await;
     alice.react(&room, &prompt.id, "✅").await;

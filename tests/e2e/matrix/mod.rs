@@ -13,7 +13,7 @@ mod files;
 mod flood;
 mod rooms;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use matrix_sdk::config::SyncSettings;
@@ -24,11 +24,15 @@ use matrix_sdk::ruma::events::room::encryption::RoomEncryptionEventContent;
 use matrix_sdk::ruma::{OwnedEventId, OwnedRoomId, OwnedUserId, UInt};
 use matrix_sdk::{Room, RoomMemberships};
 use serde_json::{Value, json};
+use switchboard_standins::eventually_every;
 
 use crate::app::{Builder, TestApp};
 
 /// Long enough for a sync round trip or two on a loaded machine.
 pub const WAIT: Duration = Duration::from_secs(30);
+
+/// How often a wait asks the homeserver again: each try is a request to a real Synapse.
+pub const ASK_EVERY: Duration = Duration::from_millis(200);
 
 /// The homeserver under test.
 #[derive(Clone)]
@@ -197,16 +201,16 @@ impl Person {
 
     /// Join a room someone invited this person to.
     pub async fn join(&self, room_id: &OwnedRoomId) -> Room {
-        let deadline = Instant::now() + WAIT;
-        loop {
+        let what = format!("an invitation to {room_id}");
+        eventually_every(WAIT, ASK_EVERY, &what, async || {
             if let Some(room) = self.client.get_room(room_id)
                 && (room.join().await.is_ok() || room.state() == matrix_sdk::RoomState::Joined)
             {
-                return room;
+                return Ok(room);
             }
-            assert!(Instant::now() < deadline, "never invited to {room_id}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            Err(())
+        })
+        .await
     }
 
     /// Send raw message content; its event id.
@@ -231,22 +235,22 @@ impl Person {
 
 /// Wait until `who` has joined `room` (the bot accepting its invitation).
 pub async fn wait_joined(room: &Room, who: &OwnedUserId) {
-    let deadline = Instant::now() + WAIT;
-    loop {
+    let what = format!("{who} to join {}", room.room_id());
+    eventually_every(WAIT, ASK_EVERY, &what, async || {
         let members = room
             .members(RoomMemberships::JOIN)
             .await
             .unwrap_or_default();
         if members.iter().any(|m| m.user_id() == who) {
-            return;
+            Ok(())
+        } else {
+            Err(members
+                .iter()
+                .map(|m| m.user_id().to_owned())
+                .collect::<Vec<_>>())
         }
-        assert!(
-            Instant::now() < deadline,
-            "{who} never joined {}",
-            room.room_id()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await;
 }
 
 /// One of the bot's messages as a person sees it now: edits applied, redactions gone.
@@ -335,18 +339,11 @@ pub async fn reactions(room: &Room, target: &str, who: &OwnedUserId) -> Vec<Stri
 
 /// Wait until the bot's messages in `room` satisfy `done`.
 pub async fn wait_bot(room: &Room, bot: &OwnedUserId, done: impl Fn(&[Seen]) -> bool) -> Vec<Seen> {
-    let deadline = Instant::now() + WAIT;
-    loop {
+    eventually_every(WAIT, ASK_EVERY, "the bot's messages", async || {
         let seen = bot_messages(room, bot).await;
-        if done(&seen) {
-            return seen;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out; the bot's messages so far: {seen:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        if done(&seen) { Ok(seen) } else { Err(seen) }
+    })
+    .await
 }
 
 /// Wait for the bot's message that offers choices (an approval prompt) and return it.

@@ -1,11 +1,9 @@
 //! The reference server through Slack: the model sees its tools, calls one, the answer
 //! carries the result, the call is audited and counted; an `ask` rule shows buttons.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
-use switchboard_standins::Reply;
 use switchboard_standins::slack::{FakeMessage, SignedRequest, SlackMessage, dm_event};
+use switchboard_standins::{Reply, eventually};
 
 use super::{everything_server, everything_table};
 use crate::app::{Table, TestApp};
@@ -41,18 +39,15 @@ async fn dm(app: &TestApp, event_id: &str, text: &str, ts: &str) {
 
 async fn wait_for(app: &TestApp, done: impl Fn(&[FakeMessage]) -> bool) -> Vec<FakeMessage> {
     let channel = SlackMessage::default().channel;
-    let deadline = std::time::Instant::now() + WAIT * 2;
-    loop {
+    eventually(WAIT * 2, "the bot's messages in the DM", async || {
         let messages = app.slack().messages(channel);
         if done(&messages) {
-            return messages;
+            Ok(messages)
+        } else {
+            Err(messages)
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out: {messages:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 fn tool_message(request: &Value) -> Option<String> {

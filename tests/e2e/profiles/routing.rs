@@ -3,11 +3,9 @@
 //! one) on the default profile; each request at the LLM stand-in carries its profile's
 //! prompt, model and tools.
 
-use std::time::{Duration, Instant};
-
-use switchboard_standins::FakeLlm;
 use switchboard_standins::slack::{SignedRequest, SlackMessage, dm_event};
 use switchboard_standins::telegram::{FAKE_BOT_USERNAME, FakeUser, UserMessage};
+use switchboard_standins::{FakeLlm, Later, eventually};
 
 use super::{request_saying, system_prompt, tool_names};
 use crate::app::{Builder, Table, TestApp, quoted};
@@ -45,18 +43,11 @@ tools = ["shell", "file_read", "file_write"]
 
 /// Wait until the LLM stand-in has a request whose user message contains `text`.
 async fn wait_request(llm: &FakeLlm, text: &str) -> serde_json::Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(body) = request_saying(llm, text) {
-            return body;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no request saying {text:?}: {:#?}",
-            llm.requests()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let what = format!("a request saying {text:?}");
+    eventually(WAIT, &what, async || {
+        request_saying(llm, text).ok_or(Later(move || format!("{:#?}", llm.requests())))
+    })
+    .await
 }
 
 #[tokio::test]

@@ -4,14 +4,14 @@
 //! prompt nobody saw is prompted by the replica that next holds the conversation; and a
 //! request whose replica died still expires, by another replica's timer.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use switchboard::store::Store;
-use switchboard_standins::Reply;
 use switchboard_standins::slack::{
     ButtonClick, FakeMessage, FakeSlack, SlackMessage, block_actions, dm_event,
 };
+use switchboard_standins::{Later, Reply, eventually};
 
 use super::harness::Cluster;
 
@@ -35,20 +35,16 @@ fn prompts(slack: &FakeSlack, chat: &str) -> Vec<(FakeMessage, String)> {
 
 /// Wait until `chat` shows `n` prompts; the newest.
 async fn wait_prompts(cluster: &Cluster, chat: &str, n: usize) -> (FakeMessage, String) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let what = format!("{n} prompt(s) in {chat}");
+    eventually(Duration::from_secs(30), &what, async || {
         let found = prompts(&cluster.slack, chat);
         if found.len() >= n {
-            return found.last().cloned().expect("n > 0");
+            Ok(found.last().cloned().expect("n > 0"))
+        } else {
+            Err(cluster.and_logs(cluster.slack.messages(chat)))
         }
-        assert!(
-            Instant::now() < deadline,
-            "{n} prompt(s) never shown: {:#?}\n{}",
-            cluster.slack.messages(chat),
-            cluster.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 /// Ask for a shell call in DM `chat` through replica 0; wait for its prompt; the replica
@@ -69,20 +65,16 @@ async fn ask(cluster: &Cluster, chat: &str) -> usize {
     assert_eq!(cluster.post_slack(0, &event).await, 200);
     wait_prompts(cluster, chat, 1).await;
     // Logged once the prompt's id is recorded, a moment after the stand-in shows it.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let found = (0..cluster.replicas.len())
-            .find(|&i| cluster.replicas[i].log_contains("turn waits for approval"));
-        if let Some(i) = found {
-            return i;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "nobody suspended the turn\n{}",
-            cluster.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        Duration::from_secs(10),
+        "a replica to suspend the turn",
+        async || {
+            (0..cluster.replicas.len())
+                .find(|&i| cluster.replicas[i].log_contains("turn waits for approval"))
+                .ok_or(Later(move || cluster.logs()))
+        },
+    )
+    .await
 }
 
 /// U0BOSS presses "Approve once" on `prompt` through replica `i`.
@@ -112,16 +104,15 @@ async fn shell_runs(store: &dyn Store) -> usize {
 /// the model was asked twice (the call, then the answer after it).
 async fn assert_ran_once(cluster: &Cluster, chat: &str) {
     cluster.wait_answered(2, Duration::from_secs(60)).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cluster
-        .slack
-        .messages(chat)
-        .iter()
-        .any(|m| m.text.contains(ANSWER))
-    {
-        assert!(Instant::now() < deadline, "no answer\n{}", cluster.logs());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(Duration::from_secs(20), "the answer", async || {
+        let messages = cluster.slack.messages(chat);
+        if messages.iter().any(|m| m.text.contains(ANSWER)) {
+            Ok(())
+        } else {
+            Err(cluster.and_logs(messages))
+        }
+    })
+    .await;
     let answers = cluster.slack.messages(chat);
     let answers: Vec<_> = answers.iter().filter(|m| m.text.contains(ANSWER)).collect();
     assert_eq!(answers.len(), 1, "{answers:#?}");
@@ -187,19 +178,19 @@ async fn an_approval_whose_replica_died_expires_on_another() {
     let chat = "D0EXPIRE";
     let prompter = ask(&cluster, chat).await;
     cluster.replicas[prompter].kill();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let counts = cluster.store().approval_counts().await.expect("counts");
-        if counts.expired == 1 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never expired: {counts:?}\n{}",
-            cluster.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        Duration::from_secs(30),
+        "the approval to expire",
+        async || {
+            let counts = cluster.store().approval_counts().await.expect("counts");
+            if counts.expired == 1 {
+                Ok(())
+            } else {
+                Err(cluster.and_logs(counts))
+            }
+        },
+    )
+    .await;
     cluster.wait_answered(2, Duration::from_secs(30)).await;
     assert_eq!(shell_runs(cluster.store().as_ref()).await, 0);
     cluster.finish().await;

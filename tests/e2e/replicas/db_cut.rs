@@ -7,6 +7,7 @@
 use std::time::{Duration, Instant};
 
 use switchboard_standins::slack::{SlackMessage, dm_event};
+use switchboard_standins::{Later, eventually_every};
 
 use super::harness::Cluster;
 use super::{contains_word, not_once, tally};
@@ -46,18 +47,25 @@ async fn send(cluster: &Cluster, c: usize, m: usize, i: usize) -> u16 {
 /// Send message `m` of conversation `c` until a replica stores it (as Slack retries), each
 /// attempt to the next replica.
 async fn send_until_stored(cluster: &Cluster, c: usize, m: usize) {
-    let deadline = Instant::now() + Duration::from_secs(45);
-    for attempt in 0.. {
-        if send(cluster, c, m, (c + m + attempt) % 3).await == 200 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "c{c} m{m} never stored\n{}",
-            cluster.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let mut attempt = 0;
+    let (within, every) = (Duration::from_secs(45), Duration::from_millis(200));
+    eventually_every(
+        within,
+        every,
+        &format!("c{c} m{m} to be stored"),
+        async || {
+            let status = send(cluster, c, m, (c + m + attempt) % 3).await;
+            attempt += 1;
+            if status == 200 {
+                Ok(())
+            } else {
+                Err(Later(move || {
+                    format!("status {status}\n{}", cluster.logs())
+                }))
+            }
+        },
+    )
+    .await;
 }
 
 /// Terminate every replica's `LISTEN` connection from the server side; how many.

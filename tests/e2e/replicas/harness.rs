@@ -3,16 +3,17 @@
 //! log file, a shared `data_dir` (as a shared volume would be) and short leader leases.
 //! Every process is killed when its [`Replica`] is dropped, so none outlives a test.
 
-use std::path::PathBuf;
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use switchboard::store::{self, Store};
-use switchboard_standins::FakeLlm;
 use switchboard_standins::proxy::TcpProxy;
 use switchboard_standins::slack::{FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack, SignedRequest};
 use switchboard_standins::telegram::{FAKE_BOT_TOKEN as TG_TOKEN, FakeTelegram};
+use switchboard_standins::{FakeLlm, Later, eventually};
 
 use crate::helpers::{drop_postgres, free_port, postgres_url};
 
@@ -55,20 +56,20 @@ impl Replica {
         }
     }
 
-    /// Wait (bounded) for a process sent SIGTERM to exit.
-    pub fn wait_exit(&mut self, within: Duration) -> bool {
-        let deadline = Instant::now() + within;
-        while let Some(child) = self.child.as_mut() {
-            if let Ok(Some(_)) = child.try_wait() {
-                self.child = None;
-                return true;
+    /// Wait (up to `within`) for a process sent SIGTERM to exit, and reap it.
+    pub async fn wait_exit(&mut self, within: Duration) {
+        let what = format!("{} to exit", self.instance);
+        let (child, log) = (&mut self.child, &self.log);
+        eventually(within, &what, async || {
+            if let Some(running) = child.as_mut()
+                && !matches!(running.try_wait(), Ok(Some(_)))
+            {
+                return Err(Later(move || tail(log)));
             }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        true
+            *child = None;
+            Ok(())
+        })
+        .await;
     }
 
     /// Whether its log holds `text` so far.
@@ -78,10 +79,15 @@ impl Replica {
 
     /// The last lines of its log, for failure messages.
     pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
+        tail(&self.log)
     }
+}
+
+/// The last lines of the log at `path`.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
 }
 
 impl Drop for Replica {
@@ -240,22 +246,19 @@ poll_timeout_secs = 1
 
     /// Wait until replica `i` answers `/readyz` with 200.
     pub async fn wait_ready(&self, i: usize) {
-        let deadline = Instant::now() + READY_WAIT;
         let url = format!("http://127.0.0.1:{}/readyz", self.replicas[i].port);
         let client = reqwest::Client::new();
-        loop {
+        let replica = &self.replicas[i];
+        let what = format!("replica {i} to be ready");
+        eventually(READY_WAIT, &what, async || {
             if let Ok(resp) = client.get(&url).send().await
                 && resp.status() == 200
             {
-                return;
+                return Ok(());
             }
-            assert!(
-                Instant::now() < deadline,
-                "replica {i} never became ready:\n{}",
-                self.replicas[i].log_tail()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            Err(Later(move || replica.log_tail()))
+        })
+        .await;
     }
 
     /// `/readyz` of replica `i` as JSON.
@@ -304,19 +307,15 @@ poll_timeout_secs = 1
 
     /// Wait (up to `within`) until `role` is led by someone other than `not`; the holder.
     pub async fn wait_leader(&self, role: &str, not: Option<&str>, within: Duration) -> String {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some((holder, _)) = self.leader(role).await
-                && Some(holder.as_str()) != not
-            {
-                return holder;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no new leader of {role} within {within:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        eventually(
+            within,
+            &format!("a new leader of {role}"),
+            async || match self.leader(role).await {
+                Some((holder, _)) if Some(holder.as_str()) != not => Ok(holder),
+                other => Err(other),
+            },
+        )
+        .await
     }
 
     /// Index of the replica whose instance id is `instance`.
@@ -325,6 +324,11 @@ poll_timeout_secs = 1
             .iter()
             .position(|r| r.instance == instance)
             .expect("a known instance")
+    }
+
+    /// `state` and then every replica's log tail, read only if a wait fails with it.
+    pub fn and_logs<S: Debug>(&self, state: S) -> Later<impl Fn() -> String> {
+        Later(move || format!("{state:#?}\n{}", self.logs()))
     }
 
     /// Every replica's log tail, for failure messages.
@@ -338,19 +342,15 @@ poll_timeout_secs = 1
 
     /// Wait until the inbox holds `done` finished events and nothing pending or claimed.
     pub async fn wait_answered(&self, done: i64, within: Duration) {
-        let deadline = Instant::now() + within;
-        loop {
+        eventually(within, &format!("{done} events answered"), async || {
             let counts = self.store().inbox_counts().await.expect("counts");
             if counts.done >= done && counts.pending == 0 && counts.processing == 0 {
-                return;
+                Ok(())
+            } else {
+                Err(self.and_logs(counts))
             }
-            assert!(
-                Instant::now() < deadline,
-                "not all answered in {within:?}: {counts:?}\n{}",
-                self.logs()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        })
+        .await;
     }
 
     /// Kill every replica and drop the database.

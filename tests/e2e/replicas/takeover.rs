@@ -3,12 +3,12 @@
 //! (`SIGSTOP`) past its lease, it writes nothing once continued (the stand-in and the
 //! database are checked), and nothing is answered twice.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use switchboard::provider::Role;
 use switchboard_channel::ConversationKey;
-use switchboard_standins::Reply;
 use switchboard_standins::slack::{SlackMessage, dm_event};
+use switchboard_standins::{Reply, eventually};
 
 use super::harness::Cluster;
 
@@ -37,14 +37,12 @@ async fn start_streaming(cluster: &Cluster, chat: &str) -> usize {
         .wait_for_calls("chat.postMessage", 1, Duration::from_secs(20))
         .await;
     let key = format!("slack:{chat}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(owner) = cluster.conversation_owner(&key).await {
-            return cluster.index_of(&owner);
-        }
-        assert!(Instant::now() < deadline, "no owner of {key}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let what = format!("an owner of {key}");
+    let owner = eventually(Duration::from_secs(10), &what, async || {
+        cluster.conversation_owner(&key).await.ok_or(())
+    })
+    .await;
+    cluster.index_of(&owner)
 }
 
 /// The one answer in `chat`: one message, the final text, reached by editing.

@@ -118,16 +118,14 @@ async fn cancelling_from_schedules_stops_a_reminder() {
         .press(&chat, "alice", &cancel.payload)
         .await
         .unwrap();
-    let ok = app
-        .channel
-        .wait_until(WAIT, |_| {
+    app.channel
+        .wait_until(WAIT, "the press to cancel", |_| {
             app.channel
                 .button_answers()
                 .iter()
                 .any(|a| a.starts_with("🗑 Cancelled"))
         })
         .await;
-    assert!(ok, "{:?}", app.channel.button_answers());
     assert!(
         app.store()
             .active_schedules(Some(&chat))

@@ -8,15 +8,13 @@
 
 mod lookup;
 
-use std::time::Duration;
-
 use serde_json::Value;
 use switchboard::memory::RECALL_HEADER;
-use switchboard_standins::Reply;
 use switchboard_standins::slack::{
     FAKE_BOT_USER_ID, FakeMessage, FakeSlack, SignedRequest, SlackMessage, channel_message_event,
     dm_event, mention_deliveries,
 };
+use switchboard_standins::{Reply, eventually};
 
 use crate::app::{Table, TestApp, quoted};
 use crate::helpers::{WAIT, drop_postgres, postgres_url, wait_inbox_idle};
@@ -62,18 +60,12 @@ async fn exchange(app: &TestApp, events: &[Value], channel: &str, answer: &str) 
 
 /// Wait until the bot's message `answer` stands in `channel`.
 async fn wait_for_answer(slack: &FakeSlack, channel: &str, answer: &str) -> FakeMessage {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
+    eventually(WAIT, &format!("{answer:?} in {channel}"), async || {
         let messages = slack.messages(channel);
-        if let Some(found) = messages.iter().find(|m| m.text.trim() == answer) {
-            return found.clone();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no {answer:?} in {channel}: {messages:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        let found = messages.iter().find(|m| m.text.trim() == answer);
+        found.cloned().ok_or(messages)
+    })
+    .await
 }
 
 /// A direct message from the test user: top level, or in the thread under `thread_ts`.

@@ -92,14 +92,14 @@ async fn leave_work_unfinished(url: &str) -> Fixture {
         .say(&half, "bob", "tell me a long story")
         .await
         .unwrap();
-    assert!(
-        channel
-            .wait_until(WAIT, |calls| calls[sends_before..]
+    let what = "the half-answered turn to stream into its draft";
+    channel
+        .wait_until(WAIT, what, |calls| {
+            calls[sends_before..]
                 .iter()
-                .any(|c| c.key == half && c.op == Op::Edit))
-            .await,
-        "the half-answered turn streamed into its draft"
-    );
+                .any(|c| c.key == half && c.op == Op::Edit)
+        })
+        .await;
     let draft_id = channel
         .writes()
         .iter()

@@ -83,16 +83,17 @@ async fn resume(url: &str, was: &Fixture) {
 
     // The half-answered turn is finished in the draft it had posted.
     let half = super::half();
-    assert!(
-        channel
-            .wait_until(WAIT, |calls| calls.iter().any(|c| c.key == half
-                && c.op == Op::Edit
-                && c.msg_id == was.draft_id
-                && c.text == super::long_answer()))
-            .await,
-        "v{v}: the half answer was not finished by editing: {:#?}",
-        channel.writes()
-    );
+    let what = format!("v{v}: the half answer to be finished by editing");
+    channel
+        .wait_until(WAIT, &what, |calls| {
+            calls.iter().any(|c| {
+                c.key == half
+                    && c.op == Op::Edit
+                    && c.msg_id == was.draft_id
+                    && c.text == super::long_answer()
+            })
+        })
+        .await;
     // (The message behind the pending approval stays pending until it is decided.)
     approval_decides_once(&app, &channel, was).await;
     let sends = channel

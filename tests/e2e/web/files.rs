@@ -279,14 +279,7 @@ async fn a_restart_between_storing_a_message_with_an_upload_and_saving_its_file_
     let file = upload_ok(addr, &session, "notes.txt", b"remember the milk".to_vec()).await;
     say_with_files(&mut ws, "m2", "keep this", &[&file]).await;
     json_where(&mut ws, |f| f["type"] == "ack" && f["id"] == "m2").await;
-    let deadline = std::time::Instant::now() + crate::helpers::WAIT;
-    while llm.requests().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the first turn never started"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    llm.wait_for_requests(1, crate::helpers::WAIT).await; // the first turn started
     let workspace = workspace(&app, &session);
     assert!(
         inbox_files(&workspace).is_empty(),

@@ -5,10 +5,9 @@
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::json;
-use switchboard_standins::{FakeLlm, Reply};
+use switchboard_standins::{FakeLlm, Reply, eventually};
 
 use super::{Door, connect, json_where, new_session, press_first_button, say};
 use crate::helpers::{WAIT, free_port};
@@ -70,6 +69,19 @@ fn check_on_the_example_without_a_key_warns_and_exits_zero() {
     assert!(warning.contains("set OPENAI_API_KEY"), "{warning}");
 }
 
+/// Wait until the gateway on `port` answers `/healthz` with 200.
+async fn healthy(port: u16) {
+    eventually(WAIT, "/healthz to answer 200", async || {
+        let answer = get(port, "/healthz");
+        if answer.as_ref().is_some_and(|s| s.contains(" 200")) {
+            Ok(())
+        } else {
+            Err(answer)
+        }
+    })
+    .await;
+}
+
 /// GET `path` on 127.0.0.1:`port`; the status line, or `None` while nothing listens.
 fn get(port: u16, path: &str) -> Option<String> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
@@ -98,14 +110,7 @@ async fn a_first_run_without_a_key_warns_once_and_the_web_chat_says_no_api_key()
         .stderr(std::fs::File::create(&log_path).unwrap())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + WAIT;
-    while get(port, "/healthz").is_none_or(|s| !s.contains(" 200")) {
-        assert!(
-            Instant::now() < deadline,
-            "the gateway never answered /healthz"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    healthy(port).await;
 
     let addr = format!("127.0.0.1:{port}").parse().unwrap();
     let door = Door::at(addr, &dir.path().join("data"));
@@ -183,14 +188,7 @@ pub(super) async fn run_example(
         command.env(name, value);
     }
     let child = command.spawn().unwrap();
-    let deadline = Instant::now() + WAIT;
-    while get(port, "/healthz").is_none_or(|s| !s.contains(" 200")) {
-        assert!(
-            Instant::now() < deadline,
-            "the gateway never answered /healthz"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    healthy(port).await;
     child
 }
 

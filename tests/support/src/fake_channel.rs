@@ -227,18 +227,19 @@ impl FakeChannel {
         sink.deliver(event).await
     }
 
-    /// Wait (real time, up to `timeout`) until `done` holds for the recorded calls.
-    pub async fn wait_until(&self, timeout: Duration, done: impl Fn(&[Call]) -> bool) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            if done(&self.calls()) {
-                return true;
-            }
-            if std::time::Instant::now() > deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    /// Wait (up to `within`) until `done` holds for the recorded calls, and return them;
+    /// panic naming `what` and the calls so far otherwise.
+    pub async fn wait_until(
+        &self,
+        within: Duration,
+        what: &str,
+        done: impl Fn(&[Call]) -> bool,
+    ) -> Vec<Call> {
+        crate::eventually(within, what, async || {
+            let calls = self.calls();
+            if done(&calls) { Ok(calls) } else { Err(calls) }
+        })
+        .await
     }
 
     fn record(

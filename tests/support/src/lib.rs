@@ -2,6 +2,7 @@
 //! Each is a small HTTP (or WebSocket) server on 127.0.0.1:0 speaking the real wire format,
 //! including its failure modes, so the real clients are pointed at it by base URL.
 //! [`TcpProxy`] sits between the gateway and its database, to take the database away.
+//! [`eventually`] is how every test waits for something it cannot be told about.
 
 pub mod discord;
 pub mod slack;
@@ -14,11 +15,13 @@ pub mod multipart;
 pub mod proxy;
 pub mod sink;
 pub mod transcribe;
+pub mod wait;
 
 pub use fake_channel::{Call, FakeChannel, Op};
 pub use llm::{FakeLlm, Protocol, Reply};
 pub use proxy::TcpProxy;
 pub use sink::RecordingSink;
+pub use wait::{Later, eventually, eventually_blocking, eventually_every};
 
 /// `listener` with Nagle's algorithm off on every accepted connection, as real API servers
 /// run: otherwise each small write after the first waits for the client's delayed ACK

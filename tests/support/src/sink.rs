@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use switchboard_channel::{ChannelEvent, ConversationKey, Delivery, EventSink, SinkError};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// How long [`RecordingSink::wait_for`] waits for events that should arrive promptly.
@@ -28,7 +27,6 @@ pub struct RecordingSink {
     fail_all: AtomicBool,
     /// Users whose events are refused (as the core's access decision would).
     refused_users: Mutex<HashSet<String>>,
-    delivered: Notify,
 }
 
 impl RecordingSink {
@@ -88,17 +86,15 @@ impl RecordingSink {
 
     /// Wait (up to [`PROMPTLY`]) until at least `n` events are stored.
     pub async fn wait_for(&self, n: usize) -> Vec<ChannelEvent> {
-        let deadline = Instant::now() + PROMPTLY;
-        loop {
-            let notified = self.delivered.notified();
+        crate::eventually(PROMPTLY, &format!("{n} stored events"), async || {
             let stored = self.stored();
             if stored.len() >= n {
-                return stored;
+                Ok(stored)
+            } else {
+                Err(stored)
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                panic!("expected {n} stored events, got {stored:?}");
-            }
-        }
+        })
+        .await
     }
 
     fn fails_now(&self) -> bool {
@@ -130,7 +126,6 @@ impl EventSink for RecordingSink {
             Delivery::Refused
         } else if self.seen.lock().unwrap().insert(id) {
             self.stored.lock().unwrap().push((event, Instant::now()));
-            self.delivered.notify_waiters();
             Delivery::Stored
         } else {
             Delivery::Duplicate

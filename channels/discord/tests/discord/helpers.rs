@@ -9,7 +9,7 @@ pub use switchboard_standins::RecordingSink;
 use switchboard_channel::{ButtonPress, Channel, ChannelEvent, Inbound};
 use switchboard_discord::{DiscordChannel, DiscordConfig};
 use switchboard_standins::discord::{FAKE_TOKEN, FakeDiscord, FakeUser};
-use tokio::time::Instant;
+use switchboard_standins::eventually;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// How long the harness waits for anything that should happen promptly.
@@ -89,15 +89,19 @@ pub async fn spawn_app_on(
 
 /// Wait until the channel's health is `ready`, or panic after `timeout`.
 pub async fn wait_for_health(channel: &DiscordChannel, ready: bool, timeout: Duration) {
-    let deadline = Instant::now() + timeout;
-    while channel.health().ready != ready {
-        assert!(
-            Instant::now() < deadline,
-            "health never became ready={ready}: {:?}",
-            channel.health()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        timeout,
+        &format!("health to be ready={ready}"),
+        async || {
+            let health = channel.health();
+            if health.ready == ready {
+                Ok(())
+            } else {
+                Err(health)
+            }
+        },
+    )
+    .await;
 }
 
 /// Let handlers that should do nothing have their chance to do something.

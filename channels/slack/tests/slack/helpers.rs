@@ -8,6 +8,7 @@ pub use switchboard_standins::RecordingSink;
 
 use switchboard_channel::Channel;
 use switchboard_slack::{SlackChannel, SlackConfig};
+use switchboard_standins::eventually;
 use switchboard_standins::slack::{FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack, SignedRequest};
 use tokio_util::sync::CancellationToken;
 
@@ -69,13 +70,15 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut SlackConfig)) -> TestApp
 }
 
 pub async fn wait_until_ready(channel: &SlackChannel) {
-    for _ in 0..500 {
-        if channel.health().ready {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("channel never became ready: {:?}", channel.health());
+    eventually(
+        Duration::from_secs(5),
+        "the channel to be ready",
+        async || {
+            let health = channel.health();
+            if health.ready { Ok(()) } else { Err(health) }
+        },
+    )
+    .await;
 }
 
 impl TestApp {

@@ -7,9 +7,9 @@ use std::time::Duration;
 pub use switchboard_standins::RecordingSink;
 
 use switchboard_channel::{Channel, ChannelEvent, ConversationKey, Health, Inbound};
+use switchboard_standins::eventually;
 use switchboard_standins::telegram::{FAKE_BOT_TOKEN, FakeTelegram};
 use switchboard_telegram::{TelegramChannel, TelegramConfig};
-use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// Settings for a channel pointed at `fake`: polling with a 1 s long poll, access open
@@ -69,31 +69,32 @@ impl Harness {
 
     /// Wait (up to 10 s) until the channel's health satisfies `wanted`.
     pub async fn wait_for_health(&self, wanted: impl Fn(&Health) -> bool) -> Health {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
+        eventually(Duration::from_secs(10), "the awaited health", async || {
             let health = self.channel.health();
             if wanted(&health) {
-                return health;
+                Ok(health)
+            } else {
+                Err(health)
             }
-            assert!(
-                Instant::now() < deadline,
-                "health never got there: {health:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        })
+        .await
     }
 
     /// Wait (up to 10 s) until no injected update is left unconfirmed.
     pub async fn wait_until_confirmed(&self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !self.fake.pending_updates().is_empty() {
-            assert!(
-                Instant::now() < deadline,
-                "updates never confirmed: {:?}",
-                self.fake.pending_updates()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        eventually(
+            Duration::from_secs(10),
+            "every update confirmed",
+            async || {
+                let pending = self.fake.pending_updates();
+                if pending.is_empty() {
+                    Ok(())
+                } else {
+                    Err(pending)
+                }
+            },
+        )
+        .await;
     }
 }
 

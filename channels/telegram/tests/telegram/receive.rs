@@ -1,6 +1,9 @@
 //! Polling: which messages become events, with which key and text, and when Telegram is told
 //! an update arrived.
 
+use std::time::Duration;
+
+use switchboard_standins::eventually;
 use switchboard_standins::telegram::{FAKE_BOT_USERNAME, FakeUser, UserMessage};
 
 use crate::helpers::{Harness, RecordingSink, inbound, key};
@@ -44,20 +47,21 @@ async fn an_update_is_confirmed_only_after_the_sink_stored_it() {
     h.wait_until_confirmed().await;
     let stored_at = h.sink.stored_at(&event_id).expect("stored");
     // A long poll is recorded when it returns; the confirming one returns within a second.
-    let mut confirming = Vec::new();
-    for _ in 0..100 {
-        confirming = h
+    let what = "a poll with the offset advanced";
+    let confirming = eventually(Duration::from_secs(5), what, async || {
+        let confirming = h
             .fake
             .calls_to("getUpdates")
             .into_iter()
             .filter(|c| c.params["offset"].as_i64() > Some(sent.update_id))
             .collect::<Vec<_>>();
-        if !confirming.is_empty() {
-            break;
+        if confirming.is_empty() {
+            Err(())
+        } else {
+            Ok(confirming)
         }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(!confirming.is_empty(), "the offset was never advanced");
+    })
+    .await;
     assert!(
         confirming.iter().all(|c| c.at >= stored_at),
         "an offset past the update was sent before it was stored"

@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use switchboard_channel::{ConversationKey, Delivery, SinkError};
+use switchboard_standins::eventually;
 
 use super::*;
 use crate::ids::ApprovalStatus;
@@ -137,16 +138,12 @@ async fn a_manual_clock_expires_approvals_when_the_test_moves_it() {
     tokio::task::yield_now().await;
     assert!(sink.got.lock().unwrap().is_empty());
     clock.advance(Duration::from_secs(1));
-    for _ in 0..100 {
-        if !sink.got.lock().unwrap().is_empty() {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(
-        *sink.got.lock().unwrap(),
-        [("expire:a1".to_owned(), 1_300_000)]
-    );
+    let got = eventually(Duration::from_secs(5), "the expiry", async || {
+        let got = sink.got.lock().unwrap().clone();
+        if got.is_empty() { Err(()) } else { Ok(got) }
+    })
+    .await;
+    assert_eq!(got, [("expire:a1".to_owned(), 1_300_000)]);
     stop.cancel();
     task.await.unwrap();
 }

@@ -2,7 +2,6 @@
 //! injects what users do (messages, button presses), breaks things on purpose (429s, dropped
 //! sockets, a gateway that refuses connections) and reads back what the bot did.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,7 +48,6 @@ impl FakeDiscord {
             heartbeat_interval,
             ws_url: format!("ws://{addr}/gateway"),
             world: Mutex::new(World::default()),
-            changed: tokio::sync::Notify::new(),
         });
         let app = Router::new()
             .route("/gateway", get(upgrade))
@@ -89,27 +87,14 @@ impl FakeDiscord {
         self.shared.world()
     }
 
-    /// Wait until `check` gives `Some`, re-checking on every change; panic after `timeout`.
+    /// Wait until `check` gives `Some`, and return what it gave; panic after `timeout`.
     pub async fn wait_until<T>(
         &self,
         what: &str,
         timeout: Duration,
         check: impl Fn(&Self) -> Option<T>,
     ) -> T {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let changed = self.shared.changed.notified();
-            if let Some(found) = check(self) {
-                return found;
-            }
-            let tick = tokio::time::sleep(Duration::from_millis(50));
-            if tokio::time::timeout_at(deadline, first(changed, tick))
-                .await
-                .is_err()
-            {
-                panic!("{what}: not within {timeout:?}");
-            }
-        }
+        crate::eventually(timeout, what, async || check(self).ok_or(())).await
     }
 
     // --- REST ---
@@ -235,9 +220,7 @@ impl FakeDiscord {
     /// Dispatch event `t` with `d`; its sequence number, or `None` before the first READY
     /// (it is then sent right after READY).
     pub fn dispatch(&self, t: &str, d: Value) -> Option<u64> {
-        let seq = dispatch(&mut self.world().gateway, t, d);
-        self.shared.changed.notify_waiters();
-        seq
+        dispatch(&mut self.world().gateway, t, d)
     }
 
     /// A user writes `message`: MESSAGE_CREATE with a fresh id, which is returned.
@@ -302,8 +285,6 @@ impl FakeDiscord {
             "INTERACTION_CREATE",
             click.json(&id, &token, message),
         );
-        drop(world);
-        self.shared.changed.notify_waiters();
         id
     }
 
@@ -312,20 +293,11 @@ impl FakeDiscord {
         if let Some((_, tx)) = self.world().gateway.conn.take() {
             let _ = tx.send(Outgoing::Drop);
         }
-        self.shared.changed.notify_waiters();
     }
 
     /// While `down`, refuse gateway connections with 503 (REST keeps working).
     pub fn set_gateway_down(&self, down: bool) {
         self.world().gateway.down = down;
-    }
-}
-
-/// Whichever of two futures finishes first.
-async fn first(a: impl Future<Output = ()>, b: impl Future<Output = ()>) {
-    tokio::select! {
-        () = a => {}
-        () = b => {}
     }
 }
 

@@ -84,18 +84,15 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
             },
         }
     }
+    let mut world = shared.world();
+    if world
+        .gateway
+        .conn
+        .as_ref()
+        .is_some_and(|(id, _)| *id == conn)
     {
-        let mut world = shared.world();
-        if world
-            .gateway
-            .conn
-            .as_ref()
-            .is_some_and(|(id, _)| *id == conn)
-        {
-            world.gateway.conn = None;
-        }
+        world.gateway.conn = None;
     }
-    shared.changed.notify_waiters();
 }
 
 fn on_frame(shared: &Shared, conn: u64, tx: &mpsc::UnboundedSender<Outgoing>, text: &str) {
@@ -127,8 +124,6 @@ fn on_frame(shared: &Shared, conn: u64, tx: &mpsc::UnboundedSender<Outgoing>, te
         6 => resume(gateway, conn, tx, &d, token_ok),
         _ => {}
     }
-    drop(world);
-    shared.changed.notify_waiters();
 }
 
 /// serenity sends `Bot <token>` in IDENTIFY, Discord's docs the bare token; accept both.

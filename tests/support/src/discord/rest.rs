@@ -86,8 +86,6 @@ pub(crate) async fn handle(
         at: Instant::now(),
         status: reply.status.as_u16(),
     });
-    drop(world);
-    shared.changed.notify_waiters();
     respond(reply)
 }
 

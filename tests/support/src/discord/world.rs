@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 /// A scripted answer for the next REST calls, whatever their route.
@@ -182,8 +182,6 @@ pub(crate) struct Shared {
     /// `ws://127.0.0.1:<port>/gateway`.
     pub ws_url: String,
     pub world: Mutex<World>,
-    /// Woken on every call, callback and gateway change, for the `wait_*` helpers.
-    pub changed: Notify,
 }
 
 impl Shared {

@@ -165,6 +165,20 @@ impl FakeLlm {
             .collect()
     }
 
+    /// Wait until at least `n` requests arrived, and return their bodies; panic after
+    /// `within`.
+    pub async fn wait_for_requests(&self, n: usize, within: Duration) -> Vec<Value> {
+        crate::eventually(within, &format!("{n} requests at the LLM"), async || {
+            let requests = self.requests();
+            if requests.len() >= n {
+                Ok(requests)
+            } else {
+                Err(requests.len())
+            }
+        })
+        .await
+    }
+
     /// Headers of every request received so far.
     pub fn request_headers(&self) -> Vec<HeaderMap> {
         self.state

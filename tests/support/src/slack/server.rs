@@ -14,7 +14,6 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::DropGuard;
 
@@ -83,7 +82,6 @@ pub(super) struct Shared {
     token: String,
     pub(super) files: Files,
     world: Mutex<World>,
-    called: Notify,
 }
 
 impl Shared {
@@ -115,7 +113,6 @@ impl FakeSlack {
             files: Files::new(token, format!("http://{addr}")),
             token: token.to_owned(),
             world: Mutex::new(World::default()),
-            called: Notify::new(),
         });
         let app = Router::new()
             .route("/api/{method}", post(handle))
@@ -157,20 +154,15 @@ impl FakeSlack {
         n: usize,
         timeout: Duration,
     ) -> Vec<SlackCall> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let notified = self.shared.called.notified();
+        crate::eventually(timeout, &format!("{n} {method} calls"), async || {
             let calls = self.calls_to(method);
             if calls.len() >= n {
-                return calls;
+                Ok(calls)
+            } else {
+                Err(calls)
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                panic!(
-                    "expected {n} {method} calls within {timeout:?}, got {}",
-                    calls.len()
-                );
-            }
-        }
+        })
+        .await
     }
 
     /// Answer the next `n` calls with `failure`.
@@ -214,8 +206,6 @@ async fn handle(
         at: Instant::now(),
         outcome,
     });
-    drop(world);
-    shared.called.notify_waiters();
     response
 }
 

@@ -137,7 +137,6 @@ pub(super) async fn download(
         let file = world.files.values().find(|f| f.path == path).cloned();
         (world.download_mode, file)
     };
-    shared.called.notify_waiters();
     if bot.strip_prefix("bot") != Some(shared.token.as_str()) {
         return StatusCode::UNAUTHORIZED.into_response();
     }

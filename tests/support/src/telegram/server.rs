@@ -129,8 +129,6 @@ pub(super) struct Shared {
     pub(super) world: Mutex<World>,
     /// Woken when updates are queued or a newer getUpdates arrives.
     pub(super) updates_ready: Notify,
-    /// Woken on every recorded call.
-    pub(super) called: Notify,
 }
 
 impl Shared {
@@ -166,7 +164,6 @@ impl FakeTelegram {
                 ..World::default()
             }),
             updates_ready: Notify::new(),
-            called: Notify::new(),
         });
         let app = Router::new()
             .route("/{bot}/{method}", any(handle))
@@ -284,17 +281,16 @@ impl FakeTelegram {
 
     /// Wait (up to 10 s, then panic) until `method` was called at least `n` times.
     pub async fn wait_for_calls(&self, method: &str, n: usize) -> Vec<TelegramCall> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let notified = self.shared.called.notified();
+        let what = format!("{n} {method} calls");
+        crate::eventually(Duration::from_secs(10), &what, async || {
             let calls = self.calls_to(method);
             if calls.len() >= n {
-                return calls;
+                Ok(calls)
+            } else {
+                Err(calls)
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                panic!("{method} was called {} times, expected {n}", calls.len());
-            }
-        }
+        })
+        .await
     }
 
     /// The bot's messages in `chat_id`, oldest first (deleted ones included, marked).
@@ -379,6 +375,5 @@ async fn handle(
         at,
         outcome,
     });
-    shared.called.notify_waiters();
     envelope(reply)
 }
