@@ -234,6 +234,7 @@ async fn a_tool_call_cut_off_by_max_tokens_is_never_executed() {
     assert!(run.answer.contains("token limit"));
 }
 
+/// Asks about every call, naming a rule, as a policy with `ask = ["add"]` would.
 struct AskEveryCall;
 
 #[async_trait]
