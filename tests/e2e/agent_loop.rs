@@ -2,7 +2,7 @@
 //! answer, and the turn stored whole. The loop on its own is tested in its crate
 //! (`crates/agent/tests/agent_loop.rs`).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -12,7 +12,6 @@ use switchboard::provider::Role;
 use switchboard_standins::{Op, Reply};
 
 use crate::helpers::{TestApp, key, wait_inbox_idle, wait_transcript};
-
 
 /// Adds two numbers; optionally sleeps first and records when it ran.
 struct Add {
@@ -87,4 +86,3 @@ async fn tool_progress_shows_in_the_draft_and_is_cleared_before_the_answer() {
     assert_eq!(history[1].tool_calls[0].name, "add");
     app.shutdown().await;
 }
-
