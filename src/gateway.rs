@@ -145,7 +145,7 @@ impl Gateway {
         self.leaders.set_holder(registry.deps().lifecycle.owner());
         let url = &config.gateway.database_url;
         let replica = crate::cluster::Replica {
-            store: Arc::clone(&deps.store),
+            store: deps.store.clone(),
             owner: deps.lifecycle.owner().to_owned(),
             metrics: Arc::clone(&deps.metrics),
         };
@@ -223,7 +223,7 @@ impl Gateway {
             .with_context(self.context.clone())
             .with_mcp(mcp)
             .with_checkpoints(self.checkpoints());
-        let access = Arc::new(Access::new(config, Arc::clone(&store), self.clock.clone()));
+        let access = Arc::new(Access::new(config, store.clone(), self.clock.clone()));
         let (approvals, expiries) = Approvals::new(
             Arc::clone(&store),
             Duration::from_secs(config.policy.approval_timeout_secs.max(1)),
@@ -285,7 +285,7 @@ impl Gateway {
     /// The scheduling service the `schedule` tool, the chat commands and the ticker share.
     fn schedules(&self, store: &Arc<dyn Store>) -> Arc<Schedules> {
         let settings = self.config.scheduler.clone();
-        Schedules::new(settings, Arc::clone(store), self.clock.clone())
+        Schedules::new(settings, store.clone(), self.clock.clone())
     }
 
     /// Workspace checkpoints (`/rewind`), stored under `data_dir`.

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 
 use crate::clock::Clock;
 use crate::config::ConfigArgs;
-use crate::store::{self, AccessRole, Grant, Store, StoreError};
+use crate::store::{self, AccessRole, AccessStore, Grant, StoreError};
 
 /// `switchboard access` options.
 #[derive(Debug, Args)]
@@ -59,7 +59,7 @@ pub enum AccessAction {
 
 /// Carry out `action` on `store` at `now_ms`; returns what to print.
 pub async fn apply(
-    store: &dyn Store,
+    store: &dyn AccessStore,
     action: &AccessAction,
     now_ms: i64,
 ) -> Result<String, StoreError> {
@@ -98,7 +98,7 @@ pub async fn apply(
     })
 }
 
-async fn pending(store: &dyn Store, now_ms: i64) -> Result<String, StoreError> {
+async fn pending(store: &dyn AccessStore, now_ms: i64) -> Result<String, StoreError> {
     let requests = store.pairing_requests(now_ms).await?;
     if requests.is_empty() {
         return Ok("nobody is waiting".to_owned());
@@ -120,7 +120,7 @@ async fn pending(store: &dyn Store, now_ms: i64) -> Result<String, StoreError> {
     Ok(lines.join("\n"))
 }
 
-async fn list(store: &dyn Store) -> Result<String, StoreError> {
+async fn list(store: &dyn AccessStore) -> Result<String, StoreError> {
     let grants = store.grants().await?;
     if grants.is_empty() {
         return Ok("no grants (the config's allowed_users still apply)".to_owned());

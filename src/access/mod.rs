@@ -24,7 +24,7 @@ pub use warnings::warnings;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::ids::{OPERATOR_USER, SYSTEM_USER};
-use crate::store::{AccessRole, Pairing, PairingRequest, Store, StoreError};
+use crate::store::{AccessRole, AccessStore, Pairing, PairingRequest, StoreError};
 
 /// What the sink does with an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,14 +55,14 @@ pub struct Access {
     /// `[policy.approvers]`: they may always talk to the bot on their channel.
     approvers: BTreeMap<String, Vec<String>>,
     /// Grants and pairing requests.
-    store: Arc<dyn Store>,
+    store: Arc<dyn AccessStore>,
     /// "Now", for code expiry.
     clock: Clock,
 }
 
 impl Access {
     /// The access rules `config` describes, with grants in `store`.
-    pub fn new(config: &Config, store: Arc<dyn Store>, clock: Clock) -> Self {
+    pub fn new(config: &Config, store: Arc<dyn AccessStore>, clock: Clock) -> Self {
         let rules = config
             .channels
             .iter()
@@ -75,7 +75,7 @@ impl Access {
     pub fn from_parts(
         rules: HashMap<String, AccessRules>,
         approvers: BTreeMap<String, Vec<String>>,
-        store: Arc<dyn Store>,
+        store: Arc<dyn AccessStore>,
         clock: Clock,
     ) -> Self {
         Self {

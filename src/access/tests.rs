@@ -28,7 +28,7 @@ async fn fixture(rules: AccessRules) -> Fixture {
     let access = Access::from_parts(
         HashMap::from([("tg".to_owned(), rules)]),
         approvers,
-        Arc::clone(&store),
+        store.clone(),
         clock.clone(),
     );
     Fixture {

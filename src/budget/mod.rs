@@ -8,7 +8,7 @@ use switchboard_channel::ConversationKey;
 
 use crate::clock::Clock;
 use crate::config::budgets::BudgetsConfig;
-use crate::store::{Spent, Store, StoreError, Used};
+use crate::store::{Spent, StoreError, UsageStore, Used};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -104,7 +104,7 @@ impl Meter {
     /// The meter of a turn in `key` for `user`, loaded with today's usage when a limit is
     /// set (without one nothing is enforced, so the turn reads nothing and only adds).
     pub async fn load(
-        store: &dyn Store,
+        store: &dyn UsageStore,
         limits: BudgetsConfig,
         key: &ConversationKey,
         user: &str,
@@ -119,7 +119,7 @@ impl Meter {
     }
 
     /// This meter with today's usage of its scopes read from the store.
-    async fn read(mut self, store: &dyn Store) -> Result<Self, StoreError> {
+    async fn read(mut self, store: &dyn UsageStore) -> Result<Self, StoreError> {
         for (scope, before) in self.scopes.iter().zip(&mut self.before) {
             *before = store.usage(scope, self.day).await?;
         }
@@ -189,7 +189,7 @@ impl Meter {
     }
 
     /// This turn's usage for both scopes (on the day the turn began), if it used anything:
-    /// written with the turn's completion ([`Store::complete`]).
+    /// written with the turn's completion (`Store::complete`).
     pub fn spent(&self) -> Option<Spent<'_>> {
         (self.turn != Used::default()).then_some(Spent {
             scopes: &self.scopes,
@@ -200,7 +200,7 @@ impl Meter {
 
     /// Add this turn's usage to both scopes now, for a turn that ends without a completion
     /// (one suspended for an approval, or handed back at shutdown).
-    pub async fn record(&self, store: &dyn Store) -> Result<(), StoreError> {
+    pub async fn record(&self, store: &dyn UsageStore) -> Result<(), StoreError> {
         match self.spent() {
             Some(spent) => store.add_usage(spent.scopes, spent.day, spent.used).await,
             None => Ok(()),
@@ -210,7 +210,7 @@ impl Meter {
 
 /// `/usage`: today's figures for this conversation and this user, against their limits.
 pub async fn report(
-    store: &dyn Store,
+    store: &dyn UsageStore,
     limits: BudgetsConfig,
     key: &ConversationKey,
     user: &str,

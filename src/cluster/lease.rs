@@ -12,11 +12,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ClusterConfig;
 use crate::metrics::Metrics;
-use crate::store::{Store, StoreError};
+use crate::store::{ClusterStore, StoreError};
 
 /// Acquires conversation leases for this instance.
 pub struct Leases {
-    store: Arc<dyn Store>,
+    store: Arc<dyn ClusterStore>,
     /// This instance's id, the lease owner.
     owner: String,
     config: ClusterConfig,
@@ -26,7 +26,7 @@ pub struct Leases {
 impl Leases {
     /// Leases owned by `owner` on `store`, timed by `config`.
     pub fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn ClusterStore>,
         owner: String,
         config: ClusterConfig,
         metrics: Arc<Metrics>,
@@ -98,7 +98,7 @@ pub struct Held {
     trusted_until: Arc<Mutex<Instant>>,
     /// The background renewal, stopped on release.
     renewer: tokio::task::JoinHandle<()>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn ClusterStore>,
 }
 
 impl Held {
@@ -160,7 +160,7 @@ impl Drop for Held {
 /// Renew every `config.renew()` until refused or until `trusted_until` passes without a
 /// successful renewal; then fire `lost`.
 async fn renew(
-    store: Arc<dyn Store>,
+    store: Arc<dyn ClusterStore>,
     (key, owner, epoch): (ConversationKey, String, i64),
     config: ClusterConfig,
     trusted_until: Arc<Mutex<Instant>>,

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Conversations;
 use crate::metrics::Metrics;
-use crate::store::{INBOX_CHANNEL, Store};
+use crate::store::{ClusterStore, INBOX_CHANNEL};
 
 /// What a wake-up reaches, and where rescans are counted.
 pub(super) struct Woken {
@@ -118,7 +118,7 @@ fn jittered(poll: Duration) -> Duration {
 
 /// Refresh this instance's heartbeat row every `every`; at `stop`, mark it draining.
 pub(super) async fn heartbeat(
-    store: Arc<dyn Store>,
+    store: Arc<dyn ClusterStore>,
     instance: String,
     every: Duration,
     stop: CancellationToken,

@@ -22,7 +22,7 @@ pub use lease::{Held, Leases};
 
 use crate::config::ClusterConfig;
 use crate::metrics::Metrics;
-use crate::store::{Store, StoreError};
+use crate::store::{ClusterStore, StoreError};
 
 /// What the wake-up tasks drive: the conversations' actors (`conversation::Registry`, which
 /// sits above this module and holds its leases through it).
@@ -37,7 +37,7 @@ pub trait Conversations: Send + Sync + 'static {
 /// This replica's part in a shared database: its store, its instance id and its metrics.
 pub struct Replica {
     /// The shared store (nothing runs when it is not shared).
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn ClusterStore>,
     /// This process's instance id ([`instance_id`]).
     pub owner: String,
     /// Where the rescans are counted.
@@ -105,7 +105,7 @@ pub fn start(
 
 /// At the end of a shutdown: give up every conversation lease still held (with a `NOTIFY`
 /// for waiting events, so another replica takes over at once) and remove the instance row.
-pub async fn leave(store: &dyn Store, owner: &str) {
+pub async fn leave(store: &dyn ClusterStore, owner: &str) {
     if !store.shared() {
         return;
     }

@@ -184,12 +184,12 @@ impl Agents {
             let scope = scope_for(memory, key, user_id);
             builder = builder
                 .context(Arc::new(Recall {
-                    store: Arc::clone(store),
+                    store: store.clone(),
                     scope: scope.clone(),
                     limit: memory.recall_limit,
                     max_chars: memory.recall_max_chars,
                 }))
-                .tools(memory_tools(store, &scope, &self.clock));
+                .tools(memory_tools(&(store.clone() as _), &scope, &self.clock));
         }
         let offload = Offload {
             dir: self.toolbox.workspace_dir(key),

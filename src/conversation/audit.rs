@@ -12,14 +12,14 @@ use crate::agent::{AgentEvent, Resolution};
 use crate::clock::Clock;
 use crate::ids::ApprovalStatus;
 use crate::policy::{Decision, Verdict};
-use crate::store::{AuditEntry, Store};
+use crate::store::{AuditEntry, AuditLog};
 
 /// Output kept per audit row.
 const AUDIT_OUTPUT_CHARS: usize = 2000;
 
 /// Watches one turn's events.
 pub(super) struct AuditRecorder {
-    store: Arc<dyn Store>,
+    store: Arc<dyn AuditLog>,
     key: ConversationKey,
     inbox_id: i64,
     clock: Clock,
@@ -29,7 +29,7 @@ pub(super) struct AuditRecorder {
 
 impl AuditRecorder {
     pub(super) fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn AuditLog>,
         key: ConversationKey,
         inbox_id: i64,
         clock: Clock,

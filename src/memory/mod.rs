@@ -18,7 +18,7 @@ use crate::clock::Clock;
 use crate::config::{MemoryConfig, MemoryScopeMode};
 use crate::ids::MemoryScope;
 use crate::provider::{ChatMessage, Role};
-use crate::store::{Memory, Store, StoreError};
+use crate::store::{Memory, MemoryStore, StoreError};
 
 /// Starts the system message recall injects; text containing it is never saved again.
 pub const RECALL_HEADER: &str = "Relevant memory:";
@@ -36,7 +36,7 @@ pub fn scope_for(config: &MemoryConfig, key: &ConversationKey, user_id: &str) ->
 /// Recall for one turn: the best matches for the newest user message, in its scope only.
 pub struct Recall {
     /// Where memories live.
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn MemoryStore>,
     /// The turn's scope.
     pub scope: MemoryScope,
     /// How many to inject.
@@ -75,7 +75,7 @@ impl ContextProvider for Recall {
 /// (not a command — anything starting with `/` — nor text the gateway injected). Exact
 /// duplicates are saved once.
 pub async fn autosave(
-    store: &dyn Store,
+    store: &dyn MemoryStore,
     config: &MemoryConfig,
     scope: &MemoryScope,
     text: &str,

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::agent::{Tool, ToolResult};
 use crate::clock::Clock;
 use crate::ids::MemoryScope;
-use crate::store::{Memory, Store};
+use crate::store::{Memory, MemoryStore};
 
 /// Which memory operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,7 +23,7 @@ enum Op {
 /// One memory tool, bound to one scope.
 pub struct MemoryTool {
     op: Op,
-    store: Arc<dyn Store>,
+    store: Arc<dyn MemoryStore>,
     scope: MemoryScope,
     /// Stamps `updated_at` (recall prefers fresher facts on ties).
     clock: Clock,
@@ -31,7 +31,7 @@ pub struct MemoryTool {
 
 /// The three memory tools for `scope`.
 pub fn memory_tools(
-    store: &Arc<dyn Store>,
+    store: &Arc<dyn MemoryStore>,
     scope: &MemoryScope,
     clock: &Clock,
 ) -> Vec<Arc<dyn Tool>> {

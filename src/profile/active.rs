@@ -9,7 +9,7 @@ use switchboard_channel::ConversationKey;
 use super::TurnSettings;
 use super::{Profile, Profiles};
 use crate::provider::Provider;
-use crate::store::{ModelChoice, Store, StoreError};
+use crate::store::{ModelChoice, ProfileStore, StoreError};
 
 /// One conversation's profile and the model it uses now.
 pub struct Active {
@@ -26,7 +26,7 @@ impl Profiles {
     /// logged and the profile's default model is used. A profile of one model has no choice
     /// to read: every conversation's actor would otherwise wait on a read before its first
     /// turn for an answer known in advance.
-    pub async fn activate(&self, store: &dyn Store, key: &ConversationKey) -> Active {
+    pub async fn activate(&self, store: &dyn ProfileStore, key: &ConversationKey) -> Active {
         let profile = self.for_key(key);
         let stored = match profile.models().len() {
             0 | 1 => Ok(None),
@@ -85,7 +85,7 @@ impl Active {
     /// the reply for the chat.
     pub async fn model_command(
         &self,
-        store: &dyn Store,
+        store: &dyn ProfileStore,
         key: &ConversationKey,
         wanted: Option<&str>,
         now_ms: i64,

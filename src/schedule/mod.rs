@@ -31,7 +31,7 @@ use tokio::sync::Notify;
 use crate::clock::Clock;
 use crate::config::SchedulerConfig;
 use crate::ids::SYSTEM_USER;
-use crate::store::{JobSource, NewSchedule, Schedule, Store, StoreError, Timing};
+use crate::store::{JobSource, NewSchedule, Schedule, ScheduleStore, StoreError, Timing};
 use when::{Recurrence, WhenError};
 
 /// Why a job was not created; the text is what the model (or the person) reads.
@@ -67,7 +67,7 @@ const MAX_PROMPT_CHARS: usize = 2_000;
 /// The scheduling service: shared by the `schedule` tool, the chat commands and the ticker.
 pub struct Schedules {
     settings: SchedulerConfig,
-    store: Arc<dyn Store>,
+    store: Arc<dyn ScheduleStore>,
     clock: Clock,
     /// Wakes the ticker when a job is added or cancelled in this process, so it re-reads the
     /// soonest due time at once (a `Notify` keeps one permit, so no wake-up is lost).
@@ -80,7 +80,11 @@ pub struct Schedules {
 
 impl Schedules {
     /// The service over `store`, reading time from `clock`.
-    pub fn new(settings: SchedulerConfig, store: Arc<dyn Store>, clock: Clock) -> Arc<Self> {
+    pub fn new(
+        settings: SchedulerConfig,
+        store: Arc<dyn ScheduleStore>,
+        clock: Clock,
+    ) -> Arc<Self> {
         Arc::new(Self {
             settings,
             store,

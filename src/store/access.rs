@@ -95,7 +95,7 @@ pub enum Pairing {
 
 /// Where grants and pairing requests live.
 #[async_trait]
-pub trait AccessStore {
+pub trait AccessStore: Send + Sync {
     /// Store a grant (granting it again changes nothing).
     async fn grant(&self, grant: &Grant) -> Result<(), StoreError>;
 

@@ -81,7 +81,7 @@ impl ApprovalCounts {
 
 /// Approval persistence.
 #[async_trait]
-pub trait ApprovalStore {
+pub trait ApprovalStore: Send + Sync {
     /// Store a new pending approval.
     async fn create_approval(&self, approval: &Approval) -> Result<(), StoreError>;
     /// Suspend a turn: store its pending `approval` and mark the inbox row it was claimed

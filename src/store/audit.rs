@@ -50,7 +50,7 @@ pub struct AuditFilter {
 
 /// Where audit entries go.
 #[async_trait]
-pub trait AuditLog {
+pub trait AuditLog: Send + Sync {
     /// Append an entry.
     async fn record_audit(&self, entry: &AuditEntry) -> Result<(), StoreError>;
 

@@ -52,7 +52,7 @@ impl Checkpoint {
 
 /// Where checkpoints are kept.
 #[async_trait]
-pub trait CheckpointStore {
+pub trait CheckpointStore: Send + Sync {
     /// The newest stored message id of `key` (0 when it has none).
     async fn history_position(&self, key: &ConversationKey) -> Result<i64, StoreError>;
 

@@ -19,7 +19,7 @@ pub struct ModelChoice {
 
 /// Where `/model` choices are kept.
 #[async_trait]
-pub trait ProfileStore {
+pub trait ProfileStore: Send + Sync {
     /// Keep `choice` as `key`'s model (replacing an earlier one).
     async fn set_model(
         &self,

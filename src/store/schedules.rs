@@ -16,7 +16,7 @@ use super::text;
 
 /// Where jobs and time zones are kept.
 #[async_trait]
-pub trait ScheduleStore {
+pub trait ScheduleStore: Send + Sync {
     /// Store a new active job; returns its id.
     async fn add_schedule(&self, job: &NewSchedule, now_ms: i64) -> Result<i64, StoreError>;
 

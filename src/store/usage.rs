@@ -43,7 +43,7 @@ pub struct ScopeDay {
 
 /// Where budget usage is counted.
 #[async_trait]
-pub trait UsageStore {
+pub trait UsageStore: Send + Sync {
     /// Add `used` to each of `scopes` for `day` (days since the epoch, UTC), atomically.
     async fn add_usage(&self, scopes: &[String], day: i64, used: Used) -> Result<(), StoreError>;
 

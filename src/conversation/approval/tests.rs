@@ -71,7 +71,7 @@ async fn fixture_with(rules: AccessRules) -> Fixture {
     let access = Access::from_parts(
         HashMap::from([("fake".to_owned(), rules)]),
         approvers,
-        Arc::clone(&store),
+        store.clone(),
         clock.clone(),
     );
     let (approvals, _expiries) = Approvals::new(

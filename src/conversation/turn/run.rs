@@ -100,12 +100,8 @@ impl Turn<'_> {
         let stop = cancel.child_token();
         let mut reached = None;
         let clock = deps.lifecycle.clock().clone();
-        let mut audit = AuditRecorder::new(
-            Arc::clone(&deps.store),
-            self.key().clone(),
-            self.row.id,
-            clock,
-        );
+        let mut audit =
+            AuditRecorder::new(deps.store.clone(), self.key().clone(), self.row.id, clock);
         let mut first_text = true;
         let on_event = |event: AgentEvent| {
             self.observe(&event, &mut first_text, started);

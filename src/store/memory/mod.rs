@@ -30,7 +30,7 @@ pub struct Memory {
 
 /// Memory persistence.
 #[async_trait]
-pub trait MemoryStore {
+pub trait MemoryStore: Send + Sync {
     /// Insert or replace the memory `key` in `scope`. With `only_new`, an existing key is
     /// left as it is (autosave of an exact duplicate). Returns whether anything was written.
     async fn remember(&self, memory: &Memory, only_new: bool) -> Result<bool, StoreError>;

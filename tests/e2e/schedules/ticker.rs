@@ -74,7 +74,7 @@ fn settings(grace_secs: u64) -> SchedulerConfig {
 fn scheduler(store: &Arc<dyn Store>, start: i64) -> (Arc<Schedules>, Clock) {
     let clock = Clock::manual(start);
     (
-        Schedules::new(settings(15 * 60), Arc::clone(store), clock.clone()),
+        Schedules::new(settings(15 * 60), store.clone(), clock.clone()),
         clock,
     )
 }
@@ -335,7 +335,7 @@ async fn limits_and_bad_times_are_refused_with_a_reason() {
             max_per_conversation: 2,
             ..SchedulerConfig::default()
         };
-        let s = Schedules::new(config, Arc::clone(&store), clock);
+        let s = Schedules::new(config, store.clone(), clock);
         let refused = |r: Result<_, switchboard::schedule::Refusal>| r.unwrap_err().to_string();
         let past = refused(s.create(&key(), once("x", "2026-12-01T07:00:00Z")).await);
         assert!(past.contains("passed"), "{past}");
