@@ -15,11 +15,12 @@ use switchboard_channel::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::valid_session_id;
+use crate::files::FileLink;
 use crate::config::{WebConfig, WebConfigError};
 use crate::hub::Hub;
 use crate::protocol::{Role, ServerFrame};
-use crate::session::{FileLink, Message};
+use crate::ids::valid_session_id;
+use crate::session::Message;
 use crate::{routes, upload};
 
 /// Longest message the core may send, in characters (a browser has no platform limit; this

@@ -32,6 +32,7 @@ pub mod config;
 mod files;
 mod html;
 mod hub;
+mod ids;
 mod persist;
 mod protocol;
 mod routes;
