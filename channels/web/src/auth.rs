@@ -7,8 +7,8 @@ use axum::http::HeaderMap;
 use axum::http::header::{HOST, ORIGIN};
 use switchboard_channel::{cookie, secrets_match};
 
+use crate::gate::Expected;
 use crate::ids::valid_session_id;
-use crate::token::Expected;
 
 /// How long the session and token cookies last without a visit (30 days).
 pub(crate) const COOKIE_MAX_AGE_SECS: u64 = 30 * 24 * 60 * 60;

@@ -22,11 +22,11 @@ use switchboard_channel::EventSink;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{self, COOKIE_MAX_AGE_SECS};
+use crate::gate::Expected;
 use crate::hub::Hub;
 use crate::ids;
 use crate::protocol::max_frame_bytes;
 use crate::socket;
-use crate::token::Expected;
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
