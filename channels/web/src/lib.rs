@@ -46,6 +46,7 @@ mod persist;
 mod protocol;
 mod routes;
 mod session;
+mod settings;
 mod socket;
 pub mod token;
 mod upload;

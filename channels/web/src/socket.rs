@@ -14,9 +14,9 @@ use switchboard_channel::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::files::FileLink;
 use crate::hub::Hub;
 use crate::protocol::{self, ClientFrame, Role, ServerFrame, Violation};
-use crate::files::FileLink;
 use crate::session::Message;
 
 /// Close code when the gateway shuts down; the page reconnects to its successor.
