@@ -1,6 +1,7 @@
 //! Switchboard: a self-hosted gateway that puts an LLM agent behind chat platforms.
 //!
-//! Layout, in the order an event flows through it:
+//! Layout, in the order an event flows through it (the modules' layers, bottom to top, are in
+//! ARCHITECTURE.md, "Layers"; `tests/layers.rs` keeps them free of loops):
 //! - [`config`]: the TOML file (plus `${VAR}` and `SWITCHBOARD__…` overrides) as types.
 //! - [`channels`]: builds the configured `Channel`s (crates under `channels/`).
 //! - [`leader`]: leader leases, so one replica runs each Telegram poller and Discord gateway.
@@ -15,7 +16,9 @@
 //!   conversation's workspace and described to the model.
 //! - [`profile`]: agent profiles (prompt, provider chain and models, tools, policy) and which
 //!   conversation uses which, resolved when its actor starts.
-//! - [`agent`]: the platform-free agent loop (`AgentLoop`, `Tool`, `ContextProvider`).
+//! - [`agent`]: the platform-free agent loop (`AgentLoop`, `Tool`, `ContextProvider`); the
+//!   `switchboard-agent` crate, re-exported, as are [`policy`], [`sandbox`], [`scrub`] and
+//!   [`provider`] (inside the agent crate).
 //! - [`policy`]: the gate every tool call passes (deny → ask → allow, circuit breakers) and
 //!   the typed `Decision` it hands to approvals, the audit and the metrics.
 //! - [`provider`]: streaming LLM clients (OpenAI-compatible, Anthropic).
@@ -31,7 +34,11 @@
 //! - [`scrub`]: credential redaction for tool output, chat, history and logs.
 //! - [`draft`]: the live draft message an answer streams into, throttled and split.
 //! - [`governor`]: one send/edit budget per chat, shared by every draft in it.
-//! - [`ids`]: typed ids and stored states (approval id and status, memory scope, inbox kind).
+//! - [`ids`]: typed ids and stored states (the gateway's own user ids, approval id and
+//!   status, memory scope, inbox kind).
+//! - [`hosts`]: which hosts `http_fetch` may reach; [`when`]: schedules' instants and cron
+//!   patterns in a time zone; [`skill_format`]: the `SKILL.md` format. Leaves the config
+//!   checks with and their features use.
 //! - [`store`]: the durable inbox and history, on SQLite or PostgreSQL.
 //! - [`cluster`]: several replicas on one PostgreSQL (instance ids, conversation leases,
 //!   `LISTEN/NOTIFY` wake-ups, leaving at shutdown).
@@ -41,6 +48,8 @@
 //! - [`telemetry`]: tracing set-up (JSON or pretty), every log line scrubbed.
 //! - [`data_dir`]: the data directory and the files in it, private from the first run.
 //! - [`clock`]: time as an input (wall clock in production, paused or manual in tests).
+//! - [`admin`]: the operator's dashboard; [`doctor`]: `switchboard doctor`; [`probe`]:
+//!   `switchboard check --probe`.
 //! - [`gateway`]: wires all of it together and shuts it down in order.
 //! - [`cli`]: the `switchboard` command's subcommands.
 //! - [`backup`]: `switchboard backup` and `restore` (a live SQLite database and `data_dir`

@@ -129,7 +129,10 @@ async fn probe_channel(
             });
             return Some(answer);
         }
-        #[allow(unreachable_patterns)]
+        #[allow(
+            unreachable_patterns,
+            reason = "reached only when a channel's cargo feature is off"
+        )]
         _ => return None,
     };
     Some(ask(request, name_at).await)

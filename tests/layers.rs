@@ -122,7 +122,7 @@ fn module_graph(root_file: &Path) -> (Vec<String>, Edges) {
     let mut edges = Edges::new();
     for top in &modules {
         let path = module_file(src, top);
-        walk(&path, &[top.clone()], &mut |file, used| {
+        walk(&path, std::slice::from_ref(top), &mut |file, used| {
             if let Some(target) = used.filter(|t| t != top && modules.contains(t)) {
                 let shown = file.strip_prefix(src).unwrap_or(file).display().to_string();
                 edges

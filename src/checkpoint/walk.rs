@@ -84,8 +84,10 @@ fn found(st: &rfs::Stat) -> Found {
             ctime_ns: st.st_ctime * 1_000_000_000 + st.st_ctime_nsec as i64,
             ino: st.st_ino,
             mode: st.st_mode & 0o7777,
-            // `st_nlink` is narrower on some architectures.
-            #[allow(clippy::unnecessary_cast)]
+            #[allow(
+                clippy::unnecessary_cast,
+                reason = "`st_nlink` is u64 here but narrower on some architectures"
+            )]
             nlink: st.st_nlink as u64,
         }),
         FileType::Symlink => Found::Other("a symlink, not followed"),

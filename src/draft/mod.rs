@@ -14,9 +14,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::agent::AgentEvent;
+use crate::agent::plan::Plan;
 use crate::governor::Governor;
 use crate::scrub::{Holdback, Scrubber};
-use crate::tools::{Plan, TODO_TOOL};
 
 /// Generic patterns only, for drafts built without the config's secrets.
 static DEFAULT_SCRUBBER: std::sync::LazyLock<Arc<Scrubber>> =
@@ -184,17 +184,18 @@ impl Draft {
         }
     }
 
+    /// Whether `id` is a call that proposed a plan not yet settled.
+    fn proposes(&self, id: &str) -> bool {
+        self.proposed.iter().any(|(pid, _)| pid == id)
+    }
+
     fn apply(&mut self, event: AgentEvent) {
         match event {
             AgentEvent::TextChunk(text) => self.push_text(&text),
-            AgentEvent::ToolStarted { id, name, args, .. } if name == TODO_TOOL => {
-                if let Ok(plan) = Plan::from_args(&args) {
-                    self.proposed.push((id, plan));
-                }
-            }
-            AgentEvent::ToolCompleted {
-                id, name, success, ..
-            } if name == TODO_TOOL => {
+            AgentEvent::PlanProposed { id, plan } => self.proposed.push((id, plan)),
+            // A plan's own call shows as the plan, not as a progress line.
+            AgentEvent::ToolStarted { id, .. } if self.proposes(&id) => {}
+            AgentEvent::ToolCompleted { id, success, .. } if self.proposes(&id) => {
                 if let Some(at) = self.proposed.iter().position(|(pid, _)| *pid == id) {
                     let (_, plan) = self.proposed.remove(at);
                     if success {

@@ -9,7 +9,6 @@ mod files;
 mod schedule;
 mod send_file;
 mod shell;
-mod todo;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +16,7 @@ use std::time::Duration;
 
 use switchboard_channel::ConversationKey;
 
+pub use crate::agent::plan::{Plan, PlanItem, Status, TODO_TOOL, TodoTool};
 pub use crate::hosts::{AllowedHost, DEFAULT_PORTS, host_allowed};
 pub use fetch::HttpFetchTool;
 pub use files::{FileOp, FileTool};
@@ -24,7 +24,6 @@ pub use schedule::{SCHEDULE_TOOL, ScheduleTool};
 pub use send_file::{FilePoster, SEND_FILE_TOOL, SendFileTool};
 pub use shell::{ShellTool, TRUNCATED};
 pub use switchboard_agent::workspace::{WorkspaceDir, confine};
-pub use todo::{Plan, PlanItem, Status, TODO_TOOL, TodoTool};
 
 use crate::agent::Tool;
 use crate::config::ToolsConfig;

@@ -1,39 +1,23 @@
-//! The agent loop as a library (no platform) and inside the gateway: tool calls, unknown
-//! tools, arguments checked against the schema, the iteration cap, concurrency of read-only
-//! calls, progress lines.
+//! The agent loop inside the gateway: a tool's progress line in the draft, cleared before the
+//! answer, and the turn stored whole. The loop on its own is tested in its crate
+//! (`crates/agent/tests/agent_loop.rs`).
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use switchboard::agent::{AgentError, AgentEvent, AgentLoop, Gate, Resolution, Tool, ToolResult};
-use switchboard::config::{EnvString, ProviderConfig, Secret};
-use switchboard::policy::{Decider, Decision, Matched, RuleList, Verdict};
-use switchboard::provider::{self, ChatMessage, Provider, Role, ToolCall};
-use switchboard_standins::{FakeLlm, Op, Reply};
+use switchboard::agent::{Tool, ToolResult};
+use switchboard::provider::Role;
+use switchboard_standins::{Op, Reply};
 
 use crate::helpers::{TestApp, key, wait_inbox_idle, wait_transcript};
 
-/// Adds two numbers; optionally sleeps first and records when it ran.
-struct Add {
-    read_only: bool,
-    sleep: Duration,
-    spans: Mutex<Vec<(Instant, Instant)>>,
-}
-
-impl Add {
-    fn new(read_only: bool, sleep: Duration) -> Arc<Self> {
-        Arc::new(Self {
-            read_only,
-            sleep,
-            spans: Mutex::new(Vec::new()),
-        })
-    }
-}
+/// Adds two numbers after a fifth of a second, long enough for its progress line to show.
+struct SlowAdd;
 
 #[async_trait]
-impl Tool for Add {
+impl Tool for SlowAdd {
     fn name(&self) -> &str {
         "add"
     }
@@ -41,203 +25,20 @@ impl Tool for Add {
         "Add two integers a and b."
     }
     fn parameters_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]})
-    }
-    fn read_only(&self) -> bool {
-        self.read_only
+        json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}})
     }
     async fn execute(&self, args: Value) -> ToolResult {
-        let start = Instant::now();
-        tokio::time::sleep(self.sleep).await;
-        self.spans.lock().unwrap().push((start, Instant::now()));
-        match (args["a"].as_i64(), args["b"].as_i64()) {
-            (Some(a), Some(b)) => ToolResult::ok((a + b).to_string()),
-            _ => ToolResult::err("a and b must be integers"),
-        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let sum = args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0);
+        ToolResult::ok(sum.to_string())
     }
-}
-
-fn provider_for(llm: &FakeLlm) -> Arc<dyn Provider> {
-    provider::from_config(&ProviderConfig {
-        base_url: Some(EnvString(llm.openai_url())),
-        api_key: Secret::new("test-key-not-real"),
-        max_retries: 0,
-        ..ProviderConfig::default()
-    })
-    .unwrap()
-}
-
-/// The first tool result the model was sent (in the loop's second request).
-fn first_tool_result(llm: &FakeLlm) -> String {
-    let request = &llm.requests()[1];
-    let message = request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap_or_else(|| panic!("no tool result in {request}"));
-    message["content"].as_str().unwrap().to_owned()
-}
-
-fn user(text: &str) -> Vec<ChatMessage> {
-    vec![
-        ChatMessage::new(Role::System, "sys"),
-        ChatMessage::new(Role::User, text),
-    ]
-}
-
-#[tokio::test]
-async fn the_model_calls_a_tool_and_answers_from_its_output() {
-    let llm = FakeLlm::start().await;
-    llm.push(Reply::tool_call("add", json!({"a": 2, "b": 40})))
-        .push(Reply::text("The sum is 42."));
-    let agent = AgentLoop::builder()
-        .tool(Add::new(false, Duration::ZERO))
-        .max_iterations(10)
-        .build();
-    let mut events = Vec::new();
-    let run = agent
-        .run(provider_for(&llm).as_ref(), user("2+40?"), |e| {
-            events.push(e)
-        })
-        .await
-        .unwrap();
-    assert_eq!(run.answer, "The sum is 42.");
-    assert_eq!((run.tool_calls, run.iterations), (1, 2));
-    assert_eq!(first_tool_result(&llm), "42");
-    assert_eq!(run.messages.len(), 3, "assistant call, tool result, answer");
-    assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, AgentEvent::ToolStarted { name, .. } if name == "add"))
-    );
-}
-
-#[tokio::test]
-async fn an_unknown_tool_yields_an_error_result_and_the_model_recovers() {
-    let llm = FakeLlm::start().await;
-    llm.push(Reply::tool_call("no_such_tool", json!({})))
-        .push(Reply::text("Sorry, I can't do that."));
-    let agent = AgentLoop::builder()
-        .tool(Add::new(false, Duration::ZERO))
-        .build();
-    let run = agent
-        .run(provider_for(&llm).as_ref(), user("x"), |_| {})
-        .await
-        .unwrap();
-    assert_eq!(run.answer, "Sorry, I can't do that.");
-    let content = first_tool_result(&llm);
-    assert!(content.contains("unknown tool"), "{content}");
-}
-
-#[tokio::test]
-async fn arguments_that_break_the_schema_never_reach_the_tool_and_the_model_is_told_why() {
-    let llm = FakeLlm::start().await;
-    llm.push(Reply::tool_call("add", json!({"a": "two", "c": 1})))
-        .push(Reply::tool_call("add", json!({"a": 2, "b": 3})))
-        .push(Reply::text("5"));
-    let add = Add::new(false, Duration::ZERO);
-    let agent = AgentLoop::builder().tool(add.clone()).build();
-    let run = agent
-        .run(provider_for(&llm).as_ref(), user("2+3?"), |_| {})
-        .await
-        .unwrap();
-    assert_eq!(run.answer, "5");
-    assert_eq!(
-        add.spans.lock().unwrap().len(),
-        1,
-        "only the valid call ran"
-    );
-    let content = first_tool_result(&llm);
-    assert!(content.contains("invalid arguments for add"), "{content}");
-    assert!(
-        content.contains("/a: ") && content.contains("integer"),
-        "{content}"
-    );
-    assert!(
-        content.contains("missing") && content.contains("'b'"),
-        "{content}"
-    );
-}
-
-#[tokio::test]
-async fn the_loop_stops_at_the_iteration_cap() {
-    let llm = FakeLlm::start().await;
-    for i in 0..5 {
-        llm.push(Reply::tool_call("add", json!({"a": i, "b": 1})));
-    }
-    let agent = AgentLoop::builder()
-        .tool(Add::new(false, Duration::ZERO))
-        .max_iterations(3)
-        .build();
-    let err = agent
-        .run(provider_for(&llm).as_ref(), user("loop"), |_| {})
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, AgentError::MaxIterations { iterations: 3, .. }),
-        "{err:?}"
-    );
-    assert_eq!(llm.requests().len(), 3);
-    assert_eq!(
-        err.partial().len(),
-        6,
-        "three calls and three results are kept"
-    );
-}
-
-#[tokio::test]
-async fn read_only_calls_in_one_response_run_concurrently() {
-    let llm = FakeLlm::start().await;
-    llm.push(Reply::tool_calls(vec![
-        ("add".into(), json!({"a": 1, "b": 1})),
-        ("add".into(), json!({"a": 2, "b": 2})),
-    ]))
-    .push(Reply::text("done"));
-    let tool = Add::new(true, Duration::from_millis(300));
-    let agent = AgentLoop::builder().tool(tool.clone()).build();
-    agent
-        .run(provider_for(&llm).as_ref(), user("both"), |_| {})
-        .await
-        .unwrap();
-    let spans = tool.spans.lock().unwrap().clone();
-    assert_eq!(spans.len(), 2);
-    let overlap = spans[0]
-        .1
-        .min(spans[1].1)
-        .saturating_duration_since(spans[0].0.max(spans[1].0));
-    assert!(
-        overlap > Duration::from_millis(150),
-        "calls did not overlap: {spans:?}"
-    );
-}
-
-#[tokio::test]
-async fn a_tool_call_cut_off_by_max_tokens_is_never_executed() {
-    let llm = FakeLlm::start().await;
-    llm.push(Reply::Stream {
-        text: "Calling".into(),
-        tool_calls: vec![("add".into(), json!({"a": 1, "b": 2}))],
-        chunk_chars: 8,
-        first_delay: Duration::ZERO,
-        delay: Duration::ZERO,
-        max_tokens: true,
-    });
-    let tool = Add::new(false, Duration::ZERO);
-    let agent = AgentLoop::builder().tool(tool.clone()).build();
-    let run = agent
-        .run(provider_for(&llm).as_ref(), user("x"), |_| {})
-        .await
-        .unwrap();
-    assert!(tool.spans.lock().unwrap().is_empty());
-    assert!(run.answer.contains("token limit"));
 }
 
 #[tokio::test]
 async fn tool_progress_shows_in_the_draft_and_is_cleared_before_the_answer() {
     let app = TestApp::builder()
         .config("[policy]\nmode = \"autonomous\"\n")
-        .tool(Add::new(false, Duration::from_millis(200)))
+        .tool(Arc::new(SlowAdd))
         .start()
         .await;
     let (channel, gateway) = (&app.channel, app.gateway());
@@ -263,70 +64,4 @@ async fn tool_progress_shows_in_the_draft_and_is_cleared_before_the_answer() {
     );
     assert_eq!(history[1].tool_calls[0].name, "add");
     app.shutdown().await;
-}
-
-/// Asks about every call, naming a rule, as a policy with `ask = ["add"]` would.
-struct AskEveryCall;
-
-#[async_trait]
-impl Gate for AskEveryCall {
-    async fn check(&self, _call: &ToolCall, _read_only: bool) -> Decision {
-        Decision {
-            verdict: Verdict::Ask,
-            rule: Some(Matched::Rule {
-                list: RuleList::Ask,
-                pattern: "add".into(),
-            }),
-            reason: "ask rule add".into(),
-            decided_by: Decider::Policy,
-        }
-    }
-}
-
-#[tokio::test]
-async fn a_gated_call_suspends_and_resumes_with_the_decision_carried_on_its_events() {
-    let llm = FakeLlm::start().await;
-    llm.push(Reply::tool_call("add", json!({"a": 1, "b": 2})))
-        .push(Reply::text("It is 3."));
-    let provider = provider_for(&llm);
-    let agent = AgentLoop::builder()
-        .tool(Add::new(false, Duration::ZERO))
-        .gate(Arc::new(AskEveryCall))
-        .build();
-    let mut events = Vec::new();
-    let suspended = agent
-        .run(provider.as_ref(), user("1+2?"), |e| events.push(e))
-        .await;
-    let Err(AgentError::Suspended(suspension)) = suspended else {
-        panic!("expected a suspension, got {suspended:?}");
-    };
-    assert!(matches!(
-        events.last(),
-        Some(AgentEvent::ApprovalRequested { decision, .. }) if decision.verdict == Verdict::Ask
-    ));
-    let approved = Resolution::Approved { by: "alice".into() };
-    let mut events = Vec::new();
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let run = agent
-        .resume(provider.as_ref(), *suspension, approved, &cancel, |e| {
-            events.push(e)
-        })
-        .await
-        .unwrap();
-    assert_eq!(run.answer, "It is 3.");
-    let decided = |e: &AgentEvent| match e {
-        AgentEvent::ApprovalResolved { decision, .. }
-        | AgentEvent::ToolStarted { decision, .. } => Some(decision.clone()),
-        _ => None,
-    };
-    let decisions: Vec<Decision> = events.iter().filter_map(decided).collect();
-    assert_eq!(decisions.len(), 2, "resolved, then started: {events:#?}");
-    for decision in decisions {
-        assert_eq!(decision.verdict, Verdict::Allow);
-        assert_eq!(decision.decided_by, Decider::User("alice".into()));
-        assert_eq!(
-            decision.reason, "ask rule add",
-            "the rule stays with the call"
-        );
-    }
 }

@@ -3,7 +3,7 @@
 //! it renders markdown for Discord and calls REST (see `api`); button answers go through
 //! `presses`, which also keeps Discord's 3-second deadline.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -14,132 +14,27 @@ use switchboard_channel::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::api::RestApi;
-use crate::buffer::Outage;
 use crate::config::DiscordConfig;
 use crate::gateway;
 use crate::outbound::{MAX_MESSAGE_CHARS, message_body};
-use crate::presses::{DEFER_AFTER, Presses};
-use switchboard_channel::Recent;
-
-/// How many channels' thread parents are remembered.
-const PARENTS_CAP: usize = 1024;
+use crate::state::{Inner, not_ready};
 
 /// One configured Discord bot: gateway in, REST out.
 pub struct DiscordChannel {
     inner: Arc<Inner>,
 }
 
-/// State shared by the channel, its gateway handler and its press guards.
-pub(crate) struct Inner {
-    pub(crate) name: String,
-    pub(crate) config: DiscordConfig,
-    /// One connection pool for serenity's gateway discovery and our REST calls.
-    pub(crate) http: reqwest::Client,
-    api: Arc<RestApi>,
-    pub(crate) presses: Presses,
-    /// Set once `GET /users/@me` answers; read on every event, hence a lock-free cell.
-    bot_id: OnceLock<String>,
-    health: Mutex<Health>,
-    /// A standing failure to store inbound events (held in order meanwhile); not ready
-    /// while it lasts, whatever the gateway says.
-    pub(crate) outage: Arc<Outage>,
-    /// Channel id → its parent when it is a thread (`None`: not a thread).
-    parents: Mutex<Recent<Option<String>>>,
-}
-
 impl DiscordChannel {
     /// A channel named `name` (the `channel` of its conversation keys) for `config`.
     pub fn new(name: &str, config: DiscordConfig) -> Self {
-        let http = RestApi::client();
-        let api = Arc::new(RestApi::new(
-            name,
-            &config.api_url,
-            config.token.expose().unwrap_or_default(),
-            http.clone(),
-        ));
         Self {
-            inner: Arc::new(Inner {
-                name: name.to_owned(),
-                presses: Presses::new(Arc::clone(&api), DEFER_AFTER),
-                config,
-                http,
-                api,
-                bot_id: OnceLock::new(),
-                health: Mutex::new(not_ready("not started")),
-                outage: Arc::default(),
-                parents: Mutex::new(Recent::new(PARENTS_CAP)),
-            }),
+            inner: Arc::new(Inner::new(name, config)),
         }
     }
 
     /// The bot's own user id, once `start` has checked the token.
     pub fn bot_user_id(&self) -> Option<&str> {
         self.inner.bot_id()
-    }
-}
-
-/// A not-ready health with `detail`.
-pub(crate) fn not_ready(detail: impl Into<String>) -> Health {
-    Health {
-        ready: false,
-        detail: detail.into(),
-        last_ok: None,
-    }
-}
-
-impl Inner {
-    pub(crate) fn bot_id(&self) -> Option<&str> {
-        self.bot_id.get().map(String::as_str)
-    }
-
-    pub(crate) fn set_health(&self, health: Health) {
-        *self.health.lock().unwrap_or_else(PoisonError::into_inner) = health;
-    }
-
-    /// Take the gateway's latest state, logging when it goes down or comes back.
-    pub(crate) fn observe_gateway(&self, mut health: Health) {
-        let mut current = self.health.lock().unwrap_or_else(PoisonError::into_inner);
-        match (current.ready, health.ready) {
-            (true, false) => {
-                tracing::warn!(channel = %self.name, detail = %health.detail, "Discord gateway disconnected")
-            }
-            (false, true) => {
-                tracing::info!(channel = %self.name, detail = %health.detail, "Discord gateway connected")
-            }
-            _ => {}
-        }
-        if !health.ready {
-            health.last_ok = current.last_ok;
-        }
-        *current = health;
-    }
-
-    /// The parent of a guild `channel` when the allowlists need it and it is a thread;
-    /// asked once per channel. A failed lookup counts as "not a thread" and is asked again.
-    pub(crate) async fn parent_if_needed(&self, in_guild: bool, channel: &str) -> Option<String> {
-        if !in_guild || !self.config.needs_parent(channel) {
-            return None;
-        }
-        let known = self
-            .parents
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(channel);
-        if let Some(parent) = known {
-            return parent;
-        }
-        match self.api.thread_parent(channel).await {
-            Ok(parent) => {
-                let mut parents = self.parents.lock().unwrap_or_else(PoisonError::into_inner);
-                parents.insert(channel.to_owned(), parent.clone());
-                parent
-            }
-            Err(e) => {
-                tracing::debug!(channel = %self.name, chat = channel, error = %e, "could not look up a thread's parent");
-                None
-            }
-        }
     }
 }
 
@@ -210,8 +105,7 @@ impl Channel for DiscordChannel {
             return Ok(());
         };
         tracing::info!(channel = %self.inner.name, bot = %me.username, id = %me.id, "Discord bot authenticated");
-        // A second start keeps the first id: it is the same token.
-        let _ = self.inner.bot_id.set(me.id);
+        self.inner.learn_bot_id(me.id);
         self.inner.set_health(not_ready("gateway connecting"));
         gateway::run(Arc::clone(&self.inner), sink, shutdown).await
     }
@@ -262,19 +156,6 @@ impl Channel for DiscordChannel {
     }
 
     fn health(&self) -> Health {
-        let gateway = self
-            .inner
-            .health
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        match self.inner.outage.current() {
-            Some(outage) => Health {
-                ready: false,
-                detail: outage,
-                last_ok: gateway.last_ok,
-            },
-            None => gateway,
-        }
+        self.inner.health()
     }
 }

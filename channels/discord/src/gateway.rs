@@ -20,9 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::arrival::Arrivals;
 use crate::buffer::{InboundBuffer, Slot};
-use crate::channel::{Inner, not_ready};
 use crate::inbound::{Context as Normalise, Verdict, message_verdict, press_verdict};
 use crate::presses::PressToken;
+use crate::state::{Inner, not_ready};
 
 /// How often the shard's stage is read into `Health`.
 const HEALTH_POLL: Duration = Duration::from_millis(250);

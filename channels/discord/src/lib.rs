@@ -13,6 +13,9 @@
 //! - `outbound`: rendered text, `allowed_mentions` that ping no one, buttons as action rows.
 //! - `files`: attachments in (references, CDN downloads) and multipart uploads out.
 //! - `api` + `errors`: the REST client and the mapping of Discord errors to `ChannelError`.
+//! - `state`: what the channel, the gateway's handler and the press guards share (the bot's
+//!   id, health, thread parents); below both `gateway` and `channel`, so neither needs the
+//!   other's internals.
 //! - [`channel`]: `DiscordChannel`, the `Channel` implementation tying them together.
 
 mod api;
@@ -26,6 +29,7 @@ mod gateway;
 mod inbound;
 mod outbound;
 mod presses;
+mod state;
 
 pub use channel::DiscordChannel;
 pub use config::{DEFAULT_API_URL, DiscordConfig};

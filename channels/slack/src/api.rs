@@ -162,6 +162,10 @@ mod tests {
         })
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one table: each Slack answer beside the error it becomes"
+    )]
     #[test]
     fn slack_answers_map_to_channel_errors() {
         let none = HeaderMap::new();

@@ -2,139 +2,42 @@
 //! webhook routes (see `webhook`); outbound it renders markdown to mrkdwn and calls the Web
 //! API; `start` learns the bot's own user id with `auth.test` and then idles until shutdown.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use switchboard_channel::{
     Attachment, ButtonPress, Channel, ChannelError, ConversationKey, CredentialCheck, EventSink,
-    FileError, Health, LengthUnit, Limits, MessageRef, Outbound, OutboundFile, Recent, SinkError,
-    Target, authenticate_until_ok, render,
+    FileError, Health, LengthUnit, Limits, MessageRef, Outbound, OutboundFile, Target,
+    authenticate_until_ok, render,
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::api::WebApi;
 use crate::blocks;
 use crate::config::SlackConfig;
+use crate::state::Inner;
 use crate::webhook;
 
 /// Longest message text Slack accepts.
 pub const MAX_MESSAGE_CHARS: usize = 40_000;
-/// How many pressed messages' blocks are remembered for `answer_button`.
-const PRESSED_CAP: usize = 512;
-/// How many threads the bot is known to be part of are remembered without asking the store.
-const KNOWN_THREADS_CAP: usize = 4096;
 
 /// One configured Slack app: Events API webhooks in, Web API out.
 pub struct SlackChannel {
     inner: Arc<Inner>,
 }
 
-/// State shared by the channel and its webhook routes.
-pub(crate) struct Inner {
-    pub(crate) name: String,
-    pub(crate) config: SlackConfig,
-    api: WebApi,
-    /// Set once `auth.test` answers; read on every event, hence a lock-free cell.
-    bot_user_id: OnceLock<String>,
-    health: Mutex<Health>,
-    /// Blocks of messages whose buttons were pressed, so an answer replaces only the buttons.
-    pressed: Mutex<Recent<Vec<Value>>>,
-    /// Threads with a conversation, so a reply there skips the store lookup. Only what is
-    /// known goes in: a thread joins the gateway's conversations and never leaves them (a
-    /// `/new` keeps the conversation), while an unknown thread may become known any time,
-    /// on another replica too, so it is asked again.
-    known_threads: Mutex<Recent<()>>,
-}
-
 impl SlackChannel {
     /// A channel named `name` (its routes are `/slack/<name>/…`) for `config`.
     pub fn new(name: &str, config: SlackConfig) -> Self {
-        let token = config.bot_token.expose().unwrap_or_default();
-        let api = WebApi::new(name, &config.api_url, token);
-        let health = Health {
-            ready: false,
-            detail: "waiting for auth.test".to_owned(),
-            last_ok: None,
-        };
         Self {
-            inner: Arc::new(Inner {
-                name: name.to_owned(),
-                config,
-                api,
-                bot_user_id: OnceLock::new(),
-                health: Mutex::new(health),
-                pressed: Mutex::new(Recent::new(PRESSED_CAP)),
-                known_threads: Mutex::new(Recent::new(KNOWN_THREADS_CAP)),
-            }),
+            inner: Arc::new(Inner::new(name, config)),
         }
     }
 
     /// The bot's own user id, once `start` has called `auth.test`.
     pub fn bot_user_id(&self) -> Option<&str> {
         self.inner.bot_user_id()
-    }
-}
-
-impl Inner {
-    pub(crate) fn bot_user_id(&self) -> Option<&str> {
-        self.bot_user_id.get().map(String::as_str)
-    }
-
-    /// Remember the blocks of a message whose buttons were pressed.
-    pub(crate) fn remember_pressed(&self, chat: &str, ts: &str, blocks: Vec<Value>) {
-        let mut pressed = self.pressed.lock().unwrap_or_else(PoisonError::into_inner);
-        pressed.insert(format!("{chat}:{ts}"), blocks);
-    }
-
-    fn pressed_blocks(&self, chat: &str, ts: &str) -> Option<Vec<Value>> {
-        let pressed = self.pressed.lock().unwrap_or_else(PoisonError::into_inner);
-        pressed.get(&format!("{chat}:{ts}"))
-    }
-
-    /// Whether the gateway has conversation `key` (the bot was mentioned in that thread or
-    /// answers there): remembered, else asked of the sink (the store, so it survives a
-    /// restart and is shared by replicas).
-    pub(crate) async fn knows(
-        &self,
-        sink: &dyn EventSink,
-        key: &ConversationKey,
-    ) -> Result<bool, SinkError> {
-        let text = key.to_string();
-        if self.threads().get(&text).is_some() {
-            return Ok(true);
-        }
-        let known = sink.knows_conversation(key).await?;
-        if known {
-            self.threads().insert(text, ());
-        }
-        Ok(known)
-    }
-
-    /// Note that conversation `key` exists (an event of it was just stored).
-    pub(crate) fn remember(&self, key: &ConversationKey) {
-        if key.thread.is_some() {
-            self.threads().insert(key.to_string(), ());
-        }
-    }
-
-    fn threads(&self) -> std::sync::MutexGuard<'_, Recent<()>> {
-        self.known_threads
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn set_health(&self, health: Health) {
-        *self.health.lock().unwrap_or_else(PoisonError::into_inner) = health;
-    }
-
-    /// One `auth.test` call: the bot's user id.
-    async fn authenticate(&self) -> Result<String, ChannelError> {
-        let reply = self.api.call("auth.test", &json!({})).await?;
-        reply
-            .user_id
-            .ok_or_else(|| ChannelError::Transient("auth.test answered without user_id".into()))
     }
 }
 
@@ -193,8 +96,7 @@ impl Channel for SlackChannel {
         };
         tracing::info!(channel = %self.inner.name, %bot_user_id, "Slack bot authenticated");
         let detail = format!("events webhook; bot {bot_user_id}");
-        // A second start keeps the first id: it is the same token.
-        let _ = self.inner.bot_user_id.set(bot_user_id);
+        self.inner.learn_bot_user_id(bot_user_id);
         self.inner.set_health(Health::ready(detail));
         shutdown.cancelled().await;
         Ok(())
@@ -277,11 +179,7 @@ impl Channel for SlackChannel {
     }
 
     fn health(&self) -> Health {
-        self.inner
-            .health
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.inner.health()
     }
 }
 

@@ -1,6 +1,7 @@
 //! `[channels.<name>] kind = "slack"`: the settings type the core deserialises straight from
 //! the config file (`${VAR}` resolved; secrets as [`Secret`], never in `Debug`), its checks,
-//! and building the channel.
+//! the paths of its webhook routes (announced to the core here, mounted by `webhook`), and
+//! building the channel.
 
 use std::fmt;
 use std::sync::Arc;
@@ -111,7 +112,7 @@ impl ChannelSettings for SlackConfig {
     }
 
     fn http_routes(&self, name: &str) -> Vec<HttpRoute> {
-        crate::webhook::paths(name)
+        route_paths(name)
             .into_iter()
             .map(|path| HttpRoute { key: None, path })
             .collect()
@@ -130,6 +131,14 @@ impl ChannelSettings for SlackConfig {
     fn build(&self, site: &Site<'_>) -> Result<Arc<dyn Channel>, BuildError> {
         Ok(Arc::new(crate::SlackChannel::new(site.name, self.clone())))
     }
+}
+
+/// The paths of channel `name`'s webhook routes: events, then interactions.
+pub(crate) fn route_paths(name: &str) -> [String; 2] {
+    [
+        format!("/slack/{name}/events"),
+        format!("/slack/{name}/interactions"),
+    ]
 }
 
 /// Shows everything but the secrets, so a config can be logged.

@@ -2,11 +2,14 @@
 //! Web API calls out; the core only ever sees the `Channel` trait.
 //!
 //! Layout, in the order a message flows:
-//! - [`config`]: `[channels.<name>]` keys (`bot_token`, `signing_secret`, allowlists, …).
+//! - [`config`]: `[channels.<name>]` keys (`bot_token`, `signing_secret`, allowlists, …) and
+//!   the webhook routes' paths.
 //! - `verify`: the signature check every webhook passes first.
 //! - `inbound`: the envelope, and button presses → `ChannelEvent` (or ignored).
 //! - `message`: messages and mentions → `ChannelEvent`: the conversation model (a DM is one
 //!   conversation, a thread its own; channel replies only in threads the bot is part of).
+//! - `state`: what the channel and its webhook routes share (the bot's user id, health,
+//!   pressed messages, known threads); below both, so neither needs the other's internals.
 //! - `webhook`: the axum routes that verify, normalise, store through the sink, then ack.
 //! - `blocks`: Block Kit for messages with buttons (sections ≤ 3,000 chars + actions).
 //! - `files`: attached files in (references, `url_private` downloads) and uploads out.
@@ -20,6 +23,7 @@ pub mod config;
 mod files;
 mod inbound;
 mod message;
+mod state;
 mod verify;
 mod webhook;
 

@@ -17,9 +17,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use switchboard_channel::{Delivery, EventSink, SinkError};
 
-use crate::channel::Inner;
+use crate::config::route_paths;
 use crate::inbound::{self, BlockActions, Context, Envelope, Verdict};
 use crate::message;
+use crate::state::Inner;
 use crate::verify::{unix_now, verify};
 
 #[derive(Clone)]
@@ -28,18 +29,9 @@ struct WebhookState {
     sink: Arc<dyn EventSink>,
 }
 
-/// The paths of channel `name`'s routes: events, then interactions.
-pub(crate) fn paths(name: &str) -> Vec<String> {
-    vec![
-        format!("/slack/{name}/events"),
-        format!("/slack/{name}/interactions"),
-    ]
-}
-
 /// The channel's routes, with full paths so the gateway can merge them at its root.
 pub(crate) fn router(inner: Arc<Inner>, sink: Arc<dyn EventSink>) -> Router {
-    let [events, interactions]: [String; 2] =
-        paths(&inner.name).try_into().expect("two Slack routes");
+    let [events, interactions] = route_paths(&inner.name);
     Router::new()
         .route(&events, post(events_handler))
         .route(&interactions, post(interactions_handler))

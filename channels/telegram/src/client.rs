@@ -1,7 +1,10 @@
 //! The state every part of the channel shares: the teloxide `Bot` pointed at `api_url`, the
 //! bot's identity (from `getMe`, learned once), access rules, health and the draft fallback.
-//! The poller, the webhook route and the outbound calls all hold one `Arc<Client>`.
+//! The poller, the webhook route and the outbound calls all hold one `Arc<Client>`. It sits
+//! below the parts that use it: `files`, `inbound`, `outbound` and `draft` add their own
+//! `impl Client` blocks, and nothing here reaches back up into them.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use switchboard_channel::{ChannelError, ConversationKey};
@@ -10,14 +13,39 @@ use teloxide::types::{ChatId, MessageId, ThreadId};
 use teloxide::{Bot, RequestError};
 use tokio::sync::OnceCell;
 
+use crate::access;
 use crate::config::TelegramConfig;
-use crate::draft::DraftState;
 use crate::errors::Failure;
 use crate::health::HealthState;
-use crate::inbound::{BotIdentity, Reader};
 
 /// Extra time the HTTP client waits beyond the long-poll timeout before giving up.
 const HTTP_MARGIN: Duration = Duration::from_secs(15);
+
+/// Who the bot is, learned from `getMe`, for mention and reply detection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct BotIdentity {
+    pub(crate) id: u64,
+    pub(crate) username: String,
+}
+
+/// Whether `sendMessageDraft` still works for this channel (see `draft`).
+#[derive(Debug, Default)]
+pub(crate) struct DraftState {
+    /// Set on the first failure; the bot (or its Bot API server) does not support drafts.
+    unavailable: AtomicBool,
+}
+
+impl DraftState {
+    /// Whether a draft already failed, so edit-in-place is used instead.
+    pub(crate) fn unavailable(&self) -> bool {
+        self.unavailable.load(Ordering::Relaxed)
+    }
+
+    /// Stop trying drafts for the life of the channel.
+    pub(crate) fn mark_unavailable(&self) {
+        self.unavailable.store(true, Ordering::Relaxed);
+    }
+}
 
 /// Everything one channel instance shares between its tasks.
 pub(crate) struct Client {
@@ -32,7 +60,7 @@ pub(crate) struct Client {
 impl Client {
     /// Build the client for channel `name`; the settings must already be valid.
     pub(crate) fn new(name: &str, config: TelegramConfig) -> Result<Self, String> {
-        crate::access::usernames(&config.allowed_users)
+        access::usernames(&config.allowed_users)
             .map_err(|e| format!("channels.{name}.allowed_users {e}"))?;
         // teloxide's default client gives up after 17 s, shorter than a 30 s long poll.
         let http = teloxide::net::default_reqwest_settings()
@@ -68,15 +96,6 @@ impl Client {
                 })
             })
             .await
-    }
-
-    /// A reader that turns updates into events for this channel.
-    pub(crate) fn reader<'a>(&'a self, me: &'a BotIdentity) -> Reader<'a> {
-        Reader {
-            channel: &self.name,
-            me,
-            require_mention: self.config.require_mention_in_groups,
-        }
     }
 
     /// Sort a teloxide error, with the token scrubbed from any text.

@@ -1,6 +1,7 @@
 //! `[channels.<name>] kind = "telegram"`: the settings type the core deserialises straight
 //! from the config file (`${VAR}` resolved, secrets as [`Secret`]), its validation before
-//! anything talks to Telegram, and building the channel from it.
+//! anything talks to Telegram, the webhook route's path (announced to the core here, mounted
+//! by `webhook`), and building the channel from it.
 
 use std::sync::Arc;
 
@@ -185,7 +186,7 @@ impl ChannelSettings for TelegramConfig {
             Mode::Polling => Vec::new(),
             Mode::Webhook => vec![HttpRoute {
                 key: None,
-                path: crate::webhook::path(name),
+                path: webhook_path(name),
             }],
         }
     }
@@ -204,6 +205,11 @@ impl ChannelSettings for TelegramConfig {
         let channel = crate::TelegramChannel::new(site.name, self.clone())?;
         Ok(Arc::new(channel))
     }
+}
+
+/// The path of channel `name`'s webhook route.
+pub(crate) fn webhook_path(name: &str) -> String {
+    format!("/telegram/{name}")
 }
 
 /// Telegram's own rule for `secret_token`.

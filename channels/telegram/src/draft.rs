@@ -3,8 +3,6 @@
 //! preview. teloxide 0.17 does not know the method, so it is a small custom payload here.
 //! After its first real failure the channel stops trying and the core's edit-in-place is used.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use serde::Serialize;
 use switchboard_channel::{ChannelError, ConversationKey, Outbound, Target as Format, render};
 use teloxide::requests::{JsonRequest, Payload};
@@ -13,13 +11,6 @@ use teloxide::types::{ParseMode, True};
 use crate::client::{Client, Target};
 use crate::config::DraftTransport;
 use crate::errors::Failure;
-
-/// Whether `sendMessageDraft` still works for this channel.
-#[derive(Debug, Default)]
-pub(crate) struct DraftState {
-    /// Set on the first failure; the bot (or its Bot API server) does not support drafts.
-    unavailable: AtomicBool,
-}
 
 /// `sendMessageDraft` as the Bot API documents it.
 #[derive(Debug, Clone, Serialize)]
@@ -50,7 +41,7 @@ impl Client {
         let target = Target::of(key)?;
         if self.config.draft_transport != DraftTransport::Draft
             || !target.is_private()
-            || self.drafts.unavailable.load(Ordering::Relaxed)
+            || self.drafts.unavailable()
         {
             return Ok(false);
         }
@@ -77,7 +68,7 @@ impl Client {
             }
             Some(Failure::TooLong) => Err(ChannelError::TooLong),
             Some(other) => {
-                self.drafts.unavailable.store(true, Ordering::Relaxed);
+                self.drafts.mark_unavailable();
                 tracing::warn!(
                     channel = %self.name,
                     "sendMessageDraft failed ({other:?}); using edit-in-place drafts from now on"

@@ -1,20 +1,22 @@
 //! Inbound edge: one Telegram `Update` (from polling or the webhook) becomes at most one
 //! `ChannelEvent` (marked as written in a private chat or a group, for the core's access
-//! decision), or is skipped (not for us). Pure: no I/O.
+//! decision), or is skipped (not for us). Also the update kinds both receive paths ask for.
+//! Pure: no I/O.
 
 use switchboard_channel::{
     ButtonPress, ChannelEvent, ConversationKey, Inbound, MessageRef, Place, UserRef,
 };
 use teloxide::types::{
-    CallbackQuery, Chat, MaybeInaccessibleMessage, Message, Update, UpdateKind, User,
+    AllowedUpdate, CallbackQuery, Chat, MaybeInaccessibleMessage, Message, Update, UpdateKind, User,
 };
 
-/// Who the bot is, learned from `getMe`, for mention and reply detection.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct BotIdentity {
-    pub(crate) id: u64,
-    pub(crate) username: String,
-}
+use crate::client::{BotIdentity, Client};
+use crate::files::attachments;
+
+/// The update kinds the gateway handles (`Reader::read`); both receive paths ask Telegram
+/// for only these, so it does not send the others.
+pub(crate) const ALLOWED_UPDATES: [AllowedUpdate; 2] =
+    [AllowedUpdate::Message, AllowedUpdate::CallbackQuery];
 
 /// What the channel needs to read an update.
 pub(crate) struct Reader<'a> {
@@ -30,6 +32,17 @@ pub(crate) enum Verdict {
     Deliver(Box<ChannelEvent>),
     /// Not for us (other kinds, bots, unaddressed group chatter); acknowledged and dropped.
     Skip(&'static str),
+}
+
+impl Client {
+    /// A reader that turns updates into events for this channel.
+    pub(crate) fn reader<'a>(&'a self, me: &'a BotIdentity) -> Reader<'a> {
+        Reader {
+            channel: &self.name,
+            me,
+            require_mention: self.config.require_mention_in_groups,
+        }
+    }
 }
 
 impl Reader<'_> {
@@ -58,7 +71,7 @@ impl Reader<'_> {
         if from.is_bot {
             return Verdict::Skip("a message from a bot");
         }
-        let attachments = crate::files::attachments(msg);
+        let attachments = attachments(msg);
         let raw = msg.text().or_else(|| msg.caption()).unwrap_or("");
         if raw.is_empty() && attachments.is_empty() {
             return Verdict::Skip("a message without text");

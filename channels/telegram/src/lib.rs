@@ -3,7 +3,7 @@
 //! answers go out as Telegram HTML through the Bot API (teloxide).
 //!
 //! Layout, in the order an update flows:
-//! - [`config`]: `[channels.<name>]` settings and their validation.
+//! - [`config`]: `[channels.<name>]` settings, their validation and the webhook's path.
 //! - `poll` / `webhook`: the two receive paths; both confirm an update only once it is stored.
 //! - `inbound`: one `Update` → one `ChannelEvent` (mentions, replies, topics, commands);
 //!   `access` checks `allowed_users` entries (the core decides who gets in).
@@ -11,6 +11,9 @@
 //! - `files`: attachments in (references, `getFile` downloads) and files out.
 //! - `errors`: Bot API failures → `ChannelError`; `health`: what `/readyz` reports.
 //! - `client`: the state those parts share; [`channel`]: the `Channel` implementation.
+//!
+//! Imports run one way, from the bottom up: `access`, `errors` → `config` → `health` →
+//! `client` → `files` → `inbound` → `outbound`, `draft` → `poll`, `webhook` → `channel`.
 
 pub mod channel;
 pub mod config;

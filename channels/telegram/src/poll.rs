@@ -13,22 +13,17 @@ use std::time::Duration;
 use switchboard_channel::{Backoff, ChannelError, EventSink};
 use teloxide::payloads::GetUpdatesSetters;
 use teloxide::prelude::Requester;
-use teloxide::types::AllowedUpdate;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::Client;
+use crate::client::{BotIdentity, Client};
 use crate::errors::Failure;
 use crate::health::CONFLICT_HINT;
-use crate::inbound::{BotIdentity, Verdict};
+use crate::inbound::{ALLOWED_UPDATES, Verdict};
 
 /// First wait after a failure; doubled per failure in a row.
 const BACKOFF_MIN: Duration = Duration::from_millis(500);
 /// Longest wait between two attempts.
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
-
-/// The update kinds the gateway handles; Telegram then does not send the others.
-pub(crate) const ALLOWED_UPDATES: [AllowedUpdate; 2] =
-    [AllowedUpdate::Message, AllowedUpdate::CallbackQuery];
 
 /// What one polling round did.
 #[derive(Debug)]

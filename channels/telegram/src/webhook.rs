@@ -17,9 +17,9 @@ use teloxide::types::Update;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
+use crate::config::webhook_path;
 use crate::errors::Failure;
-use crate::inbound::Verdict;
-use crate::poll::ALLOWED_UPDATES;
+use crate::inbound::{ALLOWED_UPDATES, Verdict};
 
 /// The header Telegram echoes the configured `secret_token` in.
 pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
@@ -33,14 +33,9 @@ struct Hook {
     sink: Arc<dyn EventSink>,
 }
 
-/// The path of channel `name`'s webhook route.
-pub(crate) fn path(name: &str) -> String {
-    format!("/telegram/{name}")
-}
-
 /// The route Telegram posts updates to.
 pub(crate) fn router(client: Arc<Client>, sink: Arc<dyn EventSink>) -> Router {
-    let path = path(&client.name);
+    let path = webhook_path(&client.name);
     Router::new()
         .route(&path, post(receive))
         .with_state(Hook { client, sink })

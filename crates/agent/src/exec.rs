@@ -10,6 +10,7 @@ use futures::future::join_all;
 use serde_json::Value;
 
 use super::{AgentEvent, AgentLoop, Resolution, Tool, ToolResult};
+use crate::plan::{Plan, TODO_TOOL};
 use crate::provider::{ChatMessage, ToolCall};
 use crate::{Decision, Verdict};
 
@@ -117,11 +118,20 @@ impl AgentLoop {
     }
 
     fn started(&self, call: &ToolCall, decision: Decision, on_event: &mut impl FnMut(AgentEvent)) {
+        let args = self.scrubber.scrub_json(&call.args);
+        if call.name == TODO_TOOL
+            && let Ok(plan) = Plan::from_args(&args)
+        {
+            on_event(AgentEvent::PlanProposed {
+                id: call.id.clone(),
+                plan,
+            });
+        }
         on_event(AgentEvent::ToolStarted {
             id: call.id.clone(),
             name: call.name.clone(),
             summary: self.scrubber.scrub(&summarize(&call.args)).into_owned(),
-            args: self.scrubber.scrub_json(&call.args),
+            args,
             decision,
         });
     }

@@ -7,6 +7,7 @@ mod exec;
 mod guard;
 mod offload;
 mod parse;
+pub mod plan;
 pub mod provider;
 mod run;
 pub mod schema;
@@ -35,6 +36,14 @@ pub(crate) const MAX_IDENTICAL_FAILURES: usize = 3;
 pub enum AgentEvent {
     /// Answer text as it streams.
     TextChunk(String),
+    /// A `todo` call (below) proposes this checklist; it is the plan once that call completes
+    /// successfully. Sent just before the call's `ToolStarted`, from its scrubbed arguments.
+    PlanProposed {
+        /// The call's id.
+        id: String,
+        /// The proposed checklist.
+        plan: plan::Plan,
+    },
     /// A tool call began.
     ToolStarted {
         /// The call's id.

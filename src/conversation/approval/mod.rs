@@ -107,7 +107,10 @@ impl Approvals {
     /// one fenced transaction, before anything is shown: a replica dying after it leaves a
     /// request whose prompt the next holder of the conversation posts ([`Self::post_unseen`]),
     /// never a second run of the message.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each is a different part of one suspension (where to post, whose, what, fenced on which claim); a struct would only rename them"
+    )]
     pub async fn suspend(
         &self,
         out: &Outbound,

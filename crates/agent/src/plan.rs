@@ -1,6 +1,7 @@
 //! The live plan: a `todo` tool the model calls with its whole checklist (pending, in
-//! progress, done) each time it changes. The tool only checks the list; the draft renderer
-//! shows the latest accepted list at the top of the streaming answer, and the history keeps
+//! progress, done) each time it changes. The tool only checks the list; the loop announces
+//! each list as a typed [`crate::AgentEvent::PlanProposed`] before the call runs, and the
+//! draft renderer shows the latest accepted list at the top of the streaming answer, and the history keeps
 //! every call, so the plan stays with the conversation. The model learns about it from the
 //! tool description alone — the system prompt does not grow.
 
@@ -8,9 +9,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::agent::{Tool, ToolResult};
+use crate::{Tool, ToolResult};
 
-/// The tool's name (the draft renderer recognises its calls by it).
+/// The tool's name (the loop recognises its calls by it and announces their plans).
 pub const TODO_TOOL: &str = "todo";
 /// Most items a plan may have.
 const MAX_ITEMS: usize = 12;
