@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::settings::SettingsError;
+use crate::settings_error::SettingsError;
 
 /// Who may write to the bot in a private chat.
 #[derive(Deserialize, Serialize, Debug, Clone, Copy, Default, PartialEq, Eq)]

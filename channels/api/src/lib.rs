@@ -13,7 +13,8 @@
 //! - [`split`]: the limit-aware splitter every channel's long answers go through.
 //! - [`settings`]: what every channel's settings type offers the core (`ChannelSettings`:
 //!   validate, secrets, routes, build), and the `${VAR}`-expanding `EnvString`/`Secret`
-//!   types the core's own config uses too.
+//!   types the core's own config uses too; [`settings_error`]: `SettingsError`, one problem
+//!   naming its key, which [`access`] reports too (so `access` sits below `settings`).
 //! - [`recent`]: a capped map for a channel's memory of recent events.
 //! - [`token_file`]: the generated access token kept in a file (the web chat's and the
 //!   dashboard's): made, rotated and read one way.
@@ -36,6 +37,7 @@ pub mod ids;
 pub mod recent;
 pub mod render;
 pub mod settings;
+pub mod settings_error;
 pub mod split;
 pub mod token_file;
 pub mod types;

@@ -7,7 +7,8 @@ use axum::http::HeaderMap;
 use axum::http::header::{HOST, ORIGIN};
 use switchboard_channel::{cookie, secrets_match};
 
-use crate::token::Expected;
+use crate::gate::Expected;
+use crate::ids::valid_session_id;
 
 /// How long the session and token cookies last without a visit (30 days).
 pub(crate) const COOKIE_MAX_AGE_SECS: u64 = 30 * 24 * 60 * 60;
@@ -20,16 +21,6 @@ pub(crate) fn session_cookie(name: &str) -> String {
 /// The access token cookie's name for channel `name`.
 pub(crate) fn token_cookie(name: &str) -> String {
     format!("sb_{name}_token")
-}
-
-/// A fresh session id: 128 random bits as 32 lowercase hex digits.
-pub(crate) fn new_session_id() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
-}
-
-/// Whether `id` looks like one of ours; it names a file, so nothing else may pass.
-pub(crate) fn valid_session_id(id: &str) -> bool {
-    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// The request's valid session id, if it carries one.
@@ -169,15 +160,6 @@ mod tests {
             map.append(*k, HeaderValue::from_static(v));
         }
         map
-    }
-
-    #[test]
-    fn only_32_lowercase_hex_digits_make_a_session_id() {
-        assert!(valid_session_id(&new_session_id()));
-        assert!(!valid_session_id("../../etc/passwd0000000000000000"));
-        assert!(!valid_session_id("ABCDEF0123456789abcdef0123456789"));
-        assert!(!valid_session_id("abc"));
-        assert_ne!(new_session_id(), new_session_id());
     }
 
     #[test]

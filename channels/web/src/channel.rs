@@ -15,11 +15,12 @@ use switchboard_channel::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::valid_session_id;
 use crate::config::{WebConfig, WebConfigError};
+use crate::files::FileLink;
 use crate::hub::Hub;
+use crate::ids::valid_session_id;
 use crate::protocol::{Role, ServerFrame};
-use crate::session::{FileLink, Message};
+use crate::session::Message;
 use crate::{routes, upload};
 
 /// Longest message the core may send, in characters (a browser has no platform limit; this
@@ -41,7 +42,7 @@ impl WebChannel {
     /// agent as its operator; with a `token_file`, the generated token is read (or made) now.
     pub fn new(name: &str, config: WebConfig, listen: SocketAddr) -> Result<Self, WebConfigError> {
         config.check(name, listen)?;
-        let gate = crate::token::gate(name, &config, listen)?;
+        let gate = crate::gate::gate(name, &config, listen)?;
         Ok(Self {
             hub: Arc::new(Hub::new(name, config, gate)),
             closing: CancellationToken::new(),

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use switchboard_channel::{Attachment, AttachmentKind, FileError};
 
-use crate::auth::valid_session_id;
+use crate::ids::valid_file_id;
 
 /// Longest file name kept, in characters (longer names are cut).
 const MAX_NAME_CHARS: usize = 200;
@@ -49,6 +49,17 @@ impl FileMeta {
             size: Some(self.size),
         }
     }
+}
+
+/// A stored file a message links to (a person's upload, a file the agent sent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct FileLink {
+    /// The file's id (`<path>/files/<id>` serves it).
+    pub(crate) id: String,
+    /// Its name as shown.
+    pub(crate) name: String,
+    /// Its size in bytes.
+    pub(crate) size: u64,
 }
 
 /// One web channel's stored files.
@@ -122,11 +133,6 @@ impl Files {
             Err(e) => Err(FileError::Transient(e.to_string())),
         }
     }
-}
-
-/// Whether `id` has the form of a file id (it names a file, so nothing else may pass).
-pub(crate) fn valid_file_id(id: &str) -> bool {
-    valid_session_id(id)
 }
 
 /// `name` without control characters or path separators, cut to [`MAX_NAME_CHARS`]; a name

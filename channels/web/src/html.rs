@@ -6,8 +6,8 @@
 use switchboard_channel::html::escape_into;
 use switchboard_channel::{Target, human_size, render};
 
-use crate::files::valid_file_id;
-use crate::session::FileLink;
+use crate::files::FileLink;
+use crate::ids::valid_file_id;
 
 /// The first characters of a progress line the draft renderer puts above an answer.
 const PROGRESS_MARKS: [char; 3] = ['⏳', '✅', '❌'];

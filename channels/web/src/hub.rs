@@ -13,9 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::WebConfig;
 use crate::files::Files;
+use crate::gate::Gate;
 use crate::persist::Store;
 use crate::session::{Session, Socket};
-use crate::token::Gate;
 
 /// How long after a change a session is saved (changes in between are saved together).
 const SAVE_DELAY: Duration = Duration::from_millis(250);

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use switchboard_channel::Button;
 
-use crate::files::valid_file_id;
+use crate::ids::valid_file_id;
 
 /// Close code for a frame that breaks the protocol or the rate limit.
 pub const CLOSE_POLICY: u16 = 1008;

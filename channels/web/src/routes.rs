@@ -22,10 +22,11 @@ use switchboard_channel::EventSink;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{self, COOKIE_MAX_AGE_SECS};
+use crate::gate::Expected;
 use crate::hub::Hub;
+use crate::ids;
 use crate::protocol::max_frame_bytes;
 use crate::socket;
-use crate::token::Expected;
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -114,7 +115,7 @@ async fn page(
         return unauthorized_page();
     }
     let secure = is_https(&headers);
-    let session = auth::session_from(&headers, &hub.name).unwrap_or_else(auth::new_session_id);
+    let session = auth::session_from(&headers, &hub.name).unwrap_or_else(ids::new_session_id);
     let mut cookies = vec![cookie(
         &auth::session_cookie(&hub.name),
         &session,

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::files::FileLink;
 use crate::html;
 use crate::protocol::{MessageView, Role, ServerFrame};
 
@@ -35,17 +36,6 @@ pub(crate) struct Message {
     pub(crate) files: Vec<FileLink>,
     #[serde(skip)]
     pub(crate) html: String,
-}
-
-/// A stored file a message links to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct FileLink {
-    /// The file's id (`<path>/files/<id>` serves it).
-    pub(crate) id: String,
-    /// Its name as shown.
-    pub(crate) name: String,
-    /// Its size in bytes.
-    pub(crate) size: u64,
 }
 
 impl Message {

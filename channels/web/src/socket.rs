@@ -14,9 +14,10 @@ use switchboard_channel::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::files::FileLink;
 use crate::hub::Hub;
 use crate::protocol::{self, ClientFrame, Role, ServerFrame, Violation};
-use crate::session::{FileLink, Message};
+use crate::session::Message;
 
 /// Close code when the gateway shuts down; the page reconnects to its successor.
 const CLOSE_GOING_AWAY: u16 = 1001;

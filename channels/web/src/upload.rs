@@ -24,8 +24,9 @@ use serde_json::json;
 use switchboard_channel::human_size;
 use tokio::time::Instant;
 
-use crate::files::{clean_mime, content_disposition, percent_decode, valid_file_id};
+use crate::files::{clean_mime, content_disposition, percent_decode};
 use crate::hub::Hub;
+use crate::ids::valid_file_id;
 use crate::routes::{self, TokenQuery, query_token};
 
 /// The header carrying an upload's file name (percent-encoded UTF-8).

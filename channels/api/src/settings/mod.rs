@@ -12,26 +12,7 @@ pub use switchboard_env::{EnvString, Secret, expand, expanded, expanded_opt};
 
 use crate::Channel;
 use crate::access::AccessRules;
-
-/// One thing wrong with a channel's settings.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{key} {message}")]
-pub struct SettingsError {
-    /// The key within `[channels.<name>]`, e.g. `secret_token`.
-    pub key: &'static str,
-    /// What is wrong, written to follow the key (`must be an https URL`).
-    pub message: String,
-}
-
-impl SettingsError {
-    /// A problem with `key`.
-    pub fn new(key: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            key,
-            message: message.into(),
-        }
-    }
-}
+pub use crate::settings_error::SettingsError;
 
 /// What the gateway around a channel looks like, for checks and construction.
 #[derive(Debug, Clone, Copy)]
