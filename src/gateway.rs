@@ -19,7 +19,7 @@ use crate::agent::{ContextProvider, Tool};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::conversation::{
-    Agents, Approvals, Channels, Deps, Expiries, Inbox, Lifecycle, Outbound, Registry,
+    Agents, Approvals, Channels, Deps, Expiries, Inbox, Lifecycle, Outbox, Registry,
 };
 use crate::draft::DraftSettings;
 use crate::governor::Governor;
@@ -236,7 +236,7 @@ impl Gateway {
             min_interval: Duration::from_millis(config.streaming.edit_min_interval_ms),
             first_send_hold: Duration::from_millis(config.streaming.first_send_hold_ms),
         };
-        let outbound = Outbound::new(&self.channels, Arc::new(Governor::new()), scrubber, draft);
+        let outbound = Outbox::new(&self.channels, Arc::new(Governor::new()), scrubber, draft);
         let lifecycle = self.lifecycle(&store, &metrics, shutdown);
         let deps = Deps {
             store,

@@ -4,7 +4,7 @@
 //! stranger writing in a private chat under `pairing` gets one short reply with a code the
 //! operator approves; nothing of their message is kept and nothing reaches the model.
 //!
-//! - this file: [`Access`], [`Verdict`] and the decision.
+//! - this file: [`Access`], [`Admission`] and the decision.
 //! - `pairing`: codes, their lifetime and the one reply.
 //! - `cli`: the bodies of `switchboard access pending | allow | revoke | list | approver`.
 //! - `warnings`: risky but valid settings, for `check` and start-up.
@@ -28,7 +28,7 @@ use crate::store::{AccessRole, AccessStore, Pairing, PairingRequest, StoreError}
 
 /// What the sink does with an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Admission {
     /// Into the inbox.
     Admit,
     /// Acknowledged and dropped; the reason goes to the log.
@@ -42,9 +42,9 @@ pub enum Verdict {
 /// the rules alone cannot decide.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
-    Decided(Verdict),
+    Decided(Admission),
     /// Admit if the person is allowed (config, approvers or a grant); otherwise `else`.
-    IfAllowed(Verdict),
+    IfAllowed(Admission),
 }
 
 /// Every channel's access rules, the approvers and the grant store.
@@ -121,11 +121,11 @@ impl Access {
     }
 
     /// Decide `event`; under pairing, a stranger's request is stored here (not the message).
-    pub async fn decide(&self, event: &ChannelEvent) -> Result<Verdict, StoreError> {
+    pub async fn decide(&self, event: &ChannelEvent) -> Result<Admission, StoreError> {
         if [SYSTEM_USER, OPERATOR_USER].contains(&event.user().id.as_str()) {
             // The gateway's own expiry events, and the operator's dashboard (behind its
             // own gate: `crate::admin`).
-            return Ok(Verdict::Admit);
+            return Ok(Admission::Admit);
         }
         let channel = event.key().channel.as_str();
         let rules = self.rules(channel);
@@ -135,10 +135,10 @@ impl Access {
             Step::IfAllowed(otherwise) => otherwise,
         };
         if self.allows(&rules, channel, event.user()).await? {
-            return Ok(Verdict::Admit);
+            return Ok(Admission::Admit);
         }
         match otherwise {
-            Verdict::Pair(_) => self.pair(channel, event.user()).await,
+            Admission::Pair(_) => self.pair(channel, event.user()).await,
             refusal => Ok(refusal),
         }
     }
@@ -159,7 +159,7 @@ impl Access {
     }
 
     /// Store a pairing request for `user` and say whether to reply with a new code.
-    async fn pair(&self, channel: &str, user: &UserRef) -> Result<Verdict, StoreError> {
+    async fn pair(&self, channel: &str, user: &UserRef) -> Result<Admission, StoreError> {
         let now = self.clock.now_ms();
         let request = PairingRequest {
             channel: channel.to_owned(),
@@ -174,8 +174,8 @@ impl Access {
             .request_pairing(&request, MAX_PENDING_PER_CHANNEL)
             .await?;
         Ok(match stored {
-            Pairing::Created(code) => Verdict::Pair(Some(code)),
-            Pairing::Waiting | Pairing::Full => Verdict::Pair(None),
+            Pairing::Created(code) => Admission::Pair(Some(code)),
+            Pairing::Waiting | Pairing::Full => Admission::Pair(None),
         })
     }
 }
@@ -184,24 +184,26 @@ impl Access {
 fn first_step(rules: &AccessRules, place: &Place, pressed: bool) -> Step {
     match place {
         Place::Direct => match rules.dm_policy {
-            DmPolicy::Open => Step::Decided(Verdict::Admit),
-            DmPolicy::Allowlist => Step::IfAllowed(Verdict::Refuse("not on the allow list")),
+            DmPolicy::Open => Step::Decided(Admission::Admit),
+            DmPolicy::Allowlist => Step::IfAllowed(Admission::Refuse("not on the allow list")),
             // A press is never a pairing request: only people who wrote get a code.
-            DmPolicy::Pairing if pressed => Step::IfAllowed(Verdict::Refuse("not paired")),
-            DmPolicy::Pairing => Step::IfAllowed(Verdict::Pair(None)),
+            DmPolicy::Pairing if pressed => Step::IfAllowed(Admission::Refuse("not paired")),
+            DmPolicy::Pairing => Step::IfAllowed(Admission::Pair(None)),
         },
         Place::Group { ids } => {
             let group_allowed = match rules.group_policy {
-                GroupPolicy::Disabled => return Step::Decided(Verdict::Refuse("groups disabled")),
+                GroupPolicy::Disabled => {
+                    return Step::Decided(Admission::Refuse("groups disabled"));
+                }
                 GroupPolicy::Open => true,
                 GroupPolicy::Allowlist => rules.lists_group(ids),
             };
             if !group_allowed {
-                Step::Decided(Verdict::Refuse("group not on the allow list"))
+                Step::Decided(Admission::Refuse("group not on the allow list"))
             } else if rules.dm_policy == DmPolicy::Open {
-                Step::Decided(Verdict::Admit)
+                Step::Decided(Admission::Admit)
             } else {
-                Step::IfAllowed(Verdict::Refuse("not on the allow list"))
+                Step::IfAllowed(Admission::Refuse("not on the allow list"))
             }
         }
     }

@@ -83,11 +83,11 @@ fn rules(dm: DmPolicy, group: GroupPolicy, users: &[&str], groups: &[&str]) -> A
 async fn a_stranger_in_a_private_chat_gets_one_code_and_repeats_get_none() {
     let f = fixture(AccessRules::default()).await;
     let first = f.access.decide(&message("7", Place::Direct)).await.unwrap();
-    let Verdict::Pair(Some(code)) = first else {
+    let Admission::Pair(Some(code)) = first else {
         panic!("expected a new code, got {first:?}");
     };
     let again = f.access.decide(&message("7", Place::Direct)).await.unwrap();
-    assert_eq!(again, Verdict::Pair(None));
+    assert_eq!(again, Admission::Pair(None));
     let waiting = f.store.pairing_requests(f.clock.now_ms()).await.unwrap();
     assert_eq!(waiting.len(), 1);
     assert_eq!(waiting[0].code, code);
@@ -96,7 +96,7 @@ async fn a_stranger_in_a_private_chat_gets_one_code_and_repeats_get_none() {
 #[tokio::test]
 async fn an_allowed_code_lets_the_person_in_and_revoking_shuts_them_out() {
     let f = fixture(AccessRules::default()).await;
-    let Verdict::Pair(Some(code)) = f.access.decide(&message("7", Place::Direct)).await.unwrap()
+    let Admission::Pair(Some(code)) = f.access.decide(&message("7", Place::Direct)).await.unwrap()
     else {
         panic!("expected a code");
     };
@@ -109,7 +109,7 @@ async fn an_allowed_code_lets_the_person_in_and_revoking_shuts_them_out() {
         .unwrap();
     assert!(said.starts_with("allowed 7"), "{said}");
     let verdict = f.access.decide(&message("7", Place::Direct)).await.unwrap();
-    assert_eq!(verdict, Verdict::Admit);
+    assert_eq!(verdict, Admission::Admit);
     let revoke = AccessAction::Revoke {
         channel: "tg".into(),
         user: "7".into(),
@@ -118,22 +118,22 @@ async fn an_allowed_code_lets_the_person_in_and_revoking_shuts_them_out() {
         .await
         .unwrap();
     let verdict = f.access.decide(&message("7", Place::Direct)).await.unwrap();
-    assert!(matches!(verdict, Verdict::Pair(Some(_))), "{verdict:?}");
+    assert!(matches!(verdict, Admission::Pair(Some(_))), "{verdict:?}");
 }
 
 #[tokio::test]
 async fn a_code_expires_after_an_hour_and_only_a_few_strangers_may_wait() {
     let f = fixture(AccessRules::default()).await;
-    let Verdict::Pair(Some(code)) = f.access.decide(&message("1", Place::Direct)).await.unwrap()
+    let Admission::Pair(Some(code)) = f.access.decide(&message("1", Place::Direct)).await.unwrap()
     else {
         panic!("expected a code");
     };
     for id in ["2", "3"] {
         let verdict = f.access.decide(&message(id, Place::Direct)).await.unwrap();
-        assert!(matches!(verdict, Verdict::Pair(Some(_))), "{verdict:?}");
+        assert!(matches!(verdict, Admission::Pair(Some(_))), "{verdict:?}");
     }
     let full = f.access.decide(&message("4", Place::Direct)).await.unwrap();
-    assert_eq!(full, Verdict::Pair(None));
+    assert_eq!(full, Admission::Pair(None));
     f.clock
         .advance(std::time::Duration::from_millis(PAIRING_TTL_MS as u64 + 1));
     let late = f
@@ -143,7 +143,7 @@ async fn a_code_expires_after_an_hour_and_only_a_few_strangers_may_wait() {
         .unwrap();
     assert_eq!(late, None);
     let fresh = f.access.decide(&message("4", Place::Direct)).await.unwrap();
-    assert!(matches!(fresh, Verdict::Pair(Some(_))), "{fresh:?}");
+    assert!(matches!(fresh, Admission::Pair(Some(_))), "{fresh:?}");
 }
 
 #[tokio::test]
@@ -156,19 +156,19 @@ async fn allowlist_refuses_strangers_silently_and_admits_listed_ids_and_username
     ))
     .await;
     let stranger = f.access.decide(&message("7", Place::Direct)).await.unwrap();
-    assert!(matches!(stranger, Verdict::Refuse(_)), "{stranger:?}");
+    assert!(matches!(stranger, Admission::Refuse(_)), "{stranger:?}");
     assert_eq!(
         f.access
             .decide(&message("42", Place::Direct))
             .await
             .unwrap(),
-        Verdict::Admit
+        Admission::Admit
     );
     let mut alice = message("8", Place::Direct);
     if let ChannelEvent::Message(m) = &mut alice {
         m.user.name = Some("@alice".into());
     }
-    assert_eq!(f.access.decide(&alice).await.unwrap(), Verdict::Admit);
+    assert_eq!(f.access.decide(&alice).await.unwrap(), Admission::Admit);
     assert!(f.store.pairing_requests(0).await.unwrap().is_empty());
 }
 
@@ -187,7 +187,7 @@ async fn under_group_allowlist_an_empty_list_means_no_group_and_a_listed_group_n
         .decide(&message("42", Place::group("C1")))
         .await
         .unwrap();
-    assert!(matches!(verdict, Verdict::Refuse(_)), "{verdict:?}");
+    assert!(matches!(verdict, Admission::Refuse(_)), "{verdict:?}");
     let listed = fixture(rules(
         DmPolicy::Pairing,
         GroupPolicy::Allowlist,
@@ -200,14 +200,14 @@ async fn under_group_allowlist_an_empty_list_means_no_group_and_a_listed_group_n
         .decide(&message("42", Place::group("C1")))
         .await
         .unwrap();
-    assert_eq!(ok, Verdict::Admit);
+    assert_eq!(ok, Admission::Admit);
     let stranger = listed
         .access
         .decide(&message("7", Place::group("C1")))
         .await
         .unwrap();
     assert!(
-        matches!(stranger, Verdict::Refuse(_)),
+        matches!(stranger, Admission::Refuse(_)),
         "a stranger in a group gets no code"
     );
     let disabled = fixture(rules(
@@ -222,7 +222,7 @@ async fn under_group_allowlist_an_empty_list_means_no_group_and_a_listed_group_n
         .decide(&message("42", Place::group("C1")))
         .await
         .unwrap();
-    assert!(matches!(off, Verdict::Refuse(_)), "{off:?}");
+    assert!(matches!(off, Admission::Refuse(_)), "{off:?}");
 }
 
 #[tokio::test]
@@ -233,7 +233,7 @@ async fn open_lets_anyone_in_and_approvers_are_always_let_in() {
             .decide(&message("7", Place::Direct))
             .await
             .unwrap(),
-        Verdict::Admit
+        Admission::Admit
     );
     let closed = fixture(rules(DmPolicy::Allowlist, GroupPolicy::Open, &[], &[])).await;
     let approver = closed
@@ -241,13 +241,13 @@ async fn open_lets_anyone_in_and_approvers_are_always_let_in() {
         .decide(&press("900", Place::group("C1")))
         .await
         .unwrap();
-    assert_eq!(approver, Verdict::Admit);
+    assert_eq!(approver, Admission::Admit);
     let stranger = closed
         .access
         .decide(&press("7", Place::Direct))
         .await
         .unwrap();
-    assert!(matches!(stranger, Verdict::Refuse(_)), "{stranger:?}");
+    assert!(matches!(stranger, Admission::Refuse(_)), "{stranger:?}");
 }
 
 #[tokio::test]
@@ -278,10 +278,10 @@ async fn a_channel_without_a_config_table_is_open_and_the_gateways_expiry_is_adm
 async fn a_channel_whose_gate_admits_only_its_operator_lets_everyone_in_but_is_not_open() {
     let f = fixture(AccessRules::operator_only()).await;
     let stranger = message("7", Place::Direct);
-    assert_eq!(f.access.decide(&stranger).await.unwrap(), Verdict::Admit);
+    assert_eq!(f.access.decide(&stranger).await.unwrap(), Admission::Admit);
     assert!(!f.access.is_open("tg"));
     let open = fixture(AccessRules::open()).await;
     assert!(open.access.is_open("tg"));
     let expiry = press(SYSTEM_USER, Place::default());
-    assert_eq!(f.access.decide(&expiry).await.unwrap(), Verdict::Admit);
+    assert_eq!(f.access.decide(&expiry).await.unwrap(), Admission::Admit);
 }

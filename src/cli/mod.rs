@@ -40,12 +40,12 @@ pub struct Cli {
     pub config: ConfigArgs,
     /// What to do.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: CliCommand,
 }
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub enum CliCommand {
     /// Run the gateway until SIGINT/SIGTERM.
     Run,
     /// Validate the config and print every problem (exit 0 when it is valid).

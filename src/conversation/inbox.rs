@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use switchboard_channel::{ChannelEvent, ConversationKey, Delivery, EventSink, SinkError};
 
 use super::Registry;
-use crate::access::{Verdict, pairing_reply};
+use crate::access::{Admission, pairing_reply};
 use crate::command::{Command, Intent};
 use crate::store::{Insert, Refusal};
 
@@ -43,14 +43,14 @@ impl Inbox {
         })?;
         let (key, user) = (event.key(), &event.user().id);
         match verdict {
-            Verdict::Admit => return Ok(true),
-            Verdict::Refuse(why) => {
+            Admission::Admit => return Ok(true),
+            Admission::Refuse(why) => {
                 tracing::info!(%key, user, "refused an event: {why}");
             }
-            Verdict::Pair(None) => {
+            Admission::Pair(None) => {
                 tracing::debug!(%key, user, "a stranger wrote again; their code is still pending");
             }
-            Verdict::Pair(Some(code)) => {
+            Admission::Pair(Some(code)) => {
                 tracing::warn!(
                     %key, user,
                     "a stranger asked for access; `switchboard access pending` lists them"

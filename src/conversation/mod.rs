@@ -10,7 +10,7 @@
 //! - `actor`: one actor's loop: claim, run a turn, repeat, retire.
 //! - `turn`: one claimed event processed to completion.
 //! - the parts a turn uses, each owning its behaviour: `agents` ([`Agents`], [`TurnSettings`]),
-//!   `approval` ([`Approvals`], [`Expiries`]), `outbound` ([`Outbound`]), `lifecycle`
+//!   `approval` ([`Approvals`], [`Expiries`]), `outbound` ([`Outbox`]), `lifecycle`
 //!   ([`Lifecycle`]); `audit` records tool calls as they happen.
 
 mod actor;
@@ -31,7 +31,7 @@ pub use agents::Agents;
 pub use approval::{Approvals, Expiries, OPERATOR_USER, SYSTEM_USER};
 pub use inbox::Inbox;
 pub use lifecycle::Lifecycle;
-pub use outbound::{ChannelRoutes, Channels, Outbound, Route};
+pub use outbound::{ChannelRoutes, Channels, Outbox, Route};
 pub use registry::Registry;
 
 use crate::access::Access;
@@ -49,7 +49,7 @@ pub struct Deps {
     /// Approval requests, their answers and their expiry.
     pub approvals: Approvals,
     /// Every text sent to a channel.
-    pub outbound: Outbound,
+    pub outbound: Outbox,
     /// Leases, idleness, shutdown.
     pub lifecycle: Lifecycle,
     /// Prometheus metrics.

@@ -1,8 +1,8 @@
 //! The outbound path: every text the conversation layer sends (streamed answers, approval
-//! prompts, notices) leaves through [`Outbound`], which owns the channels, the per-chat
+//! prompts, notices) leaves through [`Outbox`], which owns the channels, the per-chat
 //! governor, the scrubber and the draft pacing, so no caller can post around them. The
 //! channels themselves stay private to this module: the rest of the core names a chat's
-//! channel by an opaque [`Route`], which can be written through nothing but [`Outbound`].
+//! channel by an opaque [`Route`], which can be written through nothing but [`Outbox`].
 //! Before the conversation core exists, the gateway holds its channels as [`Channels`], which
 //! can start them, read their health and name them, but neither send nor edit.
 
@@ -22,7 +22,7 @@ use crate::scrub::Scrubber;
 use crate::tools::FilePoster;
 
 /// One configured channel as the core sees it: it can tell its limits, and every write to
-/// it goes through [`Outbound`] (the handle inside is private to this module).
+/// it goes through [`Outbox`] (the handle inside is private to this module).
 #[derive(Clone)]
 pub struct Route(Arc<dyn Channel>);
 
@@ -51,7 +51,7 @@ impl crate::attach::Source for Route {
 }
 
 /// Every configured channel, from the moment the gateway is given one: it can start their
-/// receive loops, report their health and names, and become the [`Outbound`]; nothing here
+/// receive loops, report their health and names, and become the [`Outbox`]; nothing here
 /// sends or edits, so no caller outside this module can post around the outbound path.
 #[derive(Clone, Default)]
 pub struct Channels(Vec<Arc<dyn Channel>>);
@@ -121,7 +121,7 @@ impl From<Vec<Arc<dyn Channel>>> for Channels {
 }
 
 /// Channels plus what every message to them passes through.
-pub struct Outbound {
+pub struct Outbox {
     /// Channels by instance name.
     channels: HashMap<String, Arc<dyn Channel>>,
     /// Per-chat send/edit budgets, shared by every draft in a chat.
@@ -132,7 +132,7 @@ pub struct Outbound {
     draft: DraftSettings,
 }
 
-impl Outbound {
+impl Outbox {
     /// The outbound path over `channels`.
     pub fn new(
         channels: &Channels,
@@ -253,7 +253,7 @@ impl Outbound {
     }
 }
 
-impl Outbound {
+impl Outbox {
     /// A poster of files into `key` on `route`'s channel.
     pub fn file_poster(&self, route: &Route, key: &ConversationKey) -> FilePoster {
         FilePoster::new(
@@ -276,7 +276,7 @@ mod tests {
 
     const SECRET: &str = "configured-secret-value";
 
-    fn outbound(fake: &Arc<FakeChannel>) -> Outbound {
+    fn outbound(fake: &Arc<FakeChannel>) -> Outbox {
         let channel: Arc<dyn Channel> = fake.clone();
         let draft = DraftSettings {
             chunk_min_chars: 1,
@@ -285,7 +285,7 @@ mod tests {
         };
         let scrubber = Arc::new(Scrubber::new([SECRET]));
         let channels = Channels::from(vec![channel]);
-        Outbound::new(&channels, Arc::new(Governor::new()), scrubber, draft)
+        Outbox::new(&channels, Arc::new(Governor::new()), scrubber, draft)
     }
 
     #[tokio::test]

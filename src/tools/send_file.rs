@@ -23,7 +23,7 @@ const MAX_SEND_BYTES: u64 = 50 * 1024 * 1024;
 
 /// Posts files into one conversation: each upload waits for the chat's governor like any
 /// other write, and its caption is scrubbed. Made by the conversation's outbound path
-/// (`Outbound::file_poster`) for the `send_file` tool.
+/// (`Outbox::file_poster`) for the `send_file` tool.
 #[derive(Clone)]
 pub struct FilePoster {
     channel: Arc<dyn Channel>,

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::arrival::Arrivals;
 use crate::buffer::{InboundBuffer, Slot};
-use crate::inbound::{Context as Normalise, Verdict, message_verdict, press_verdict};
+use crate::inbound::{Context as Normalise, Triage, message_verdict, press_verdict};
 use crate::presses::PressToken;
 use crate::state::{Inner, not_ready};
 
@@ -208,11 +208,11 @@ async fn on_message(inner: &Inner, slot: Slot, msg: &Message) {
     };
     match message_verdict(&ctx, msg, parent.as_deref()) {
         // Stored in turn by the buffer's writer, however long the store is down.
-        Verdict::Deliver(event) => slot.put(*event),
-        Verdict::Ignore(reason) => {
+        Triage::Deliver(event) => slot.put(*event),
+        Triage::Ignore(reason) => {
             tracing::trace!(channel = %inner.name, reason, "ignored a Discord message")
         }
-        Verdict::RefusedPlace(place) => {
+        Triage::RefusedPlace(place) => {
             tracing::debug!(channel = %inner.name, place, "ignored a message outside allowed_guilds/allowed_channels");
         }
     }
@@ -245,7 +245,7 @@ async fn on_press(inner: &Inner, slot: Option<Slot>, press: &ComponentInteractio
     };
     match press_verdict(&ctx, press, parent.as_deref()) {
         // The 3-second guard answers for us while the press waits in the buffer.
-        Verdict::Deliver(event) => match slot.put_and_wait(*event).await {
+        Triage::Deliver(event) => match slot.put_and_wait(*event).await {
             // The core did not let them in: only they see why, and the buttons stay.
             Some(Delivery::Refused) => {
                 inner.presses.answer_now(&token, Some(REFUSED_NOTICE)).await;
@@ -258,8 +258,8 @@ async fn on_press(inner: &Inner, slot: Option<Slot>, press: &ComponentInteractio
                     .await;
             }
         },
-        Verdict::Ignore(_) => inner.presses.answer_now(&token, None).await,
-        Verdict::RefusedPlace(_) => inner.presses.answer_now(&token, Some(REFUSED_NOTICE)).await,
+        Triage::Ignore(_) => inner.presses.answer_now(&token, None).await,
+        Triage::RefusedPlace(_) => inner.presses.answer_now(&token, Some(REFUSED_NOTICE)).await,
     }
 }
 

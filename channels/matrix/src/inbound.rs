@@ -20,7 +20,7 @@ use crate::client::Client;
 
 /// What becomes of one timeline event.
 #[derive(Debug)]
-pub(crate) enum Verdict {
+pub(crate) enum Triage {
     Deliver(Box<ChannelEvent>),
     Skip(&'static str),
 }
@@ -34,24 +34,24 @@ pub(crate) struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    pub(crate) async fn read(&self, event: &Value) -> Verdict {
+    pub(crate) async fn read(&self, event: &Value) -> Triage {
         let Some(sender) = event["sender"].as_str() else {
-            return Verdict::Skip("an event without a sender");
+            return Triage::Skip("an event without a sender");
         };
         if sender == self.client.user_id.as_str() {
-            return Verdict::Skip("the bot's own event");
+            return Triage::Skip("the bot's own event");
         }
         let Some(event_id) = event["event_id"].as_str() else {
-            return Verdict::Skip("an event without an id");
+            return Triage::Skip("an event without an id");
         };
         match event["type"].as_str() {
             Some("m.room.message") => self.message(event, event_id, sender).await,
             Some("m.reaction") => self.reaction(event, event_id, sender).await,
             Some("m.room.encrypted") => {
                 tracing::warn!(channel = %self.client.name, room = %self.room.room_id(), event_id, "could not decrypt a message (the sender's device did not share its key with the bot's)");
-                Verdict::Skip("a message the bot cannot decrypt")
+                Triage::Skip("a message the bot cannot decrypt")
             }
-            _ => Verdict::Skip("an event kind the gateway does not handle"),
+            _ => Triage::Skip("an event kind the gateway does not handle"),
         }
     }
 
@@ -59,15 +59,15 @@ impl Reader<'_> {
         clippy::too_many_lines,
         reason = "one message event read in the order Matrix nests it: relation, thread, reply, mentions, body"
     )]
-    async fn message(&self, event: &Value, event_id: &str, sender: &str) -> Verdict {
+    async fn message(&self, event: &Value, event_id: &str, sender: &str) -> Triage {
         let content = &event["content"];
         let relates = &content["m.relates_to"];
         if relates["rel_type"] == "m.replace" {
-            return Verdict::Skip("an edit of an earlier message");
+            return Triage::Skip("an edit of an earlier message");
         }
         let msgtype = content["msgtype"].as_str().unwrap_or_default();
         if msgtype == "m.notice" {
-            return Verdict::Skip("a notice (bots write notices)");
+            return Triage::Skip("a notice (bots write notices)");
         }
         let thread = (relates["rel_type"] == "m.thread")
             .then(|| relates["event_id"].as_str())
@@ -83,13 +83,13 @@ impl Reader<'_> {
         let text = if attachments.is_empty() {
             match msgtype {
                 "m.text" | "m.emote" => body.trim().to_owned(),
-                _ => return Verdict::Skip("a message type the gateway does not handle"),
+                _ => return Triage::Skip("a message type the gateway does not handle"),
             }
         } else {
             caption(content).unwrap_or_default()
         };
         if text.is_empty() && attachments.is_empty() {
-            return Verdict::Skip("a message without text");
+            return Triage::Skip("a message without text");
         }
         let mut key = ConversationKey::new(&self.client.name, self.room.room_id().as_str());
         if let Some(root) = thread {
@@ -118,9 +118,9 @@ impl Reader<'_> {
             || self.mentions_bot(content, &body)
             || (thread.is_some() && self.sink.knows_conversation(&key).await.unwrap_or(false));
         if !addressed {
-            return Verdict::Skip("a room message not addressed to the bot");
+            return Triage::Skip("a room message not addressed to the bot");
         }
-        Verdict::Deliver(Box::new(ChannelEvent::Message(Inbound {
+        Triage::Deliver(Box::new(ChannelEvent::Message(Inbound {
             key,
             event_id: event_id.to_owned(),
             user: self.user(sender).await,
@@ -130,7 +130,7 @@ impl Reader<'_> {
         })))
     }
 
-    async fn reaction(&self, event: &Value, event_id: &str, sender: &str) -> Verdict {
+    async fn reaction(&self, event: &Value, event_id: &str, sender: &str) -> Triage {
         let relates = &event["content"]["m.relates_to"];
         let (Some("m.annotation"), Some(target), Some(key)) = (
             relates["rel_type"].as_str(),
@@ -139,21 +139,21 @@ impl Reader<'_> {
                 .and_then(|id| EventId::parse(id).ok()),
             relates["key"].as_str(),
         ) else {
-            return Verdict::Skip("a reaction without a target");
+            return Triage::Skip("a reaction without a target");
         };
         let Some((prompt, prompt_key)) = self
             .bot_message(&target)
             .await
             .filter(|(offered, _)| !offered.is_empty())
         else {
-            return Verdict::Skip("a reaction to a message that offers no choices");
+            return Triage::Skip("a reaction to a message that offers no choices");
         };
         match choices::by_reaction(&prompt, key) {
             Some(choice) => {
                 self.press(prompt_key, event_id, sender, choice, &target)
                     .await
             }
-            None => Verdict::Skip("a reaction that is none of the offered choices"),
+            None => Triage::Skip("a reaction that is none of the offered choices"),
         }
     }
 
@@ -164,8 +164,8 @@ impl Reader<'_> {
         sender: &str,
         choice: &Choice,
         prompt: &EventId,
-    ) -> Verdict {
-        Verdict::Deliver(Box::new(ChannelEvent::Button(ButtonPress {
+    ) -> Triage {
+        Triage::Deliver(Box::new(ChannelEvent::Button(ButtonPress {
             key,
             event_id: event_id.to_owned(),
             user: self.user(sender).await,

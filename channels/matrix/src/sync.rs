@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
 use crate::errors::{from_sdk, is_unknown_token};
-use crate::inbound::{Reader, Verdict};
+use crate::inbound::{Reader, Triage};
 
 /// Where the loop's token is kept in the SDK's state store.
 const CURSOR_KEY: &[u8] = b"switchboard.next_batch";
@@ -155,7 +155,7 @@ impl Syncer {
                     continue;
                 };
                 match reader.read(&json).await {
-                    Verdict::Deliver(event) => {
+                    Triage::Deliver(event) => {
                         if let Err(bad) = event.check_ids() {
                             tracing::warn!(channel = %self.client.name, reason = %bad, "skipped a Matrix event with a bad id");
                             continue;
@@ -165,7 +165,7 @@ impl Syncer {
                             return Err(ChannelError::Transient(err.to_string()));
                         }
                     }
-                    Verdict::Skip(why) => {
+                    Triage::Skip(why) => {
                         tracing::debug!(channel = %self.client.name, room = %room_id, "skipped {why}");
                     }
                 }

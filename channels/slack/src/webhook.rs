@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use switchboard_channel::{Delivery, EventSink, SinkError};
 
 use crate::config::route_paths;
-use crate::inbound::{self, BlockActions, Context, Envelope, Verdict};
+use crate::inbound::{self, BlockActions, Context, Envelope, Triage};
 use crate::message;
 use crate::state::Inner;
 use crate::verify::{unix_now, verify};
@@ -130,19 +130,17 @@ fn bad_request(inner: &Inner, what: &str, error: &dyn std::fmt::Display) -> Resp
 }
 
 /// Carry out a verdict: deliver (then 200, or 500 so Slack retries) or acknowledge.
-async fn act(state: &WebhookState, verdict: Verdict) -> Response {
+async fn act(state: &WebhookState, verdict: Triage) -> Response {
     let events = match verdict {
-        Verdict::Deliver(events) => events,
-        Verdict::IfKnown(event) => {
-            match state.inner.knows(state.sink.as_ref(), event.key()).await {
-                Ok(true) => vec![*event],
-                Ok(false) => {
-                    return ignored(state, "channel reply in a thread the bot is not part of");
-                }
-                Err(e) => return store_failed(state, &e),
+        Triage::Deliver(events) => events,
+        Triage::IfKnown(event) => match state.inner.knows(state.sink.as_ref(), event.key()).await {
+            Ok(true) => vec![*event],
+            Ok(false) => {
+                return ignored(state, "channel reply in a thread the bot is not part of");
             }
-        }
-        Verdict::Ignore(reason) => return ignored(state, reason),
+            Err(e) => return store_failed(state, &e),
+        },
+        Triage::Ignore(reason) => return ignored(state, reason),
     };
     // Ids the inbox cannot key on (an empty event id, a control character) would be dropped
     // as duplicates or fail on every retry: refused before anything is stored.

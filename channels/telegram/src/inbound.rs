@@ -27,7 +27,7 @@ pub(crate) struct Reader<'a> {
 
 /// What becomes of one update.
 #[derive(Debug, PartialEq)]
-pub(crate) enum Verdict {
+pub(crate) enum Triage {
     /// Hand it to the sink (boxed: an event is far larger than a skip reason).
     Deliver(Box<ChannelEvent>),
     /// Not for us (other kinds, bots, unaddressed group chatter); acknowledged and dropped.
@@ -47,7 +47,7 @@ impl Client {
 
 impl Reader<'_> {
     /// Decide what `update` becomes.
-    pub(crate) fn read(&self, update: &Update) -> Verdict {
+    pub(crate) fn read(&self, update: &Update) -> Triage {
         match &update.kind {
             UpdateKind::Message(msg) => self.message(update.id.0, msg),
             UpdateKind::CallbackQuery(query) => self.callback(query),
@@ -58,33 +58,33 @@ impl Reader<'_> {
                     "skipped an update the Telegram client could not read: {}",
                     raw.to_string().chars().take(200).collect::<String>()
                 );
-                Verdict::Skip("an update teloxide could not parse")
+                Triage::Skip("an update teloxide could not parse")
             }
-            _ => Verdict::Skip("an update kind the gateway does not handle"),
+            _ => Triage::Skip("an update kind the gateway does not handle"),
         }
     }
 
-    fn message(&self, update_id: u32, msg: &Message) -> Verdict {
+    fn message(&self, update_id: u32, msg: &Message) -> Triage {
         let Some(from) = msg.from.as_ref() else {
-            return Verdict::Skip("a message without a sender");
+            return Triage::Skip("a message without a sender");
         };
         if from.is_bot {
-            return Verdict::Skip("a message from a bot");
+            return Triage::Skip("a message from a bot");
         }
         let attachments = attachments(msg);
         let raw = msg.text().or_else(|| msg.caption()).unwrap_or("");
         if raw.is_empty() && attachments.is_empty() {
-            return Verdict::Skip("a message without text");
+            return Triage::Skip("a message without text");
         }
         let private = msg.chat.is_private();
         let text = match self.addressed_text(msg, raw, private) {
             Some(text) => text,
-            None => return Verdict::Skip("a group message not addressed to the bot"),
+            None => return Triage::Skip("a group message not addressed to the bot"),
         };
         if text.is_empty() && attachments.is_empty() {
-            return Verdict::Skip("a mention without text");
+            return Triage::Skip("a mention without text");
         }
-        Verdict::Deliver(Box::new(ChannelEvent::Message(Inbound {
+        Triage::Deliver(Box::new(ChannelEvent::Message(Inbound {
             key: self.key(msg),
             event_id: format!("u{update_id}"),
             user: user_ref(from),
@@ -124,15 +124,15 @@ impl Reader<'_> {
         }
     }
 
-    fn callback(&self, query: &CallbackQuery) -> Verdict {
+    fn callback(&self, query: &CallbackQuery) -> Triage {
         let (Some(data), Some(message)) = (query.data.as_ref(), query.message.as_ref()) else {
-            return Verdict::Skip("a callback query without data or message");
+            return Triage::Skip("a callback query without data or message");
         };
         let mut key = ConversationKey::new(self.channel, message.chat().id.0.to_string());
         if let MaybeInaccessibleMessage::Regular(msg) = message {
             key = self.key(msg);
         }
-        Verdict::Deliver(Box::new(ChannelEvent::Button(ButtonPress {
+        Triage::Deliver(Box::new(ChannelEvent::Button(ButtonPress {
             key,
             event_id: format!("cb{}", query.id.0),
             user: user_ref(&query.from),

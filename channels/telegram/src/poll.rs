@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::client::{BotIdentity, Client};
 use crate::errors::Failure;
 use crate::health::CONFLICT_HINT;
-use crate::inbound::{ALLOWED_UPDATES, Verdict};
+use crate::inbound::{ALLOWED_UPDATES, Triage};
 
 /// First wait after a failure; doubled per failure in a row.
 const BACKOFF_MIN: Duration = Duration::from_millis(500);
@@ -165,13 +165,13 @@ impl Poller {
 
     async fn store(&self, me: &BotIdentity, update: &teloxide::types::Update) -> Result<(), Step> {
         match self.client.reader(me).read(update) {
-            Verdict::Deliver(event) if event.check_ids().is_err() => {
+            Triage::Deliver(event) if event.check_ids().is_err() => {
                 // Stored it could never be; confirmed and skipped, so polling goes on.
                 let bad = event.check_ids().unwrap_err();
                 tracing::warn!(channel = %self.client.name, update_id = update.id.0, reason = %bad, "skipped a Telegram update with a bad id");
                 Ok(())
             }
-            Verdict::Deliver(event) => match self.sink.deliver(*event).await {
+            Triage::Deliver(event) => match self.sink.deliver(*event).await {
                 Ok(_) => Ok(()),
                 Err(err) => {
                     tracing::warn!(
@@ -186,7 +186,7 @@ impl Poller {
                     Err(Step::Retry(None))
                 }
             },
-            Verdict::Skip(why) => {
+            Triage::Skip(why) => {
                 tracing::debug!(channel = %self.client.name, update_id = update.id.0, "skipped {why}");
                 Ok(())
             }

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::client::Client;
 use crate::config::webhook_path;
 use crate::errors::Failure;
-use crate::inbound::{ALLOWED_UPDATES, Verdict};
+use crate::inbound::{ALLOWED_UPDATES, Triage};
 
 /// The header Telegram echoes the configured `secret_token` in.
 pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
@@ -116,12 +116,12 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
         }
     };
     match client.reader(me).read(&update) {
-        Verdict::Deliver(event) if event.check_ids().is_err() => {
+        Triage::Deliver(event) if event.check_ids().is_err() => {
             let bad = event.check_ids().unwrap_err();
             tracing::warn!(channel = %client.name, update_id = update.id.0, reason = %bad, "refused a Telegram update with a bad id");
             StatusCode::BAD_REQUEST
         }
-        Verdict::Deliver(event) => match hook.sink.deliver(*event).await {
+        Triage::Deliver(event) => match hook.sink.deliver(*event).await {
             Ok(_) => StatusCode::OK,
             Err(err) => {
                 tracing::warn!(
@@ -133,7 +133,7 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         },
-        Verdict::Skip(_) => StatusCode::OK,
+        Triage::Skip(_) => StatusCode::OK,
     }
 }
 

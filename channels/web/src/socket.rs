@@ -79,7 +79,7 @@ pub(crate) async fn run(
 }
 
 /// What the session's state said about one client frame.
-enum Verdict {
+enum Triage {
     /// First time: recorded, to be stored.
     Fresh,
     /// Handled before (a resend after reconnect): store again (the inbox drops it), ack.
@@ -147,9 +147,9 @@ impl Conn {
             }
         };
         match verdict {
-            Verdict::Limited(wait) => self.refuse_for_rate(&id, wait),
-            Verdict::UnknownButton => Ok(refused(&id, STALE_BUTTON)),
-            Verdict::Fresh | Verdict::Resend => {
+            Triage::Limited(wait) => self.refuse_for_rate(&id, wait),
+            Triage::UnknownButton => Ok(refused(&id, STALE_BUTTON)),
+            Triage::Fresh | Triage::Resend => {
                 self.refusals = 0;
                 self.store(event, &id).await
             }
@@ -192,7 +192,7 @@ impl Conn {
     }
 
     /// Count, remember and show a typed message (or start a new conversation).
-    async fn record_message(&self, id: &str, text: &str, files: Vec<FileLink>) -> Verdict {
+    async fn record_message(&self, id: &str, text: &str, files: Vec<FileLink>) -> Triage {
         let config = &self.hub.config;
         let (per_minute, keep, max_chars) = (
             config.max_messages_per_minute,
@@ -205,10 +205,10 @@ impl Conn {
         self.hub
             .with(&self.session, |s| {
                 if let Err(wait) = s.admit(Instant::now(), per_minute) {
-                    return Verdict::Limited(wait);
+                    return Triage::Limited(wait);
                 }
                 if s.seen(id) {
-                    return Verdict::Resend;
+                    return Triage::Resend;
                 }
                 s.remember(id);
                 if new_conversation {
@@ -216,27 +216,27 @@ impl Conn {
                 } else {
                     s.push(message, keep);
                 }
-                Verdict::Fresh
+                Triage::Fresh
             })
             .await
     }
 
     /// Count and remember a button press of a button the session shows.
-    async fn record_press(&self, id: &str, message: &str, payload: &str) -> Verdict {
+    async fn record_press(&self, id: &str, message: &str, payload: &str) -> Triage {
         let per_minute = self.hub.config.max_messages_per_minute;
         self.hub
             .with(&self.session, |s| {
                 if let Err(wait) = s.admit(Instant::now(), per_minute) {
-                    return Verdict::Limited(wait);
+                    return Triage::Limited(wait);
                 }
                 if s.seen(id) {
-                    return Verdict::Resend;
+                    return Triage::Resend;
                 }
                 if !s.has_button(message, payload) {
-                    return Verdict::UnknownButton;
+                    return Triage::UnknownButton;
                 }
                 s.remember(id);
-                Verdict::Fresh
+                Triage::Fresh
             })
             .await
     }

@@ -33,12 +33,12 @@ pub enum Controller {
 
 /// Where calls' cgroups go: one parent per hierarchy.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Plan {
+pub struct CgroupPlan {
     /// Each parent directory and the limit files its children take.
     pub parents: Vec<(PathBuf, Controller)>,
 }
 
-impl Plan {
+impl CgroupPlan {
     /// `"v2"` or `"v1"`, for the posture.
     pub fn version(&self) -> &'static str {
         match self.parents.first() {
@@ -49,7 +49,7 @@ impl Plan {
 }
 
 /// Where this process may create a cgroup per call, or why nowhere.
-pub fn delegate() -> Result<Plan, String> {
+pub fn delegate() -> Result<CgroupPlan, String> {
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| e.to_string())?;
     let own = std::fs::read_to_string("/proc/self/cgroup").map_err(|e| e.to_string())?;
     let v2 = delegate_v2(&mounts, &own);
@@ -79,7 +79,7 @@ fn mounts_of<'a>(mountinfo: &'a str, fstype: &str) -> Vec<(&'a str, &'a str)> {
         .collect()
 }
 
-fn delegate_v2(mountinfo: &str, own: &str) -> Result<Plan, String> {
+fn delegate_v2(mountinfo: &str, own: &str) -> Result<CgroupPlan, String> {
     let (mount, _) = *mounts_of(mountinfo, "cgroup2")
         .first()
         .ok_or("not mounted")?;
@@ -107,12 +107,12 @@ fn delegate_v2(mountinfo: &str, own: &str) -> Result<Plan, String> {
     let tools = dir.join(TOOLS);
     make_dir(&tools)?;
     write(&tools.join("cgroup.subtree_control"), "+memory +pids")?;
-    Ok(Plan {
+    Ok(CgroupPlan {
         parents: vec![(tools, Controller::V2)],
     })
 }
 
-fn delegate_v1(mountinfo: &str, own: &str) -> Result<Plan, String> {
+fn delegate_v1(mountinfo: &str, own: &str) -> Result<CgroupPlan, String> {
     let mut parents = Vec::new();
     for (name, controller) in [
         ("memory", Controller::V1Memory),
@@ -137,7 +137,7 @@ fn delegate_v1(mountinfo: &str, own: &str) -> Result<Plan, String> {
         make_dir(&tools)?;
         parents.push((tools, controller));
     }
-    Ok(Plan { parents })
+    Ok(CgroupPlan { parents })
 }
 
 /// Remove the groups of calls whose supervisor died before it could (an empty group only:
@@ -177,7 +177,7 @@ pub struct CallGroup {
 
 impl CallGroup {
     /// Make `call-<id>` under each parent of `plan` with `limits` set.
-    pub fn create(plan: &Plan, limits: &Limits, id: u32) -> Result<Self, String> {
+    pub fn create(plan: &CgroupPlan, limits: &Limits, id: u32) -> Result<Self, String> {
         let memory = limits.memory_mb.saturating_mul(1024 * 1024).to_string();
         let pids = limits.processes.to_string();
         let mut group = Self { dirs: Vec::new() };

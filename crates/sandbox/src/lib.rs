@@ -29,7 +29,7 @@ use std::process::ExitCode;
 
 use serde::{Deserialize, Serialize};
 
-pub use cgroup::Plan as CgroupPlan;
+pub use cgroup::CgroupPlan;
 pub use config::{Limits, Mode, Network, SandboxConfig};
 pub use launch::{Sandbox, StopOnDrop};
 pub use posture::{Cgroups, Namespaces, Posture};

@@ -10,7 +10,7 @@ use super::fence::{fenced, inline_code};
 use super::{Approvals, OPERATOR_USER, SYSTEM_USER, Suspended};
 use crate::agent::Resolution;
 use crate::command::{Action, ApprovalButton};
-use crate::conversation::{Outbound, Route};
+use crate::conversation::{Outbox, Route};
 use crate::ids::ApprovalStatus;
 use crate::store::{Approval, Claim};
 
@@ -67,7 +67,7 @@ impl Approvals {
     /// allowed, already decided): the person has been told why.
     pub async fn decide(
         &self,
-        out: &Outbound,
+        out: &Outbox,
         request: Request<'_>,
     ) -> anyhow::Result<Option<Decided>> {
         let approval = match self.find(&request).await? {
@@ -191,7 +191,7 @@ impl Approvals {
     /// Tell the person who answered, and turn the prompt into a record of the outcome.
     async fn announce(
         &self,
-        out: &Outbound,
+        out: &Outbox,
         request: &Request<'_>,
         approval: &Approval,
         status: ApprovalStatus,
@@ -225,7 +225,7 @@ fn needs_approver(channel: &str, user: &str) -> String {
 }
 
 /// Tell whoever answered (nobody, for the gateway's own expiry events).
-async fn tell(out: &Outbound, request: &Request<'_>, text: &str) {
+async fn tell(out: &Outbox, request: &Request<'_>, text: &str) {
     if !request.sent_by_gateway() {
         out.notice(request.channel, request.key, request.press, text)
             .await;
@@ -234,7 +234,7 @@ async fn tell(out: &Outbound, request: &Request<'_>, text: &str) {
 
 /// Tell whoever answered why their answer does not count: privately on a press, so the
 /// prompt and its buttons stay for the right person; in the chat for a typed `/approve`.
-async fn refuse(out: &Outbound, request: &Request<'_>, text: &str) {
+async fn refuse(out: &Outbox, request: &Request<'_>, text: &str) {
     let Some(press) = request.press else {
         return tell(out, request, text).await;
     };

@@ -25,7 +25,7 @@ pub(super) use decide::Request;
 pub use expiry::Expiries;
 pub(super) use gate::PolicyGate;
 
-use super::{Outbound, Route};
+use super::{Outbox, Route};
 use crate::access::Access;
 use crate::agent::Suspension;
 use crate::clock::Clock;
@@ -113,7 +113,7 @@ impl Approvals {
     )]
     pub async fn suspend(
         &self,
-        out: &Outbound,
+        out: &Outbox,
         channel: &Route,
         key: &ConversationKey,
         requester: &str,
@@ -139,7 +139,7 @@ impl Approvals {
     /// Called only by the conversation's current lease holder, so one replica posts it.
     pub async fn post_unseen(
         &self,
-        out: &Outbound,
+        out: &Outbox,
         channel: &Route,
         approval: &Approval,
         durable: &Durable,
@@ -155,7 +155,7 @@ impl Approvals {
     /// a channel that gives none).
     async fn post_prompt(
         &self,
-        out: &Outbound,
+        out: &Outbox,
         channel: &Route,
         approval: &Approval,
         durable: &Durable,
@@ -183,7 +183,7 @@ impl Approvals {
         key: &ConversationKey,
         requester: &str,
         state: &Suspended,
-        out: &Outbound,
+        out: &Outbox,
     ) -> anyhow::Result<Approval> {
         let call = &state.suspension.pending;
         let now = self.clock.now_ms();

@@ -14,7 +14,7 @@ use super::*;
 use crate::access::Access;
 use crate::agent::{Resolution, Suspension};
 use crate::conversation::Channels;
-use crate::conversation::{Outbound, Route};
+use crate::conversation::{Outbox, Route};
 use crate::draft::DraftSettings;
 use crate::governor::Governor;
 use crate::policy::{Decider, Decision, Verdict};
@@ -28,7 +28,7 @@ const TIMEOUT: Duration = Duration::from_secs(300);
 /// A store, a buttons channel, and approvals over them, all on one manual clock.
 struct Fixture {
     approvals: Approvals,
-    out: Outbound,
+    out: Outbox,
     channel: Route,
     fake: Arc<FakeChannel>,
     store: Arc<dyn Store>,
@@ -59,7 +59,7 @@ async fn fixture_with(rules: AccessRules) -> Fixture {
         first_send_hold: Duration::ZERO,
     };
     let scrubber = Arc::new(Scrubber::new(Vec::<String>::new()));
-    let out = Outbound::new(
+    let out = Outbox::new(
         &Channels::from(vec![Arc::clone(&channel)]),
         Arc::new(Governor::new()),
         scrubber,

@@ -21,7 +21,7 @@ use sqlx::sqlite::{
 };
 
 use self::grouped::InsertGroup;
-use self::wal::{Checkpointer, WalBounds};
+use self::wal::{WalBounds, WalCheckpointer};
 use super::backend::{Backend, Completion, Dialect, SqlStore};
 use super::history::ROWS_PER_INSERT;
 use super::inbox::PendingInsert;
@@ -135,7 +135,7 @@ pub struct Local {
     autosaves: InsertGroup<Memory, Result<bool, StoreError>>,
     /// The WAL's background checkpoints: held so that its task runs as long as the store.
     #[cfg_attr(not(test), allow(dead_code, reason = "only tests read it"))]
-    checkpointer: Checkpointer,
+    checkpointer: WalCheckpointer,
 }
 
 impl SqlStore<Sqlite> {
@@ -181,7 +181,7 @@ impl SqlStore<Sqlite> {
         let options = options.pragma("journal_size_limit", JOURNAL_SIZE_LIMIT);
         migrate(&options).await?;
         let busy_for = timeouts.statement;
-        let watch = Checkpointer::watch(wal);
+        let watch = WalCheckpointer::watch(wal);
         let pool_of = |connections: u32, wait: Duration| {
             let hook = watch.clone();
             SqlitePoolOptions::new()
@@ -211,7 +211,7 @@ impl SqlStore<Sqlite> {
         let local = Local {
             inserts: InsertGroup::default(),
             autosaves: InsertGroup::default(),
-            checkpointer: Checkpointer::start(pool.clone(), watch),
+            checkpointer: WalCheckpointer::start(pool.clone(), watch),
         };
         let file = options.get_filename();
         let place = (std::fs::canonicalize(file).unwrap_or_else(|_| file.to_owned()))

@@ -88,19 +88,19 @@ struct Watch {
 
 /// The store's checkpoint task; stopped when the store is dropped.
 #[derive(Debug)]
-pub(super) struct Checkpointer {
+pub(super) struct WalCheckpointer {
     #[cfg_attr(not(test), expect(dead_code, reason = "its count is read by tests"))]
     watch: Arc<Watch>,
     task: AbortHandle,
 }
 
-impl Drop for Checkpointer {
+impl Drop for WalCheckpointer {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-impl Checkpointer {
+impl WalCheckpointer {
     /// The hook's shared part, before the pool exists (connections get it as they open).
     pub(super) fn watch(bounds: WalBounds) -> WalWatch {
         WalWatch(Arc::new(Watch {
@@ -286,7 +286,7 @@ mod tests {
     }
 
     /// Wait until the task has run `n` checkpoints.
-    async fn checkpoints(checkpointer: &Checkpointer, n: u64) {
+    async fn checkpoints(checkpointer: &WalCheckpointer, n: u64) {
         eventually(
             Duration::from_secs(10),
             &format!("{n} checkpoints"),

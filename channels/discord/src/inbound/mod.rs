@@ -20,7 +20,7 @@ use crate::presses::PressToken;
 
 /// What to do with one gateway event.
 #[derive(Debug, PartialEq)]
-pub enum Verdict {
+pub enum Triage {
     /// Hand this to the sink (boxed: an event is far larger than the other variants).
     Deliver(Box<ChannelEvent>),
     /// Drop it; the reason is logged at trace.
@@ -45,13 +45,13 @@ impl Context<'_> {
     }
 
     /// The refusal for a guild event outside the allowlists, if it is one.
-    fn check_place(&self, guild: Option<String>, place: &Place<'_>) -> Option<Verdict> {
+    fn check_place(&self, guild: Option<String>, place: &Place<'_>) -> Option<Triage> {
         let guild = guild?;
         if !self.config.guild_allowed(&guild) {
-            return Some(Verdict::RefusedPlace(format!("guild {guild}")));
+            return Some(Triage::RefusedPlace(format!("guild {guild}")));
         }
         if !self.config.channel_allowed(place) {
-            return Some(Verdict::RefusedPlace(format!("channel {}", place.channel)));
+            return Some(Triage::RefusedPlace(format!("channel {}", place.channel)));
         }
         None
     }
@@ -59,16 +59,16 @@ impl Context<'_> {
 
 /// Decide what a MESSAGE_CREATE becomes; `parent` is the thread's parent channel, when the
 /// message was written in a thread and the allowlists needed it.
-pub fn message_verdict(ctx: &Context<'_>, msg: &Message, parent: Option<&str>) -> Verdict {
+pub fn message_verdict(ctx: &Context<'_>, msg: &Message, parent: Option<&str>) -> Triage {
     let author = msg.author.id.to_string();
     if author == ctx.bot_id {
-        return Verdict::Ignore("the bot's own message");
+        return Triage::Ignore("the bot's own message");
     }
     if msg.author.bot || msg.webhook_id.is_some() {
-        return Verdict::Ignore("a bot or webhook message");
+        return Triage::Ignore("a bot or webhook message");
     }
     if !matches!(msg.kind, MessageType::Regular | MessageType::InlineReply) {
-        return Verdict::Ignore("a system message");
+        return Triage::Ignore("a system message");
     }
     let channel = msg.channel_id.to_string();
     let place = Place {
@@ -82,15 +82,15 @@ pub fn message_verdict(ctx: &Context<'_>, msg: &Message, parent: Option<&str>) -
         return refused;
     }
     if in_guild && !ctx.config.always_on(&place) && !addresses_bot(msg, ctx.bot_id) {
-        return Verdict::Ignore("a guild message that neither mentions nor replies to the bot");
+        return Triage::Ignore("a guild message that neither mentions nor replies to the bot");
     }
     let text = strip_mention(&msg.content, ctx.bot_id);
     let attachments = crate::files::attachments(msg);
     if text.is_empty() && attachments.is_empty() {
-        return Verdict::Ignore("no text besides the mention, and no attachment");
+        return Triage::Ignore("no text besides the mention, and no attachment");
     }
     let nick = msg.member.as_ref().and_then(|m| m.nick.clone());
-    Verdict::Deliver(Box::new(ChannelEvent::Message(Inbound {
+    Triage::Deliver(Box::new(ChannelEvent::Message(Inbound {
         key: ctx.key(&channel),
         event_id: format!("m{}", msg.id),
         user: user_ref(&msg.author, nick),
@@ -105,9 +105,9 @@ pub fn press_verdict(
     ctx: &Context<'_>,
     press: &ComponentInteraction,
     parent: Option<&str>,
-) -> Verdict {
+) -> Triage {
     if !matches!(press.data.kind, ComponentInteractionDataKind::Button) {
-        return Verdict::Ignore("a component other than a button");
+        return Triage::Ignore("a component other than a button");
     }
     let channel = press.channel_id.to_string();
     let place = Place {
@@ -125,7 +125,7 @@ pub fn press_verdict(
         token: press.token.clone(),
     };
     let nick = press.member.as_ref().and_then(|m| m.nick.clone());
-    Verdict::Deliver(Box::new(ChannelEvent::Button(ButtonPress {
+    Triage::Deliver(Box::new(ChannelEvent::Button(ButtonPress {
         key: ctx.key(&channel),
         event_id: format!("i{}", press.id),
         user: user_ref(&press.user, nick),

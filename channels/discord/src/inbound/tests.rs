@@ -25,7 +25,7 @@ fn parse(message: &IncomingMessage) -> Message {
         .expect("serenity reads the fake's message")
 }
 
-fn verdict(config: &DiscordConfig, message: &IncomingMessage, parent: Option<&str>) -> Verdict {
+fn verdict(config: &DiscordConfig, message: &IncomingMessage, parent: Option<&str>) -> Triage {
     let ctx = Context {
         name: "discord",
         config,
@@ -34,9 +34,9 @@ fn verdict(config: &DiscordConfig, message: &IncomingMessage, parent: Option<&st
     message_verdict(&ctx, &parse(message), parent)
 }
 
-fn delivered_text(verdict: Verdict) -> (ConversationKey, String) {
+fn delivered_text(verdict: Triage) -> (ConversationKey, String) {
     match verdict {
-        Verdict::Deliver(event) => match *event {
+        Triage::Deliver(event) => match *event {
             ChannelEvent::Message(m) => (m.key, m.text),
             other => panic!("expected a message, got {other:?}"),
         },
@@ -82,7 +82,7 @@ fn a_guild_message_counts_only_when_it_mentions_or_replies_to_the_bot() {
     let plain = IncomingMessage::guild("9", "60", &alice(), "just chatting");
     assert!(matches!(
         verdict(&config(), &plain, None),
-        Verdict::Ignore(_)
+        Triage::Ignore(_)
     ));
     let (_, text) = delivered_text(verdict(&config(), &plain.clone().mentioning_bot(), None));
     assert_eq!(text, "just chatting");
@@ -95,7 +95,7 @@ fn a_guild_message_counts_only_when_it_mentions_or_replies_to_the_bot() {
     let reply_to_someone = plain.replying_to("62", &alice());
     assert!(matches!(
         verdict(&config(), &reply_to_someone, None),
-        Verdict::Ignore(_)
+        Triage::Ignore(_)
     ));
 }
 
@@ -106,7 +106,7 @@ fn always_on_channels_and_their_threads_need_no_mention() {
     let in_channel = IncomingMessage::guild("9", "60", &alice(), "hi");
     assert!(matches!(
         verdict(&config, &in_channel, None),
-        Verdict::Deliver(_)
+        Triage::Deliver(_)
     ));
     let in_thread = IncomingMessage::guild("9", "70", &alice(), "hi");
     let (key, _) = delivered_text(verdict(&config, &in_thread, Some("60")));
@@ -117,13 +117,13 @@ fn always_on_channels_and_their_threads_need_no_mention() {
     );
     assert!(matches!(
         verdict(&config, &in_thread, None),
-        Verdict::Ignore(_)
+        Triage::Ignore(_)
     ));
     config.always_on_channels.clear();
     config.require_mention_in_guilds = false;
     assert!(matches!(
         verdict(&config, &in_thread, None),
-        Verdict::Deliver(_)
+        Triage::Deliver(_)
     ));
 }
 
@@ -132,7 +132,7 @@ fn bots_webhooks_and_system_messages_are_ignored() {
     let own = IncomingMessage::dm("50", &FakeUser::the_bot(), "my own answer");
     assert_eq!(
         verdict(&config(), &own, None),
-        Verdict::Ignore("the bot's own message")
+        Triage::Ignore("the bot's own message")
     );
     let other = IncomingMessage::dm(
         "50",
@@ -141,24 +141,24 @@ fn bots_webhooks_and_system_messages_are_ignored() {
     );
     assert!(matches!(
         verdict(&config(), &other, None),
-        Verdict::Ignore(_)
+        Triage::Ignore(_)
     ));
     let mut hooked = IncomingMessage::dm("50", &alice(), "from a webhook");
     hooked.webhook_id = Some("2200000000000000001".into());
     assert!(matches!(
         verdict(&config(), &hooked, None),
-        Verdict::Ignore(_)
+        Triage::Ignore(_)
     ));
     let mut pinned = IncomingMessage::dm("50", &alice(), "pinned a message");
     pinned.kind = 6;
     assert!(matches!(
         verdict(&config(), &pinned, None),
-        Verdict::Ignore(_)
+        Triage::Ignore(_)
     ));
     let only_mention = IncomingMessage::guild("9", "60", &alice(), "").mentioning_bot();
     assert!(matches!(
         verdict(&config(), &only_mention, None),
-        Verdict::Ignore(_)
+        Triage::Ignore(_)
     ));
 }
 
@@ -167,7 +167,7 @@ fn guild_and_channel_lists_refuse_places_and_people_are_left_to_the_core() {
     let mut config = config();
     config.allowed_users = vec![];
     let dm = IncomingMessage::dm("50", &alice(), "hello");
-    let Verdict::Deliver(event) = verdict(&config, &dm, None) else {
+    let Triage::Deliver(event) = verdict(&config, &dm, None) else {
         panic!("a stranger's DM is delivered for the core to decide");
     };
     assert!(event.place().is_direct());
@@ -176,21 +176,21 @@ fn guild_and_channel_lists_refuse_places_and_people_are_left_to_the_core() {
     let elsewhere = IncomingMessage::guild("9", "60", &alice(), "hi").mentioning_bot();
     assert_eq!(
         verdict(&config, &elsewhere, None),
-        Verdict::RefusedPlace("guild 9".into())
+        Triage::RefusedPlace("guild 9".into())
     );
     assert!(
-        matches!(verdict(&config, &dm, None), Verdict::Deliver(_)),
+        matches!(verdict(&config, &dm, None), Triage::Deliver(_)),
         "DMs are not guild-checked"
     );
     config.allowed_guilds = vec!["9".into()];
     config.allowed_channels = vec!["61".into()];
     assert_eq!(
         verdict(&config, &elsewhere, None),
-        Verdict::RefusedPlace("channel 60".into())
+        Triage::RefusedPlace("channel 60".into())
     );
     assert!(matches!(
         verdict(&config, &elsewhere, Some("61")),
-        Verdict::Deliver(_)
+        Triage::Deliver(_)
     ));
 }
 
@@ -201,7 +201,7 @@ fn an_unmentioned_stranger_is_ignored_rather_than_refused() {
     let chatter = IncomingMessage::guild("9", "60", &alice(), "not for the bot");
     assert!(matches!(
         verdict(&config, &chatter, None),
-        Verdict::Ignore(_)
+        Triage::Ignore(_)
     ));
 }
 
@@ -230,7 +230,7 @@ fn a_button_press_carries_its_payload_message_and_reply_token() {
         config: &config,
         bot_id: FAKE_BOT_ID,
     };
-    let Verdict::Deliver(delivered) = press_verdict(&ctx, &press, None) else {
+    let Triage::Deliver(delivered) = press_verdict(&ctx, &press, None) else {
         panic!("a delivered press");
     };
     let ChannelEvent::Button(event) = *delivered else {
@@ -255,7 +255,7 @@ fn an_attachment_without_text_is_delivered_as_a_reference_with_its_url() {
         "proxy_url": "https://media.discord.test/notes.txt", "content_type": "text/plain",
     });
     let message = IncomingMessage::dm("42", &alice(), "").with_attachment(file);
-    let Verdict::Deliver(event) = verdict(&config(), &message, None) else {
+    let Triage::Deliver(event) = verdict(&config(), &message, None) else {
         panic!("an attachment alone is a message");
     };
     let ChannelEvent::Message(inbound) = *event else {

@@ -32,7 +32,7 @@ pub enum Envelope {
 
 /// What to do with one Slack event or interaction.
 #[derive(Debug, PartialEq)]
-pub enum Verdict {
+pub enum Triage {
     /// Hand these to the sink, then acknowledge.
     Deliver(Vec<ChannelEvent>),
     /// A channel reply that does not mention the bot: hand it to the sink only if the
@@ -111,9 +111,9 @@ impl BlockActions {
 }
 
 /// Decide what a `block_actions` interaction becomes: one `Button` event per action.
-pub fn normalise_actions(ctx: &Context<'_>, payload: &BlockActions) -> Verdict {
+pub fn normalise_actions(ctx: &Context<'_>, payload: &BlockActions) -> Triage {
     let Some(channel) = payload.channel_id() else {
-        return Verdict::Ignore("block_actions without a channel");
+        return Triage::Ignore("block_actions without a channel");
     };
     // A message that became a thread's root carries `thread_ts == ts` but is not inside it.
     let thread = payload
@@ -155,9 +155,9 @@ pub fn normalise_actions(ctx: &Context<'_>, payload: &BlockActions) -> Verdict {
         })
         .collect();
     if events.is_empty() {
-        return Verdict::Ignore("block_actions without a button value");
+        return Triage::Ignore("block_actions without a button value");
     }
-    Verdict::Deliver(events)
+    Triage::Deliver(events)
 }
 
 /// Slack direct-message channel ids start with `D`; every other id is a shared channel.

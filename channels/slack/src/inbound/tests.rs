@@ -32,7 +32,7 @@ fn each_block_action_becomes_a_button_press_with_a_unique_id() {
         "actions": [{"value": "approve:1", "action_ts": "6.0"}, {"value": "deny:1"}],
     }))
     .unwrap();
-    let Verdict::Deliver(events) = normalise_actions(&ctx(&config), &payload) else {
+    let Triage::Deliver(events) = normalise_actions(&ctx(&config), &payload) else {
         panic!("not delivered");
     };
     let ids: Vec<&str> = events.iter().map(ChannelEvent::event_id).collect();
@@ -65,7 +65,7 @@ fn a_press_on_a_thread_root_belongs_to_the_conversation_at_top_level() {
         "actions": [{"value": "approve:1"}],
     }))
     .unwrap();
-    let Verdict::Deliver(events) = normalise_actions(&ctx(&config), &payload) else {
+    let Triage::Deliver(events) = normalise_actions(&ctx(&config), &payload) else {
         panic!("not delivered");
     };
     assert_eq!(events[0].key(), &ConversationKey::new("slack", "D1"));

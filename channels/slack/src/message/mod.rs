@@ -7,7 +7,7 @@
 //! - **Channel**: an `app_mention` starts (or continues) a conversation: the thread it was
 //!   written in, else a new thread under it (`reply_in_thread`), else the channel. A
 //!   `message.channels` / `message.groups` reply without a mention continues a thread only if
-//!   the bot takes part in it ([`Verdict::IfKnown`]: the gateway already has that
+//!   the bot takes part in it ([`Triage::IfKnown`]: the gateway already has that
 //!   conversation); other channel chatter is ignored.
 //! - **Double delivery**: a mention in a channel arrives twice, as `app_mention` and as
 //!   `message.channels`, each with its own Slack `event_id`. Both are stored under the id
@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use switchboard_channel::{ChannelEvent, ConversationKey, Inbound, Place, UserRef};
 
-use crate::inbound::{Context, Malformed, Verdict};
+use crate::inbound::{Context, Malformed, Triage};
 
 /// The fields of a `message` or `app_mention` event the gateway reads.
 #[derive(Deserialize, Debug)]
@@ -51,20 +51,20 @@ pub fn normalise_event(
     ctx: &Context<'_>,
     event_id: &str,
     event: Value,
-) -> Result<Verdict, Malformed> {
+) -> Result<Triage, Malformed> {
     let kind = event
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or_default();
     if kind != "message" && kind != "app_mention" {
-        return Ok(Verdict::Ignore("event type not handled"));
+        return Ok(Triage::Ignore("event type not handled"));
     }
     let event: MessageEvent = serde_json::from_value(event)?;
     if let Some(reason) = skipped(ctx, &event) {
-        return Ok(Verdict::Ignore(reason));
+        return Ok(Triage::Ignore(reason));
     }
     let (Some(user), Some(channel), Some(ts)) = (&event.user, &event.channel, &event.ts) else {
-        return Ok(Verdict::Ignore("event without user, channel or ts"));
+        return Ok(Triage::Ignore("event without user, channel or ts"));
     };
     let is_dm = event
         .channel_type
@@ -72,7 +72,7 @@ pub fn normalise_event(
         .map_or_else(|| channel.starts_with('D'), |t| t == "im");
     let route = match route(ctx, &event, is_dm) {
         Ok(route) => route,
-        Err(reason) => return Ok(Verdict::Ignore(reason)),
+        Err(reason) => return Ok(Triage::Ignore(reason)),
     };
     // In a DM each event arrives once; in a channel a mention arrives twice (see above).
     let event_id = if is_dm {
@@ -98,8 +98,8 @@ pub fn normalise_event(
         })
     };
     Ok(match route {
-        Route::Addressed(key) => Verdict::Deliver(vec![build(key)]),
-        Route::IfKnown(key) => Verdict::IfKnown(Box::new(build(key))),
+        Route::Addressed(key) => Triage::Deliver(vec![build(key)]),
+        Route::IfKnown(key) => Triage::IfKnown(Box::new(build(key))),
     })
 }
 

@@ -27,9 +27,9 @@ fn message_of(event: ChannelEvent) -> Inbound {
     }
 }
 
-fn delivered(verdict: Verdict) -> Inbound {
+fn delivered(verdict: Triage) -> Inbound {
     match verdict {
-        Verdict::Deliver(mut events) if events.len() == 1 => message_of(events.remove(0)),
+        Triage::Deliver(mut events) if events.len() == 1 => message_of(events.remove(0)),
         other => panic!("expected one delivered event, got {other:?}"),
     }
 }
@@ -58,7 +58,7 @@ fn in_channel(kind: &str, extra: Value) -> Value {
     with(event, extra)
 }
 
-fn normalise(config: &SlackConfig, event: Value) -> Verdict {
+fn normalise(config: &SlackConfig, event: Value) -> Triage {
     normalise_event(&ctx(config), "Ev1", event).unwrap()
 }
 
@@ -114,7 +114,7 @@ fn a_channel_reply_without_a_mention_is_delivered_only_if_its_thread_is_known() 
             "message",
             json!({"channel_type": kind, "ts": "3.0", "thread_ts": "1.0"}),
         );
-        let Verdict::IfKnown(event) = normalise(&config, reply) else {
+        let Triage::IfKnown(event) = normalise(&config, reply) else {
             panic!("a reply in a thread is delivered only if known");
         };
         let m = message_of(*event);
@@ -135,7 +135,7 @@ fn both_deliveries_of_a_channel_mention_carry_one_event_id() {
         )
         .unwrap(),
     );
-    let Verdict::IfKnown(message) =
+    let Triage::IfKnown(message) =
         normalise_event(&ctx(&config), "EvMESSAGE", in_channel("message", fields)).unwrap()
     else {
         panic!("the message.channels copy is a reply in a thread");
@@ -158,7 +158,7 @@ fn channel_chatter_outside_threads_and_mentions_in_dms_are_ignored() {
     for event in [chatter, root, mention_in_dm, user_change] {
         let verdict = normalise(&config, event.clone());
         assert!(
-            matches!(verdict, Verdict::Ignore(_)),
+            matches!(verdict, Triage::Ignore(_)),
             "{event} gave {verdict:?}"
         );
     }
@@ -180,7 +180,7 @@ fn bots_edits_deletions_and_the_bot_itself_are_ignored() {
         ] {
             let verdict = normalise(&config, event);
             assert!(
-                matches!(verdict, Verdict::Ignore(_)),
+                matches!(verdict, Triage::Ignore(_)),
                 "{extra} gave {verdict:?}"
             );
         }
@@ -194,7 +194,7 @@ fn a_thread_reply_also_sent_to_the_channel_is_still_a_reply() {
         "message",
         json!({"subtype": "thread_broadcast", "ts": "3.0", "thread_ts": "1.0"}),
     );
-    assert!(matches!(normalise(&config, broadcast), Verdict::IfKnown(_)));
+    assert!(matches!(normalise(&config, broadcast), Triage::IfKnown(_)));
 }
 
 #[test]
