@@ -110,15 +110,7 @@ fn same_origin(headers: &HeaderMap) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
-
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (k, v) in pairs {
-            map.append(*k, HeaderValue::from_static(v));
-        }
-        map
-    }
+    use switchboard_standins::headers::header_map as headers;
 
     fn knock<'a>(headers: &'a HeaderMap, token: Option<&'a str>) -> Knock<'a> {
         Knock {

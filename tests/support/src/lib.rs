@@ -10,6 +10,7 @@ pub mod telegram;
 
 pub mod fake_channel;
 pub mod files;
+pub mod headers;
 pub mod llm;
 pub mod multipart;
 pub mod proxy;
