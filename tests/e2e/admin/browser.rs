@@ -6,10 +6,10 @@
 use fantoccini::{Client, Locator};
 use serde_json::{Value, json};
 use switchboard::store::PairingRequest;
-use switchboard_standins::Reply;
+use switchboard_standins::{Reply, eventually};
 
 use crate::approvals::{POLICY, buttons_channel, prompt};
-use crate::helpers::{TestApp, key, wait_transcript, wall_ms};
+use crate::helpers::{TestApp, WAIT, key, wait_transcript, wall_ms};
 
 /// What the page shows, read in one round trip.
 const STATE_JS: &str = r#"
@@ -114,11 +114,20 @@ async fn the_dashboard_walks_every_page_shows_a_new_approval_live_and_approves_i
     }
 
     client.goto(&app.url("/admin/approvals")).await.unwrap();
-    let approve = client
-        .find(Locator::Css("article.approval button.approve"))
-        .await
-        .unwrap();
-    approve.click().await.unwrap();
+    // The stream's first event reloads the list, which can replace a button found before it
+    // (a stale element): press the button the page shows, once a press lands.
+    eventually(
+        WAIT,
+        "a press on the approval's Approve button",
+        async || {
+            let approve = client
+                .find(Locator::Css("article.approval button.approve"))
+                .await
+                .map_err(|e| e.to_string())?;
+            approve.click().await.map_err(|e| e.to_string())
+        },
+    )
+    .await;
     let after = wait_for(client, "the note", |s| {
         s["note"]
             .as_str()
