@@ -144,12 +144,8 @@ impl Gateway {
         let sink: Arc<dyn EventSink> = Inbox::new(Arc::clone(&registry));
         self.leaders.set_holder(registry.deps().lifecycle.owner());
         let url = &config.gateway.database_url;
-        let replica = crate::cluster::Replica {
-            store: deps.store.clone(),
-            owner: deps.lifecycle.owner().to_owned(),
-            metrics: Arc::clone(&deps.metrics),
-        };
         let conversations: Arc<dyn crate::cluster::Conversations> = Arc::new(Arc::clone(&registry));
+        let replica = deps.replica();
         crate::cluster::start(
             conversations,
             replica,

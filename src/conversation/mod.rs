@@ -57,3 +57,14 @@ pub struct Deps {
     /// Scheduled tasks: `/schedules`, `/tz` and the `schedule` tool's service.
     pub schedules: Arc<crate::schedule::Schedules>,
 }
+
+impl Deps {
+    /// This process's part in a shared database, for the cluster's heartbeat and wake-ups.
+    pub fn replica(&self) -> crate::cluster::Replica {
+        crate::cluster::Replica {
+            store: self.store.clone(),
+            owner: self.lifecycle.owner().to_owned(),
+            metrics: Arc::clone(&self.metrics),
+        }
+    }
+}
