@@ -237,11 +237,14 @@ impl PrintingBash {
     fn new() -> Self {
         let bin = tempfile::tempdir().unwrap();
         let printer = bin.path().join("printer");
+        // One write per command: a pipeline's commands run at once, and a record written in
+        // several writes could interleave with another's (seen once under load in CI).
         std::fs::write(
             &printer,
             format!(
-                "#!/bin/sh\nprintf '{RECORD}%s' \"${{0##*/}}\" >&9\n\
-                 for a in \"$@\"; do printf '{UNIT}%s' \"$a\" >&9; done\n"
+                "#!/bin/sh\nr=\"{RECORD}${{0##*/}}\"\n\
+                 for a in \"$@\"; do r=\"$r{UNIT}$a\"; done\n\
+                 printf '%s' \"$r\" >&9\n"
             ),
         )
         .unwrap();
