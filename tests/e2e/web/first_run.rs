@@ -109,6 +109,7 @@ async fn a_first_run_without_a_key_warns_once_and_the_web_chat_says_no_api_key()
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log_path).unwrap())
         .spawn()
+        .map(Running)
         .unwrap();
     healthy(port).await;
 
@@ -140,13 +141,25 @@ async fn a_first_run_without_a_key_warns_once_and_the_web_chat_says_no_api_key()
     );
 }
 
+/// The real binary started by [`run_example`]: killed when dropped, so a test that fails
+/// part-way leaves no gateway behind (holding its port, its files, or a build's lock).
+pub(super) struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // Gone already after `stop`; both calls then just report that.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Stop the gateway as an operator would (SIGTERM) and wait for it to exit.
-pub(super) fn stop(child: &mut std::process::Child) {
+pub(super) fn stop(gateway: &mut Running) {
     Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &gateway.0.id().to_string()])
         .status()
         .unwrap();
-    child.wait().unwrap();
+    gateway.0.wait().unwrap();
 }
 
 /// The web chat's link as the README has a newcomer get it: `switchboard web-token` on the
@@ -172,7 +185,7 @@ pub(super) async fn run_example(
     dir: &std::path::Path,
     port: u16,
     env: &[(&str, String)],
-) -> std::process::Child {
+) -> Running {
     let mut command = switchboard();
     command
         .args(["run", "--config", EXAMPLE])
@@ -187,9 +200,9 @@ pub(super) async fn run_example(
     for (name, value) in env {
         command.env(name, value);
     }
-    let child = command.spawn().unwrap();
+    let gateway = Running(command.spawn().unwrap());
     healthy(port).await;
-    child
+    gateway
 }
 
 #[tokio::test]
