@@ -21,6 +21,8 @@ use crate::errors::from_sdk;
 
 /// How many prompts' choices (and the bot's own reactions on them) are remembered.
 const PROMPTS_KEPT: usize = 512;
+/// How long the homeserver has to answer the check made before the stores open.
+const REACH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One Matrix account, logged in once per process.
 pub(crate) struct Client {
@@ -30,6 +32,8 @@ pub(crate) struct Client {
     /// `<data_dir>/matrix/<name>`: `session.json` and the SDK's SQLite stores.
     dir: PathBuf,
     sdk: OnceCell<matrix_sdk::Client>,
+    /// Asks whether the homeserver answers before the SDK is set up (see `reachable`).
+    http: matrix_sdk::reqwest::Client,
     /// The lock on `dir`, held while this process uses the stores.
     lock: std::sync::OnceLock<std::fs::File>,
     pub(crate) health: Mutex<Status>,
@@ -66,6 +70,7 @@ impl Client {
             user_id,
             dir,
             sdk: OnceCell::new(),
+            http: matrix_sdk::reqwest::Client::new(),
             lock: std::sync::OnceLock::new(),
             health: Mutex::new(Status::default()),
             prompts: Mutex::new(Recent::new(PROMPTS_KEPT)),
@@ -76,6 +81,17 @@ impl Client {
     /// session is then saved (`session.json`, readable by the gateway's user only), so the
     /// bot keeps one device, and its encryption keys, across restarts.
     pub(crate) async fn sdk(&self) -> Result<&matrix_sdk::Client, ChannelError> {
+        self.sdk
+            .get_or_try_init(async || {
+                self.reachable().await?;
+                self.log_in().await
+            })
+            .await
+    }
+
+    /// The client from the stores and the saved session alone, the homeserver not asked
+    /// (`store::inspect`); without a saved session this would log in, so callers check.
+    pub(crate) async fn sdk_offline(&self) -> Result<&matrix_sdk::Client, ChannelError> {
         self.sdk.get_or_try_init(|| self.log_in()).await
     }
 
@@ -205,6 +221,30 @@ impl Client {
                 refresh_token: None,
             },
         })
+    }
+
+    /// Whether the homeserver answers at all, asked before the SDK opens its stores: while
+    /// it is down, each retry of the receive loop then costs one request, not the stores'
+    /// pools, caches and threads set up and torn down again.
+    async fn reachable(&self) -> Result<(), ChannelError> {
+        let url = format!(
+            "{}/_matrix/client/versions",
+            self.config.homeserver.trim_end_matches('/')
+        );
+        let response = self
+            .http
+            .get(&url)
+            .timeout(REACH_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| ChannelError::Transient(format!("the homeserver does not answer: {e}")))?;
+        if response.status().is_server_error() {
+            return Err(ChannelError::Transient(format!(
+                "the homeserver answers {}",
+                response.status()
+            )));
+        }
+        Ok(())
     }
 
     /// A homeserver out of reach is retried; a store that does not open is not.

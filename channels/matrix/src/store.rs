@@ -41,7 +41,7 @@ pub async fn inspect(
         )));
     }
     let client = Client::new(name, config, dir).map_err(ChannelError::Fatal)?;
-    let sdk = client.sdk().await?;
+    let sdk = client.sdk_offline().await?;
     let encryption = sdk.encryption();
     let missing = |what: &str| ChannelError::Fatal(format!("the crypto store has no {what}"));
     Ok(StoreState {

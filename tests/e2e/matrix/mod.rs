@@ -12,6 +12,7 @@ mod encrypted;
 mod files;
 mod flood;
 mod rooms;
+mod unreachable;
 
 use std::time::Duration;
 
