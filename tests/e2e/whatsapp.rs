@@ -255,3 +255,84 @@ async fn an_e164_entry_admits_the_matching_wa_id() {
     assert!(app.whatsapp().sent_to("4915112345678").is_empty());
     assert_eq!(app.llm.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn a_1100_character_approval_call_arrives_as_text_then_three_buttons() {
+    let extra = format!(
+        "[tools]\nenabled = [\"shell\"]\n[policy]\nmode = \"guarded\"\n[policy.approvers]\nwhatsapp = [{}]\n",
+        quoted(PERSON)
+    );
+    let app = spawn(&extra).await;
+    let command = format!("echo {}", "long ".repeat(220).trim_end());
+    assert!(command.len() >= 1100);
+    app.llm
+        .push(Reply::tool_call("shell", json!({"command": command})));
+    assert_eq!(say(&app, "wamid.LONGASK", "run the long one").await, 200);
+    let sent = wait_sent(&app, |s| s.iter().any(|m| m.buttons().len() == 3)).await;
+    let at = sent.iter().position(|m| m.buttons().len() == 3).unwrap();
+    assert!(at > 0, "the text came first: {sent:#?}");
+    assert!(
+        sent[at - 1].kind == "text" && sent[at - 1].text().contains("long long"),
+        "{sent:#?}"
+    );
+    assert!(sent[at].text().chars().count() <= 1024);
+}
+
+#[tokio::test]
+async fn two_channels_on_one_callback_path_each_get_only_their_numbers_messages() {
+    use switchboard_standins::whatsapp::FAKE_PHONE_NUMBER_ID;
+    let shared = |number: &str| {
+        Table::open()
+            .set("webhook_path", quoted("/whatsapp/app"))
+            .set("phone_number_id", quoted(number))
+    };
+    let app = TestApp::builder()
+        .whatsapp(shared(FAKE_PHONE_NUMBER_ID))
+        .whatsapp_also("sales", shared("2222222222"))
+        .start()
+        .await;
+    app.llm
+        .push(Reply::text("Support here."))
+        .push(Reply::text("Sales here."));
+    let url = app.url("/whatsapp/app");
+    let to_support = Notification::message(&WebhookMessage::text(PERSON, "wamid.SUP", "help"));
+    assert_eq!(to_support.post(&url, FAKE_APP_SECRET).await, 200);
+    wait_inbox_idle(&app.store()).await;
+    let to_sales = Notification::messages(
+        "2222222222",
+        &[WebhookMessage::text(PERSON, "wamid.SAL", "buy")],
+    );
+    assert_eq!(to_sales.post(&url, FAKE_APP_SECRET).await, 200);
+    let nobody = Notification::messages(
+        "3333333333",
+        &[WebhookMessage::text(PERSON, "wamid.NOB", "?")],
+    );
+    assert_eq!(
+        nobody.post(&url, FAKE_APP_SECRET).await,
+        200,
+        "no channel owns it: acknowledged"
+    );
+    wait_inbox_idle(&app.store()).await;
+    let (support, sales) = (said(&app, "whatsapp").await, said(&app, "sales").await);
+    assert!(
+        support.contains("help") && !support.contains("buy"),
+        "{support}"
+    );
+    assert!(sales.contains("buy") && !sales.contains("help"), "{sales}");
+    assert_eq!(
+        app.llm.requests().len(),
+        2,
+        "the unowned number's message was not stored"
+    );
+}
+
+/// Everything stored in [`PERSON`]'s conversation on `channel`, for matching.
+async fn said(app: &TestApp, channel: &str) -> String {
+    let key = switchboard_channel::ConversationKey::new(channel, PERSON);
+    let history = app.store().history(&key, 10).await.unwrap();
+    history
+        .iter()
+        .map(|m| format!("{m:?}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -64,6 +64,8 @@ pub struct Builder {
     telegram: Platform<FakeTelegram>,
     discord: Platform<FakeDiscord>,
     whatsapp: Platform<FakeGraph>,
+    /// More WhatsApp channels on the same stand-in: (name, table).
+    more_whatsapp: Vec<(String, Table)>,
     /// `[channels.web]` keys, when the web chat is on.
     web: Option<String>,
     extra: String,
@@ -122,6 +124,13 @@ impl Builder {
     /// `group_policy` is left out).
     pub fn whatsapp(mut self, table: Table) -> Self {
         self.whatsapp.table = Some(table);
+        self
+    }
+
+    /// Another WhatsApp channel named `name` on the same stand-in (its table sets its own
+    /// `phone_number_id`, and `webhook_path` to share one).
+    pub fn whatsapp_also(mut self, name: &str, table: Table) -> Self {
+        self.more_whatsapp.push((name.to_owned(), table));
         self
     }
 
@@ -207,6 +216,10 @@ impl Builder {
             ];
             let table = table.without("group_policy");
             text.push_str(&table.render("whatsapp", "whatsapp", &fixed));
+            for (name, table) in std::mem::take(&mut self.more_whatsapp) {
+                let table = table.without("group_policy");
+                text.push_str(&table.render(&name, "whatsapp", &fixed));
+            }
         }
         if let Some(keys) = &self.web {
             text.push_str(&format!("[channels.web]\nkind = \"web\"\n{keys}\n"));
