@@ -111,6 +111,13 @@ pub(crate) fn bodies(msg: &Outbound) -> Vec<Value> {
     out
 }
 
+/// The text a person sees in a message body (a text's, or an interactive message's body).
+fn shown_text(body: &Value) -> String {
+    let text = body["text"]["body"].as_str();
+    let text = text.or(body["interactive"]["body"]["text"].as_str());
+    text.unwrap_or_default().to_owned()
+}
+
 /// `text` as one template parameter: Meta refuses newlines, tabs and more than four spaces
 /// in a row there, so lines are joined with ` · ` and runs of blanks become one space.
 pub(crate) fn flatten(text: &str) -> String {
@@ -135,8 +142,12 @@ impl Inner {
         }
         let mut last = None;
         for body in bodies(msg) {
+            let shown = shown_text(&body);
             match self.api.send(addressed(chat, body)).await {
-                Ok(id) => last = Some(id),
+                Ok(id) => {
+                    self.remember_sent(&id, &shown);
+                    last = Some(id);
+                }
                 Err(err) if err.code() == Some(REENGAGEMENT) && last.is_none() => {
                     return self.outside_window(chat, msg).await;
                 }

@@ -7,13 +7,17 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use switchboard_channel::Health;
+use switchboard_channel::{Health, Recent};
 
 use crate::api::Graph;
 use crate::config::WhatsAppConfig;
 
 /// How long after a person's last message free-form messages may reach them.
 pub(crate) const WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
+/// Messages of ours remembered for quoting when someone replies to one.
+const REMEMBERED_SENT: usize = 512;
+/// How much of a message a reply quotes.
+const QUOTE_CHARS: usize = 200;
 /// Meta hides the typing indicator after 25 s: it is renewed when older than this.
 const TYPING_REFRESH: Duration = Duration::from_secs(20);
 
@@ -56,6 +60,8 @@ pub(crate) struct Inner {
     /// window is unknown until the person writes, and a `131047` decides then.
     seen: Mutex<HashMap<String, Seen>>,
     tally: Mutex<Tally>,
+    /// Our recent messages' texts by `wamid`, so a reply to one can quote it.
+    sent: Mutex<Recent<String>>,
 }
 
 fn unix(t: SystemTime) -> u64 {
@@ -75,6 +81,7 @@ impl Inner {
             api,
             seen: Mutex::new(HashMap::new()),
             tally: Mutex::new(Tally::default()),
+            sent: Mutex::new(Recent::new(REMEMBERED_SENT)),
         }
     }
 
@@ -136,6 +143,25 @@ impl Inner {
         if let Some(s) = seen.get_mut(chat) {
             s.typing_at = None;
         }
+    }
+
+    /// Remember our message `id` showing `text`, for a reply that quotes it.
+    pub(crate) fn remember_sent(&self, id: &str, text: &str) {
+        let quote: String = text.chars().take(QUOTE_CHARS).collect();
+        let mut sent = self
+            .sent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sent.insert(id.to_owned(), quote);
+    }
+
+    /// The start of our message `id`, when it is still remembered.
+    pub(crate) fn quote(&self, id: &str) -> Option<String> {
+        let sent = self
+            .sent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sent.get(id)
     }
 
     /// Record a message WhatsApp will not take outside the 24-hour window.

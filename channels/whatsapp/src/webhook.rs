@@ -131,7 +131,12 @@ async fn handle(hub: &Hub, channel: &Inner, value: MessagesValue) -> Result<(), 
             .and_then(|t| t.parse().ok())
             .unwrap_or(0);
         let id = msg.id.clone();
-        let event = match inbound::normalise(&channel.name, &person, msg) {
+        let quoted = msg
+            .context
+            .as_ref()
+            .and_then(|c| c.id.as_deref())
+            .and_then(|c| channel.quote(c));
+        let event = match inbound::normalise(&channel.name, &person, msg, quoted.as_deref()) {
             Triage::Deliver(event) => *event,
             Triage::Ignore(reason) => {
                 tracing::debug!(channel = %channel.name, reason, "WhatsApp message ignored");

@@ -61,8 +61,9 @@ pub(crate) fn person(msg: &Message, contacts: &[Contact], allowed: &[String]) ->
     Some(Person { chat, user, name })
 }
 
-/// `msg` from `person` as an event of channel `name`.
-pub(crate) fn normalise(name: &str, person: &Person, msg: Message) -> Triage {
+/// `msg` from `person` as an event of channel `name`; `quoted` is the start of our message
+/// it replies to, when it replies to one still remembered.
+pub(crate) fn normalise(name: &str, person: &Person, msg: Message, quoted: Option<&str>) -> Triage {
     let key = ConversationKey::new(name, &person.chat);
     let user = UserRef {
         id: person.user.clone(),
@@ -90,6 +91,10 @@ pub(crate) fn normalise(name: &str, person: &Person, msg: Message) -> Triage {
     let (text, attachments) = match content(&msg) {
         Ok(content) => content,
         Err(reason) => return Triage::Ignore(reason),
+    };
+    let text = match quoted {
+        Some(quote) => format!("{}\n\n{text}", quote_lines(quote)),
+        None => text,
     };
     Triage::Deliver(Box::new(ChannelEvent::Message(Inbound {
         key,
@@ -165,6 +170,12 @@ fn location_text(l: &Location) -> String {
     } else {
         format!("📍 Location: {place} ({at})")
     }
+}
+
+/// `quote` as a markdown quote: each line behind `> `.
+fn quote_lines(quote: &str) -> String {
+    let lines: Vec<String> = quote.lines().map(|l| format!("> {l}")).collect();
+    lines.join("\n")
 }
 
 /// Shared contact cards written out: one line per card, name then numbers.

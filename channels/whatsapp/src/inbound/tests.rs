@@ -23,7 +23,7 @@ fn someone() -> Person {
 }
 
 fn deliver(value: serde_json::Value) -> ChannelEvent {
-    match normalise("wa", &someone(), message(value)) {
+    match normalise("wa", &someone(), message(value), None) {
         Triage::Deliver(event) => *event,
         Triage::Ignore(reason) => panic!("ignored: {reason}"),
     }
@@ -91,6 +91,7 @@ fn locations_contacts_and_reactions_are_written_out() {
         &someone(),
         message(json!({"id": "wamid.R2", "type": "reaction",
         "reaction": {"message_id": "wamid.OURS"}})),
+        None,
     );
     assert!(matches!(removed, Triage::Ignore(_)));
 }
@@ -118,6 +119,7 @@ fn unknown_kinds_are_ignored() {
         "wa",
         &someone(),
         message(json!({"id": "wamid.U", "type": "unsupported"})),
+        None,
     );
     assert!(matches!(odd, Triage::Ignore(_)));
 }
@@ -143,4 +145,21 @@ fn a_person_is_their_number_unless_only_their_user_id_is_allowed() {
     let p = person(&hidden, &only_id, &["16505551234".into()]).unwrap();
     assert_eq!((p.chat.as_str(), p.user.as_str()), ("US.1349", "US.1349"));
     assert!(person(&message(json!({"id": "wamid.3", "type": "text"})), &[], &[]).is_none());
+}
+
+#[test]
+fn a_reply_to_a_remembered_message_quotes_its_start() {
+    let reply = message(
+        json!({"id": "wamid.Q", "type": "text", "context": {"id": "wamid.OURS"},
+        "text": {"body": "yes, that one"}}),
+    );
+    let Triage::Deliver(event) =
+        normalise("wa", &someone(), reply, Some("Shall I book\nthe 9:00?"))
+    else {
+        panic!("ignored")
+    };
+    let ChannelEvent::Message(m) = *event else {
+        panic!("not a message")
+    };
+    assert_eq!(m.text, "> Shall I book\n> the 9:00?\n\nyes, that one");
 }

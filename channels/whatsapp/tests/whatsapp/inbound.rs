@@ -191,3 +191,31 @@ async fn a_person_allowed_by_number_is_known_by_it_and_one_without_a_number_by_t
         .collect();
     assert_eq!(users, ["16505551234", "US.13491208655302741918"]);
 }
+
+#[tokio::test]
+async fn a_reply_to_one_of_our_messages_quotes_it() {
+    let app = spawn_app().await;
+    let first = WebhookMessage::text("16505551234", "wamid.Q0", "hi");
+    assert_eq!(app.post(&Notification::message(&first)).await, 200);
+    let key = switchboard_channel::ConversationKey::new("wa0", "16505551234");
+    let ours = app
+        .channel()
+        .send(
+            &key,
+            &switchboard_channel::Outbound::text("Shall I book the 9:00?"),
+        )
+        .await
+        .unwrap();
+    let reply = WebhookMessage::of(
+        "16505551234",
+        "wamid.Q1",
+        json!({"type": "text",
+        "context": {"from": FAKE_PHONE_NUMBER_ID, "id": ours.id}, "text": {"body": "yes"}}),
+    );
+    assert_eq!(app.post(&Notification::message(&reply)).await, 200);
+    let stored = app.sink.stored();
+    let ChannelEvent::Message(m) = &stored[1] else {
+        panic!("{stored:?}")
+    };
+    assert_eq!(m.text, "> Shall I book the 9:00?\n\nyes");
+}

@@ -3,6 +3,7 @@
 //! to the gateway, signed with `X-Hub-Signature-256` (`signer`). Shapes follow Meta's
 //! Cloud API reference: messages webhooks, the Messages API, media and error objects.
 
+mod rules;
 mod server;
 mod signer;
 
