@@ -336,3 +336,57 @@ async fn said(app: &TestApp, channel: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// A gateway on a manual clock whose model makes a one-hour reminder when [`PERSON`] writes
+/// a message 25 hours old (so the window is closed when it fires), and the reminder's text.
+async fn reminder_outside_the_window(table: Table) -> (TestApp, switchboard::clock::Clock) {
+    use switchboard::schedule::when::rfc3339;
+    let clock = switchboard::clock::Clock::manual(crate::helpers::wall_ms());
+    let app = TestApp::builder()
+        .whatsapp(table)
+        .clock(clock.clone())
+        .start()
+        .await;
+    let due = clock.now_ms() + 3_600_000;
+    let args = json!({"action": "create", "prompt": "Remind them to call the bank", "at": rfc3339(due, "UTC")});
+    app.llm
+        .push(Reply::tool_call("schedule", args))
+        .push(Reply::text("I'll remind you."))
+        .push(Reply::text("Time to call the bank!"));
+    let old = WebhookMessage::text(PERSON, "wamid.REMIND", "remind me in an hour").ago(25 * 3600);
+    assert_eq!(app.whatsapp_post(&Notification::message(&old)).await, 200);
+    wait_inbox_idle(&app.store()).await;
+    clock.advance(Duration::from_secs(3600));
+    eventually(WAIT, "the reminder to fire", async || {
+        let n = app.llm.requests().len();
+        if n == 3 { Ok(()) } else { Err(n) }
+    })
+    .await;
+    wait_inbox_idle(&app.store()).await;
+    (app, clock)
+}
+
+#[tokio::test]
+async fn a_reminder_due_outside_the_window_goes_out_as_the_template() {
+    let table = Table::open().set(
+        "reminder_template",
+        "{ name = \"reminder\", language = \"en\" }",
+    );
+    let (app, _clock) = reminder_outside_the_window(table).await;
+    let sent = wait_sent(&app, |s| s.len() == 2).await;
+    assert!(sent.iter().all(|s| s.kind == "template"), "{sent:#?}");
+    assert_eq!(sent[1].text(), "Time to call the bank!");
+    assert!(app.whatsapp().refused().is_empty(), "chosen before sending");
+}
+
+#[tokio::test]
+async fn a_reminder_due_outside_the_window_without_a_template_is_undeliverable_and_shown() {
+    let (app, _clock) = reminder_outside_the_window(Table::open()).await;
+    assert!(app.whatsapp().sent_to(PERSON).is_empty());
+    let health = app.built("whatsapp").health();
+    assert!(
+        health.detail.contains("2 message(s) undeliverable"),
+        "{}",
+        health.detail
+    );
+}
