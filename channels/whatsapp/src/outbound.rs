@@ -6,7 +6,7 @@
 //! Outside the window a message goes out as the configured template, or is recorded as
 //! undeliverable: logged, counted in the channel's health, and refused once (never retried).
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use switchboard_channel::{
@@ -30,6 +30,8 @@ const MAX_BUTTONS: usize = 3;
 const MAX_ROWS: usize = 10;
 /// Longest template parameter we send (the template's whole body is capped at 1,024).
 const MAX_PARAMETER_CHARS: usize = 900;
+/// Attempts at a later piece of one message before its failure is handed back.
+const REST_ATTEMPTS: u32 = 5;
 /// The body of a button message that follows a text too long to carry them.
 const CHOOSE: &str = "Choose one:";
 
@@ -143,7 +145,14 @@ impl Inner {
         let mut last = None;
         for body in bodies(msg) {
             let shown = shown_text(&body);
-            match self.api.send(addressed(chat, body)).await {
+            let body = addressed(chat, body);
+            // After the first piece went out, a retry of the whole message would repeat it:
+            // the rest waits out a rate limit or a passing failure here instead.
+            let sent = match last {
+                None => self.api.send(body).await,
+                Some(_) => self.send_rest(body).await,
+            };
+            match sent {
                 Ok(id) => {
                     self.remember_sent(&id, &shown);
                     last = Some(id);
@@ -157,6 +166,28 @@ impl Inner {
         self.answered(chat);
         last.map(MessageRef::new)
             .ok_or_else(|| ChannelError::Transient("nothing was sent".into()))
+    }
+
+    /// A later piece of one message: rate limits and passing failures waited out (a few
+    /// times, at most a minute each) rather than handed back.
+    async fn send_rest(&self, body: Value) -> Result<String, crate::api::GraphError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let err = match self.api.send(body.clone()).await {
+                Ok(id) => return Ok(id),
+                Err(err) => err,
+            };
+            let wait = match ChannelError::from(err.clone()) {
+                ChannelError::RateLimited { retry_after } => retry_after,
+                ChannelError::Transient(_) => Duration::from_millis(500 << attempt.min(5)),
+                _ => return Err(err),
+            };
+            if attempt >= REST_ATTEMPTS {
+                return Err(err);
+            }
+            tokio::time::sleep(wait.min(Duration::from_secs(60))).await;
+        }
     }
 
     /// `msg` to someone who has not written for 24 hours: as the reminder template with the

@@ -187,3 +187,27 @@ async fn a_file_is_uploaded_then_sent_as_a_document() {
     let id = sent[0].body["document"]["id"].as_str().unwrap();
     assert_eq!(app.graph.media(id).unwrap().1, b"%PDF-1.4 report");
 }
+
+#[tokio::test]
+async fn a_rate_limit_between_the_text_and_its_buttons_is_waited_out_without_repeating_the_text() {
+    let app = spawn_app().await;
+    wrote(&app, "wamid.W4", 5).await;
+    app.graph.pass_next(1);
+    app.graph.fail_next(1, Failure::rate_limited());
+    let long = Outbound {
+        text: "z".repeat(1100),
+        buttons: approval_buttons(),
+    };
+    app.channel().send(&key(), &long).await.unwrap();
+    let sent = app.graph.sent_to(PERSON);
+    assert_eq!(sent.len(), 2, "the text once, then the buttons: {sent:#?}");
+    assert_eq!(
+        (sent[0].kind.as_str(), sent[1].kind.as_str()),
+        ("text", "interactive")
+    );
+    assert_eq!(
+        app.graph.refused().len(),
+        1,
+        "the buttons met the limit once"
+    );
+}

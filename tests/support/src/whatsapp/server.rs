@@ -112,7 +112,8 @@ struct World {
     /// Message ids named by read receipts with a typing indicator.
     typing: Vec<String>,
     refused: Vec<(i64, Value)>,
-    failures: VecDeque<Failure>,
+    /// Scripted answers for the next sends; `None` lets one through.
+    failures: VecDeque<Option<Failure>>,
     closed: BTreeSet<String>,
     /// media id → (mime, bytes); uploads land here too.
     media: BTreeMap<String, (String, Vec<u8>)>,
@@ -209,7 +210,15 @@ impl FakeGraph {
         self.shared
             .world()
             .failures
-            .extend(std::iter::repeat_n(failure, n));
+            .extend(std::iter::repeat_n(Some(failure), n));
+    }
+
+    /// Let the next `n` message sends through before scripted failures apply.
+    pub fn pass_next(&self, n: usize) {
+        self.shared
+            .world()
+            .failures
+            .extend(std::iter::repeat_n(None, n));
     }
 
     /// Close `to`'s 24-hour window: free-form messages to them fail with `131047`.
@@ -282,7 +291,7 @@ async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
         .unwrap_or_default()
         .to_owned();
     let kind = body["type"].as_str().unwrap_or("text").to_owned();
-    let refusal = match world.failures.pop_front() {
+    let refusal = match world.failures.pop_front().flatten() {
         Some(Failure::ServerError) => {
             return (StatusCode::BAD_GATEWAY, "<html>502 Bad Gateway</html>").into_response();
         }
