@@ -35,6 +35,15 @@ impl Draft {
         let max = self.limits.max_message_len;
         let mut parts: VecDeque<String> =
             split_message(&answer, max, self.limits.length_unit).into();
+        // A draft with no edit left cannot become the answer: the answer goes out in new
+        // messages and the draft is deleted after them.
+        let spent =
+            self.edits_left() == Some(0) && parts.front().is_some_and(|first| *first != self.shown);
+        let replaced = if spent {
+            std::mem::take(&mut self.out.messages)
+        } else {
+            Vec::new()
+        };
         let mut index = 0;
         while let Some(part) = parts.pop_front() {
             let buttons = if parts.is_empty() {
@@ -56,7 +65,10 @@ impl Draft {
             }
             index += 1;
         }
-        for stale in self.out.messages.split_off(index) {
+        for stale in replaced
+            .into_iter()
+            .chain(self.out.messages.split_off(index))
+        {
             let _ = self.channel.delete(&self.key, &stale).await;
         }
         Ok(self.out)

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use switchboard_channel::{ChannelError, Outbound, fit_tail};
+use switchboard_channel::{AnswerDelivery, ChannelError, Outbound, fit_tail};
 use tokio::time::Instant;
 
 use super::Draft;
@@ -20,6 +20,10 @@ impl Draft {
     pub(super) fn flush_deadline(&self) -> Option<Instant> {
         if !self.edits() {
             // Pieces go out as events arrive (`flush_if_due`), never on a timer.
+            return None;
+        }
+        // The last edit a capped platform allows is kept for the final answer.
+        if !self.out.messages.is_empty() && self.edits_left().is_some_and(|left| left <= 1) {
             return None;
         }
         let visible = self.visible();
@@ -150,7 +154,10 @@ impl Draft {
                 .channel
                 .edit(&self.key, &existing, &Outbound::text(text))
                 .await
-                .map(|()| self.out.edits += 1),
+                .map(|()| {
+                    self.out.edits += 1;
+                    self.draft_edits += 1;
+                }),
             None => {
                 let posted = self.channel.send(&self.key, &Outbound::text(text)).await?;
                 self.out.sends += 1;
@@ -158,6 +165,16 @@ impl Draft {
                 self.report_posted().await;
                 Ok(())
             }
+        }
+    }
+
+    /// Edits the posted draft may still take on a platform that caps them; `None`: no cap.
+    pub(super) fn edits_left(&self) -> Option<u32> {
+        match self.limits.delivery {
+            AnswerDelivery::Edits {
+                max_edits: Some(max),
+            } => Some(max.saturating_sub(self.draft_edits)),
+            _ => None,
         }
     }
 

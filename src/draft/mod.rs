@@ -95,6 +95,8 @@ pub struct Draft {
     draft_id: Option<u64>,
     /// Bytes of `answer` already sent as finished pieces, on a platform without edits.
     chunked: usize,
+    /// Edits the posted draft message took, against `AnswerDelivery::Edits`' cap.
+    draft_edits: u32,
 }
 
 impl Draft {
@@ -133,6 +135,7 @@ impl Draft {
             // Small enough for any JSON integer parser on the platform side.
             draft_id: Some(u64::from(rand::random::<u32>() | 1)),
             chunked: 0,
+            draft_edits: 0,
         }
     }
 

@@ -269,3 +269,53 @@ async fn whole_delivery_sends_a_long_streamed_answer_once_at_the_end() {
     assert_eq!(texts, [answer]);
     assert_eq!((outcome.sends, outcome.edits), (1, 0));
 }
+
+/// A long answer streamed in 100-character steps, 600 ms apart, into a chat whose platform
+/// allows `max_edits` edits per message; the outcome and the calls.
+async fn stream_capped(max_edits: Option<u32>) -> (DraftOutcome, Vec<switchboard_standins::Call>) {
+    let limits = Limits {
+        min_edit_interval: Duration::ZERO,
+        delivery: AnswerDelivery::Edits { max_edits },
+        ..Limits::default()
+    };
+    let fake = FakeChannel::with_limits("fake", limits, None);
+    let (tx, task) = start(&fake);
+    let mut answer = String::new();
+    for i in 0..8 {
+        let piece = format!("{}{i} ", "x".repeat(98));
+        answer.push_str(&piece);
+        tx.send(text(&piece)).unwrap();
+        sleep(Duration::from_millis(600)).await;
+    }
+    let answer = answer.trim_end().to_owned();
+    tx.send(AgentEvent::Final(answer.clone())).unwrap();
+    let outcome = task.await.unwrap();
+    assert_eq!(fake.transcript(&key()), [answer]);
+    (outcome, fake.writes())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_capped_platform_keeps_its_last_edit_for_the_final_answer() {
+    let (uncapped, _) = stream_capped(None).await;
+    assert!(
+        uncapped.edits > 2,
+        "the stream would edit more: {uncapped:?}"
+    );
+    let (capped, writes) = stream_capped(Some(2)).await;
+    let edits = writes.iter().filter(|w| w.op == Op::Edit).count();
+    assert_eq!(edits, 2, "{writes:#?}");
+    assert_eq!(capped.sends, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_draft_without_edits_left_is_replaced_by_the_answer_and_deleted() {
+    let (outcome, writes) = stream_capped(Some(0)).await;
+    assert!(writes.iter().all(|w| w.op != Op::Edit), "{writes:#?}");
+    let ops: Vec<&Op> = writes.iter().map(|w| &w.op).collect();
+    assert_eq!(
+        ops,
+        [&Op::Send, &Op::Send, &Op::Delete],
+        "draft, answer, draft deleted"
+    );
+    assert_eq!(outcome.messages.len(), 1);
+}

@@ -36,7 +36,8 @@ pub struct Limits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnswerDelivery {
     /// One message edited as the answer grows; `max_edits` caps the edits one message takes
-    /// (Signal), after which the draft continues in a new message.
+    /// (Signal): the draft stops updating one edit short of the cap, keeping the last for the
+    /// final answer; with none left the answer is posted anew and the draft deleted.
     Edits {
         /// Most edits one message takes; `None` for no cap.
         max_edits: Option<u32>,
