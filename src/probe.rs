@@ -111,6 +111,14 @@ async fn probe_channel(
             let auth = format!("Bot {token}");
             (http.get(url).header("authorization", auth), "/username")
         }
+        // The business number's own record: its display number answers for the token.
+        #[cfg(feature = "whatsapp")]
+        ChannelConfig::WhatsApp(c) => {
+            let base = c.api_url.trim_end_matches('/');
+            let url = format!("{base}/{}?fields=display_phone_number", c.phone_number_id);
+            let token = c.access_token.expose().unwrap_or_default();
+            (http.get(url).bearer_auth(token), "/display_phone_number")
+        }
         // Logging in would make a device; the homeserver answering its versions is the check.
         #[cfg(feature = "matrix")]
         ChannelConfig::Matrix(c) => {

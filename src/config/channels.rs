@@ -14,7 +14,7 @@ use switchboard_channel::{ChannelSettings, Site};
 use super::{Config, Problem};
 
 /// Every platform `kind`, whether or not this binary was built with it.
-pub const KINDS: &[&str] = &["slack", "telegram", "discord", "web", "matrix"];
+pub const KINDS: &[&str] = &["slack", "telegram", "discord", "web", "matrix", "whatsapp"];
 
 /// One `[channels.<name>]` table: the platform's own settings type.
 #[derive(Debug, Clone)]
@@ -34,6 +34,9 @@ pub enum ChannelConfig {
     /// Matrix client-server API (`/sync`, end-to-end encryption).
     #[cfg(feature = "matrix")]
     Matrix(switchboard_matrix::MatrixConfig),
+    /// WhatsApp Business Cloud API (signed webhooks, Graph API).
+    #[cfg(feature = "whatsapp")]
+    WhatsApp(switchboard_whatsapp::WhatsAppConfig),
 }
 
 impl ChannelConfig {
@@ -50,13 +53,16 @@ impl ChannelConfig {
             Self::Web(_) => "web",
             #[cfg(feature = "matrix")]
             Self::Matrix(_) => "matrix",
+            #[cfg(feature = "whatsapp")]
+            Self::WhatsApp(_) => "whatsapp",
             // Built without any platform: there is no value to match.
             #[cfg(not(any(
                 feature = "slack",
                 feature = "telegram",
                 feature = "discord",
                 feature = "web",
-                feature = "matrix"
+                feature = "matrix",
+                feature = "whatsapp"
             )))]
             _ => match *self {},
         }
@@ -75,12 +81,15 @@ impl ChannelConfig {
             Self::Web(s) => s,
             #[cfg(feature = "matrix")]
             Self::Matrix(s) => s,
+            #[cfg(feature = "whatsapp")]
+            Self::WhatsApp(s) => s,
             #[cfg(not(any(
                 feature = "slack",
                 feature = "telegram",
                 feature = "discord",
                 feature = "web",
-                feature = "matrix"
+                feature = "matrix",
+                feature = "whatsapp"
             )))]
             _ => match *self {},
         }
@@ -94,7 +103,8 @@ impl ChannelConfig {
         feature = "telegram",
         feature = "discord",
         feature = "web",
-        feature = "matrix"
+        feature = "matrix",
+        feature = "whatsapp"
     )),
     allow(unused_variables)
 )]
@@ -110,6 +120,8 @@ fn from_kind<'de, D: Deserializer<'de>>(kind: &str, d: D) -> Result<ChannelConfi
         "web" => Deserialize::deserialize(d).map(ChannelConfig::Web),
         #[cfg(feature = "matrix")]
         "matrix" => Deserialize::deserialize(d).map(ChannelConfig::Matrix),
+        #[cfg(feature = "whatsapp")]
+        "whatsapp" => Deserialize::deserialize(d).map(ChannelConfig::WhatsApp),
         known if KINDS.contains(&known) => Err(de::Error::custom(format!(
             "kind {known:?}: this binary was built without the `{known}` feature"
         ))),
@@ -197,11 +209,14 @@ pub(super) fn problems(config: &Config) -> Vec<Problem> {
 pub const ROUTES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 
 /// A route mounted twice would panic the router at start-up; name the later channel's key.
+/// A route the channel crate says it shares (WhatsApp numbers of one app on one callback
+/// URL) may be claimed again by channels of the same kind, which serve it together.
 fn route_problems(config: &Config) -> Vec<Problem> {
     let mut owners: BTreeMap<String, String> = ROUTES
         .iter()
         .map(|path| ((*path).to_owned(), "the gateway's own route".to_owned()))
         .collect();
+    let mut shared: BTreeMap<String, &'static str> = BTreeMap::new();
     if config.admin.enabled {
         let admin = super::admin::paths(&config.admin.base());
         owners.extend(
@@ -213,6 +228,9 @@ fn route_problems(config: &Config) -> Vec<Problem> {
     let mut problems = Vec::new();
     for (name, channel) in &config.channels {
         for route in channel.settings().http_routes(name) {
+            if route.shared && shared.get(&route.path) == Some(&channel.kind()) {
+                continue;
+            }
             if let Some(owner) = owners.get(&route.path) {
                 let key = match route.key {
                     Some(key) => format!("channels.{name}.{key}"),
@@ -221,6 +239,9 @@ fn route_problems(config: &Config) -> Vec<Problem> {
                 let message = format!("route {} is already served by {owner}", route.path);
                 problems.push(problem(key, message));
                 break;
+            }
+            if route.shared {
+                shared.insert(route.path.clone(), channel.kind());
             }
             owners.insert(route.path, format!("channel `{name}`"));
         }

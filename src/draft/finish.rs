@@ -18,6 +18,9 @@ impl Draft {
     /// Deliver the final answer: edit the draft into the first part, post the rest, and
     /// delete leftovers of an earlier, longer attempt.
     pub async fn finish(mut self, answer: &str) -> Result<DraftOutcome, ChannelError> {
+        if !self.edits() {
+            return self.finish_pieces(answer).await;
+        }
         let answer = self
             .scrubber
             .scrub(&answer.replace(CLEAR_SENTINEL, ""))
@@ -32,6 +35,15 @@ impl Draft {
         let max = self.limits.max_message_len;
         let mut parts: VecDeque<String> =
             split_message(&answer, max, self.limits.length_unit).into();
+        // A draft with no edit left cannot become the answer: the answer goes out in new
+        // messages and the draft is deleted after them.
+        let spent =
+            self.edits_left() == Some(0) && parts.front().is_some_and(|first| *first != self.shown);
+        let replaced = if spent {
+            std::mem::take(&mut self.out.messages)
+        } else {
+            Vec::new()
+        };
         let mut index = 0;
         while let Some(part) = parts.pop_front() {
             let buttons = if parts.is_empty() {
@@ -53,7 +65,10 @@ impl Draft {
             }
             index += 1;
         }
-        for stale in self.out.messages.split_off(index) {
+        for stale in replaced
+            .into_iter()
+            .chain(self.out.messages.split_off(index))
+        {
             let _ = self.channel.delete(&self.key, &stale).await;
         }
         Ok(self.out)
@@ -61,7 +76,7 @@ impl Draft {
 
     /// Put `text` into message `index` (editing one posted earlier, or posting it),
     /// waiting out rate limits and retrying transient failures.
-    async fn deliver_part(
+    pub(super) async fn deliver_part(
         &mut self,
         index: usize,
         text: &str,

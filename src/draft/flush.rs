@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use switchboard_channel::{ChannelError, Outbound, fit_tail};
+use switchboard_channel::{AnswerDelivery, ChannelError, Outbound, fit_tail};
 use tokio::time::Instant;
 
 use super::Draft;
@@ -18,6 +18,14 @@ impl Draft {
 
     /// When the pending update may go out, or `None` when nothing is waiting to be shown.
     pub(super) fn flush_deadline(&self) -> Option<Instant> {
+        if !self.edits() {
+            // Pieces go out as events arrive (`flush_if_due`), never on a timer.
+            return None;
+        }
+        // The last edit a capped platform allows is kept for the final answer.
+        if !self.out.messages.is_empty() && self.edits_left().is_some_and(|left| left <= 1) {
+            return None;
+        }
         let visible = self.visible();
         if visible.trim().is_empty() || visible == self.shown {
             return None;
@@ -64,6 +72,10 @@ impl Draft {
     /// Send the pending update if its time has come and the chat's budget has room;
     /// otherwise count it as coalesced into a later edit.
     pub(super) async fn flush_if_due(&mut self) {
+        if !self.edits() {
+            self.flush_chunk().await;
+            return;
+        }
         match self.flush_deadline() {
             Some(at) if at <= Instant::now() => {}
             Some(_) => {
@@ -142,7 +154,10 @@ impl Draft {
                 .channel
                 .edit(&self.key, &existing, &Outbound::text(text))
                 .await
-                .map(|()| self.out.edits += 1),
+                .map(|()| {
+                    self.out.edits += 1;
+                    self.draft_edits += 1;
+                }),
             None => {
                 let posted = self.channel.send(&self.key, &Outbound::text(text)).await?;
                 self.out.sends += 1;
@@ -150,6 +165,16 @@ impl Draft {
                 self.report_posted().await;
                 Ok(())
             }
+        }
+    }
+
+    /// Edits the posted draft may still take on a platform that caps them; `None`: no cap.
+    pub(super) fn edits_left(&self) -> Option<u32> {
+        match self.limits.delivery {
+            AnswerDelivery::Edits {
+                max_edits: Some(max),
+            } => Some(max.saturating_sub(self.draft_edits)),
+            _ => None,
         }
     }
 

@@ -265,6 +265,30 @@ fn check_names_file_line_and_key_of_a_webhook_without_secret_and_a_duplicate_web
     );
 }
 
+/// Two WhatsApp numbers of one app on one callback path, and a web chat claiming it too.
+const SHARED_WHATSAPP_PATH: &str = "[gateway]\nlisten = \"127.0.0.1:0\"\n\n\
+[channels.wa1]\nkind = \"whatsapp\"\nphone_number_id = \"1111\"\naccess_token = \"t\"\n\
+app_secret = \"s\"\nverify_token = \"v\"\nwebhook_path = \"/whatsapp\"\n\n\
+[channels.wa2]\nkind = \"whatsapp\"\nphone_number_id = \"2222\"\naccess_token = \"t\"\n\
+app_secret = \"s\"\nverify_token = \"v\"\nwebhook_path = \"/whatsapp\"\n\n\
+[channels.web]\nkind = \"web\"\npath = \"/whatsapp\"\n";
+
+#[test]
+fn whatsapp_channels_may_share_a_webhook_path_but_another_kind_may_not() {
+    let (code, stderr) = check(SHARED_WHATSAPP_PATH);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(!stderr.contains("channels.wa2"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "key `channels.web.path`: route /whatsapp is already served by channel `wa1`"
+        ),
+        "{stderr}"
+    );
+    let without_web = SHARED_WHATSAPP_PATH.split("[channels.web]").next().unwrap();
+    let (code, stderr) = check(without_web);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
 #[test]
 fn run_refuses_two_web_channels_on_one_path_with_the_message_instead_of_panicking() {
     let dir = tempfile::tempdir().unwrap();

@@ -62,6 +62,7 @@ mod telegram;
 mod tools;
 mod upgrade;
 mod web;
+mod whatsapp;
 
 /// Unix seconds now.
 fn helpers_now() -> i64 {

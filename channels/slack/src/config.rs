@@ -114,7 +114,11 @@ impl ChannelSettings for SlackConfig {
     fn http_routes(&self, name: &str) -> Vec<HttpRoute> {
         route_paths(name)
             .into_iter()
-            .map(|path| HttpRoute { key: None, path })
+            .map(|path| HttpRoute {
+                key: None,
+                path,
+                shared: false,
+            })
             .collect()
     }
 

@@ -185,6 +185,7 @@ impl ChannelSettings for TelegramConfig {
         match self.mode {
             Mode::Polling => Vec::new(),
             Mode::Webhook => vec![HttpRoute {
+                shared: false,
                 key: None,
                 path: webhook_path(name),
             }],

@@ -43,6 +43,7 @@ impl ChannelSettings for WebConfig {
         routes::paths(&self.base())
             .into_iter()
             .map(|path| HttpRoute {
+                shared: false,
                 key: Some("path"),
                 path,
             })

@@ -9,6 +9,7 @@ use switchboard::config::{Config, EnvString};
 use switchboard_standins::discord::{self, FakeDiscord};
 use switchboard_standins::slack::{FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack};
 use switchboard_standins::telegram::{self, FakeTelegram};
+use switchboard_standins::whatsapp::{self, FakeGraph};
 use switchboard_standins::{FakeChannel, FakeLlm};
 
 use super::TestApp;
@@ -62,6 +63,9 @@ pub struct Builder {
     slack: Platform<FakeSlack>,
     telegram: Platform<FakeTelegram>,
     discord: Platform<FakeDiscord>,
+    whatsapp: Platform<FakeGraph>,
+    /// More WhatsApp channels on the same stand-in: (name, table).
+    more_whatsapp: Vec<(String, Table)>,
     /// `[channels.web]` keys, when the web chat is on.
     web: Option<String>,
     extra: String,
@@ -113,6 +117,20 @@ impl Builder {
     /// client's gateway session is up.
     pub fn discord(mut self, table: Table) -> Self {
         self.discord.table = Some(table);
+        self
+    }
+
+    /// A WhatsApp channel named `whatsapp` with `table`'s settings (WhatsApp has no groups:
+    /// `group_policy` is left out).
+    pub fn whatsapp(mut self, table: Table) -> Self {
+        self.whatsapp.table = Some(table);
+        self
+    }
+
+    /// Another WhatsApp channel named `name` on the same stand-in (its table sets its own
+    /// `phone_number_id`, and `webhook_path` to share one).
+    pub fn whatsapp_also(mut self, name: &str, table: Table) -> Self {
+        self.more_whatsapp.push((name.to_owned(), table));
         self
     }
 
@@ -187,6 +205,22 @@ impl Builder {
             ];
             text.push_str(&table.render("discord", "discord", &fixed));
         }
+        if let Some(table) = self.whatsapp.table() {
+            let graph = started(&mut self.whatsapp.standin, FakeGraph::start()).await;
+            let fixed = [
+                ("phone_number_id", quoted(whatsapp::FAKE_PHONE_NUMBER_ID)),
+                ("access_token", quoted(whatsapp::FAKE_ACCESS_TOKEN)),
+                ("app_secret", quoted(whatsapp::FAKE_APP_SECRET)),
+                ("verify_token", quoted(whatsapp::FAKE_VERIFY_TOKEN)),
+                ("api_url", quoted(&graph.api_url())),
+            ];
+            let table = table.without("group_policy");
+            text.push_str(&table.render("whatsapp", "whatsapp", &fixed));
+            for (name, table) in std::mem::take(&mut self.more_whatsapp) {
+                let table = table.without("group_policy");
+                text.push_str(&table.render(&name, "whatsapp", &fixed));
+            }
+        }
         if let Some(keys) = &self.web {
             text.push_str(&format!("[channels.web]\nkind = \"web\"\n{keys}\n"));
         }
@@ -218,6 +252,7 @@ impl Builder {
             slack: self.slack.standin,
             telegram: self.telegram.standin,
             discord: self.discord.standin,
+            whatsapp: self.whatsapp.standin,
             tools: self.tools,
             addr: any_port(),
             built: Vec::new(),

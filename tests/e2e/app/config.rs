@@ -75,6 +75,12 @@ impl Table {
         self
     }
 
+    /// Leave `key` out (a platform without that setting).
+    pub fn without(mut self, key: &str) -> Self {
+        self.keys.retain(|(k, _)| k != key);
+        self
+    }
+
     /// The table for channel `name` of `kind`, with `fixed` keys (credentials, API URL) set
     /// first and this table's own keys over them.
     pub(super) fn render(self, name: &str, kind: &str, fixed: &[(&str, String)]) -> String {

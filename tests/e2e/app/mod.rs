@@ -23,6 +23,7 @@ use switchboard_channel::Channel;
 use switchboard_standins::discord::FakeDiscord;
 use switchboard_standins::slack::{FAKE_SIGNING_SECRET, FakeSlack, SignedRequest};
 use switchboard_standins::telegram::FakeTelegram;
+use switchboard_standins::whatsapp::{FAKE_APP_SECRET, FakeGraph, Notification};
 use switchboard_standins::{FakeChannel, FakeLlm};
 
 pub use builder::Builder;
@@ -45,6 +46,7 @@ pub struct TestApp {
     slack: Option<FakeSlack>,
     telegram: Option<FakeTelegram>,
     discord: Option<FakeDiscord>,
+    whatsapp: Option<FakeGraph>,
     tools: Vec<Arc<dyn Tool>>,
     /// Where the latest life serves HTTP; a graceful restart listens here again, so a page
     /// or socket client finds the gateway where it was.
@@ -126,6 +128,19 @@ impl TestApp {
     /// The Discord stand-in.
     pub fn discord(&self) -> &FakeDiscord {
         self.discord.as_ref().expect("built with .discord()")
+    }
+
+    /// The WhatsApp Graph API stand-in.
+    pub fn whatsapp(&self) -> &FakeGraph {
+        self.whatsapp.as_ref().expect("built with .whatsapp()")
+    }
+
+    /// Post `notification` to the WhatsApp channel's webhook, signed with the stand-in's app
+    /// secret; the status the gateway answers.
+    pub async fn whatsapp_post(&self, notification: &Notification) -> u16 {
+        notification
+            .post(&self.url("/whatsapp/whatsapp"), FAKE_APP_SECRET)
+            .await
     }
 
     /// The channel named `name` that the latest life built from the config.

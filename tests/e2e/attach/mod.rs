@@ -7,6 +7,7 @@ mod providers;
 mod slack;
 mod telegram;
 mod telegram_photo;
+mod whatsapp;
 
 use serde_json::Value;
 

@@ -7,6 +7,7 @@
 pub mod discord;
 pub mod slack;
 pub mod telegram;
+pub mod whatsapp;
 
 pub mod fake_channel;
 pub mod files;

@@ -20,6 +20,8 @@ pub enum Target {
     /// Matrix `org.matrix.custom.html`: the web chat's safe HTML, whose tags are all within
     /// the ones the Matrix spec lets clients show.
     MatrixHtml,
+    /// WhatsApp: `*bold*`, `_italic_`, `~strike~`, ``` blocks; plain text otherwise.
+    WhatsApp,
 }
 
 /// Render `markdown` for `target`.
@@ -31,6 +33,7 @@ pub fn render(markdown: &str, target: Target) -> String {
     match target {
         Target::TelegramHtml => chat::render(markdown, chat::Dialect::Telegram),
         Target::SlackMrkdwn => chat::render(markdown, chat::Dialect::Slack),
+        Target::WhatsApp => chat::render(markdown, chat::Dialect::WhatsApp),
         Target::DiscordMarkdown => discord::render(markdown),
         Target::WebHtml | Target::MatrixHtml => web::render(markdown),
     }

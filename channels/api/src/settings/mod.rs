@@ -69,6 +69,10 @@ pub struct HttpRoute {
     pub key: Option<&'static str>,
     /// The full path, e.g. `/chat/ws`.
     pub path: String,
+    /// Whether other channels of the same kind may claim this path too: the crate then
+    /// mounts it once and dispatches among them (WhatsApp numbers of one app share one
+    /// callback URL).
+    pub shared: bool,
 }
 
 /// Why a channel could not be built from its settings.

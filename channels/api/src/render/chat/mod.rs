@@ -1,5 +1,5 @@
-//! Markdown → chat-app text (Telegram HTML, Slack mrkdwn): the two line-oriented targets of
-//! the renderer. Block structure becomes lines (bullets, bold headings), inline styles become
+//! Markdown → chat-app text (Telegram HTML, Slack mrkdwn, WhatsApp's marks): the
+//! line-oriented targets of the renderer. Block structure becomes lines (bullets, bold headings), inline styles become
 //! the platform's tags or marks, and everything else is escaped text.
 
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
@@ -14,13 +14,16 @@ pub(super) enum Dialect {
     Telegram,
     /// Slack `mrkdwn`.
     Slack,
+    /// WhatsApp's plain text with `*bold*`, `_italic_`, `~strike~`, `> ` quotes and
+    /// backtick code; nothing is escaped (the app shows text as written).
+    WhatsApp,
 }
 
 impl Dialect {
     fn schemes(self) -> &'static [&'static str] {
         match self {
             Self::Telegram => &["http", "https", "mailto", "tg"],
-            Self::Slack => &["http", "https", "mailto"],
+            Self::Slack | Self::WhatsApp => &["http", "https", "mailto"],
         }
     }
 
@@ -30,9 +33,9 @@ impl Dialect {
             (Self::Telegram, Style::Bold) => ("<b>", "</b>"),
             (Self::Telegram, Style::Italic) => ("<i>", "</i>"),
             (Self::Telegram, Style::Strike) => ("<s>", "</s>"),
-            (Self::Slack, Style::Bold) => ("*", "*"),
-            (Self::Slack, Style::Italic) => ("_", "_"),
-            (Self::Slack, Style::Strike) => ("~", "~"),
+            (Self::Slack | Self::WhatsApp, Style::Bold) => ("*", "*"),
+            (Self::Slack | Self::WhatsApp, Style::Italic) => ("_", "_"),
+            (Self::Slack | Self::WhatsApp, Style::Strike) => ("~", "~"),
         }
     }
 }
@@ -195,7 +198,7 @@ impl Writer {
             self.gap = 0;
         }
         for i in 0..self.gap {
-            if i > 0 && self.quote_depth > 0 && self.dialect == Dialect::Slack {
+            if i > 0 && self.quote_depth > 0 && self.dialect != Dialect::Telegram {
                 self.out.push('>');
             }
             self.out.push('\n');
@@ -221,9 +224,9 @@ impl Writer {
         }
     }
 
-    /// Start a line inside a Slack blockquote with its `> `.
+    /// Start a line inside a Slack or WhatsApp blockquote with its `> `.
     fn line_prefix(&mut self) {
-        if self.at_line_start && self.quote_depth > 0 && self.dialect == Dialect::Slack {
+        if self.at_line_start && self.quote_depth > 0 && self.dialect != Dialect::Telegram {
             self.out.push_str("> ");
         }
         self.at_line_start = false;
@@ -231,8 +234,17 @@ impl Writer {
 
     fn text(&mut self, text: &str) {
         let mut escaped = String::with_capacity(text.len());
-        escape_text_into(&mut escaped, text);
+        self.escape(&mut escaped, text);
         self.raw(&escaped);
+    }
+
+    /// Text as the dialect must write it: HTML-escaped, except on WhatsApp, which shows
+    /// `&`, `<` and `>` as written.
+    fn escape(&self, out: &mut String, text: &str) {
+        match self.dialect {
+            Dialect::WhatsApp => out.push_str(text),
+            Dialect::Telegram | Dialect::Slack => escape_text_into(out, text),
+        }
     }
 
     fn open(&mut self, style: Style) {
@@ -269,9 +281,9 @@ impl Writer {
                 escape_text_into(&mut escaped, code);
                 escaped.push_str("</code>");
             }
-            Dialect::Slack => {
+            Dialect::Slack | Dialect::WhatsApp => {
                 escaped.push('`');
-                escape_text_into(&mut escaped, code);
+                self.escape(&mut escaped, code);
                 escaped.push('`');
             }
         }
@@ -297,9 +309,9 @@ impl Writer {
                 escape_text_into(&mut block, code);
                 block.push_str("</pre>");
             }
-            (Dialect::Slack, _) => {
+            (Dialect::Slack | Dialect::WhatsApp, _) => {
                 block.push_str("```\n");
-                escape_text_into(&mut block, code);
+                self.escape(&mut block, code);
                 block.push_str("\n```");
             }
         }
@@ -337,8 +349,18 @@ impl Writer {
             self.out.push_str("</a>");
             return;
         }
-        // Slack wants `<url|text>`: take the text written since the link opened.
+        // Slack wants `<url|text>`, WhatsApp `text (url)`: take the text written since the
+        // link opened.
         let label = self.out.split_off(frame.start);
+        if self.dialect == Dialect::WhatsApp {
+            let link = match label.as_str() {
+                "" => href,
+                label if label == href => href,
+                label => format!("{label} ({href})"),
+            };
+            self.out.push_str(&link);
+            return;
+        }
         let mut url = String::with_capacity(href.len());
         escape_text_into(&mut url, &href.replace('|', "%7C"));
         let mut link = format!("<{url}");

@@ -1,4 +1,4 @@
-//! Table tests for the Telegram HTML and Slack mrkdwn renderers.
+//! Table tests for the Telegram HTML, Slack mrkdwn and WhatsApp renderers.
 
 use super::{Dialect, render};
 
@@ -212,6 +212,28 @@ fn slack_mrkdwn_links_use_angle_brackets_and_only_safe_schemes() {
                 "> [in quote](https://q.example)",
                 "> <https://q.example|in quote>",
             ),
+        ],
+    );
+}
+
+#[test]
+fn whatsapp_uses_its_own_marks_and_escapes_nothing() {
+    check(
+        Dialect::WhatsApp,
+        &[
+            ("**bold**", "*bold*"),
+            ("*italic*", "_italic_"),
+            ("~~gone~~", "~gone~"),
+            ("`x < y & z`", "`x < y & z`"),
+            ("```\nfn main() {}\n```", "```\nfn main() {}\n```"),
+            (
+                "[docs](https://example.com/a)",
+                "docs (https://example.com/a)",
+            ),
+            ("<https://example.com>", "https://example.com"),
+            ("[run](javascript:alert(1))", "run"),
+            ("> quoted\n>\n> more", "> quoted\n>\n> more"),
+            ("- one\n- two", "• one\n• two"),
         ],
     );
 }
