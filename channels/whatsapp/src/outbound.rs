@@ -45,11 +45,11 @@ fn clip(text: &str, max: usize) -> String {
     cut
 }
 
-/// The addressee of a message to `chat`: a phone number goes in `to`; a business-scoped user
-/// id (someone who shows no number) in `recipient`.
+/// The addressee of a message to `chat`: a phone number goes in `to` (Meta prefers it when
+/// known); a business-scoped user id (someone who shows no number) in `recipient`.
 pub(crate) fn addressed(chat: &str, mut body: Value) -> Value {
+    body["recipient_type"] = json!("individual");
     if chat.bytes().all(|b| b.is_ascii_digit()) {
-        body["recipient_type"] = json!("individual");
         body["to"] = json!(chat);
     } else {
         body["recipient"] = json!(chat);
