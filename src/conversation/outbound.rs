@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use switchboard_channel::{
-    Attachment, Button, ButtonPress, Channel, ChannelError, ConversationKey, EventSink, FileError,
-    Health, Limits, MessageRef,
+    AnswerDelivery, Attachment, Button, ButtonPress, Channel, ChannelError, ConversationKey,
+    EventSink, FileError, Health, Limits, MessageRef,
 };
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -202,7 +202,9 @@ impl Outbox {
     }
 
     /// Replace the text of a message posted earlier (an approval prompt once decided): the
-    /// edit is scrubbed and waits for the chat's budget like any other write.
+    /// edit is scrubbed and waits for the chat's budget like any other write. On a platform
+    /// that cannot edit (`Limits::delivery` is not `Edits`) the message stays as posted and
+    /// nothing is sent: its callers tell the outcome in the chat as well.
     pub async fn edit(
         &self,
         route: &Route,
@@ -210,8 +212,12 @@ impl Outbox {
         message: &MessageRef,
         text: &str,
     ) -> Result<(), ChannelError> {
+        let limits = route.limits_for(key);
+        if !matches!(limits.delivery, AnswerDelivery::Edits { .. }) {
+            return Ok(());
+        }
         let text = self.scrubber.scrub(text).into_owned();
-        self.governor.take(key, &route.limits_for(key)).await;
+        self.governor.take(key, &limits).await;
         route
             .0
             .edit(key, message, &switchboard_channel::Outbound::text(text))
@@ -286,6 +292,27 @@ mod tests {
         let scrubber = Arc::new(Scrubber::new([SECRET]));
         let channels = Channels::from(vec![channel]);
         Outbox::new(&channels, Arc::new(Governor::new()), scrubber, draft)
+    }
+
+    #[tokio::test]
+    async fn an_edit_on_a_platform_without_edits_sends_nothing() {
+        let limits = Limits {
+            delivery: switchboard_channel::AnswerDelivery::Whole,
+            ..Limits::default()
+        };
+        let fake = FakeChannel::with_limits("fake", limits, None);
+        let out = outbound(&fake);
+        let key = ConversationKey::new("fake", "c1");
+        let route = out.route("fake").expect("configured");
+        let posted = out.post(&route, &key, "prompt", Vec::new()).await.unwrap();
+        out.edit(&route, &key, &posted.messages[0], "decided")
+            .await
+            .unwrap();
+        assert_eq!(
+            fake.transcript(&key),
+            ["prompt"],
+            "the message stays as posted"
+        );
     }
 
     #[tokio::test]

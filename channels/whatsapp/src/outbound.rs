@@ -45,11 +45,11 @@ fn clip(text: &str, max: usize) -> String {
     cut
 }
 
-/// The addressee of a message to `chat`: a phone number goes in `to`; a business-scoped user
-/// id (someone who shows no number) in `recipient`.
+/// The addressee of a message to `chat`: a phone number goes in `to` (Meta prefers it when
+/// known); a business-scoped user id (someone who shows no number) in `recipient`.
 pub(crate) fn addressed(chat: &str, mut body: Value) -> Value {
+    body["recipient_type"] = json!("individual");
     if chat.bytes().all(|b| b.is_ascii_digit()) {
-        body["recipient_type"] = json!("individual");
         body["to"] = json!(chat);
     } else {
         body["recipient"] = json!(chat);
@@ -154,7 +154,7 @@ impl Inner {
             };
             match sent {
                 Ok(id) => {
-                    self.remember_sent(&id, &shown);
+                    self.remember_sent(&id, chat, &shown);
                     last = Some(id);
                 }
                 Err(err) if err.code() == Some(REENGAGEMENT) && last.is_none() => {
@@ -193,6 +193,26 @@ impl Inner {
     /// `msg` to someone who has not written for 24 hours: as the reminder template with the
     /// text as its parameter, else recorded as undeliverable.
     async fn outside_window(&self, chat: &str, msg: &Outbound) -> Result<MessageRef, ChannelError> {
+        self.as_template(chat, &render(&msg.text, Target::WhatsApp))
+            .await
+    }
+
+    /// Our message `id`, reported failed with `131047` after WhatsApp had taken it: the same
+    /// as a closed window found before sending, when its text is still remembered.
+    pub(crate) async fn failed_for_the_window(&self, id: &str) {
+        let Some((chat, text)) = self.sent_message(id) else {
+            self.undeliverable("(a message no longer remembered)");
+            tracing::error!(channel = %self.name, message = id, "a message failed outside the 24-hour window and is no longer known");
+            return;
+        };
+        if let Err(err) = self.as_template(&chat, &text).await {
+            tracing::warn!(channel = %self.name, chat, error = %err, "could not send the message as the template");
+        }
+    }
+
+    /// `text` (already in WhatsApp's format) to `chat` as the reminder template, or recorded
+    /// as undeliverable without one.
+    async fn as_template(&self, chat: &str, text: &str) -> Result<MessageRef, ChannelError> {
         let Some(template) = &self.config.reminder_template else {
             self.undeliverable(chat);
             tracing::error!(
@@ -205,7 +225,7 @@ impl Inner {
                 "undeliverable outside WhatsApp's 24-hour window (no reminder_template)".into(),
             ));
         };
-        let parameter = flatten(&render(&msg.text, Target::WhatsApp));
+        let parameter = flatten(text);
         let body = json!({"type": "template", "template": {
             "name": template.name,
             "language": {"code": template.language},

@@ -60,8 +60,9 @@ pub(crate) struct Inner {
     /// window is unknown until the person writes, and a `131047` decides then.
     seen: Mutex<HashMap<String, Seen>>,
     tally: Mutex<Tally>,
-    /// Our recent messages' texts by `wamid`, so a reply to one can quote it.
-    sent: Mutex<Recent<String>>,
+    /// Our recent messages by `wamid`: (chat, text as shown), so a reply to one can quote it
+    /// and one WhatsApp reports failed for the 24-hour window can go out as the template.
+    sent: Mutex<Recent<(String, String)>>,
 }
 
 fn unix(t: SystemTime) -> u64 {
@@ -145,18 +146,23 @@ impl Inner {
         }
     }
 
-    /// Remember our message `id` showing `text`, for a reply that quotes it.
-    pub(crate) fn remember_sent(&self, id: &str, text: &str) {
-        let quote: String = text.chars().take(QUOTE_CHARS).collect();
+    /// Remember our message `id` to `chat` showing `text`.
+    pub(crate) fn remember_sent(&self, id: &str, chat: &str, text: &str) {
         let mut sent = self
             .sent
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        sent.insert(id.to_owned(), quote);
+        sent.insert(id.to_owned(), (chat.to_owned(), text.to_owned()));
     }
 
     /// The start of our message `id`, when it is still remembered.
     pub(crate) fn quote(&self, id: &str) -> Option<String> {
+        let (_, text) = self.sent_message(id)?;
+        Some(text.chars().take(QUOTE_CHARS).collect())
+    }
+
+    /// Our message `id`'s chat and text, when still remembered.
+    pub(crate) fn sent_message(&self, id: &str) -> Option<(String, String)> {
         let sent = self
             .sent
             .lock()

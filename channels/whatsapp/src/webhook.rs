@@ -112,7 +112,7 @@ fn bad_request(hub: &Hub, error: &dyn std::fmt::Display) -> Response {
 
 /// One number's messages and statuses; `Err` with the status to answer when one could not
 /// be stored (or carries an id the inbox cannot key on).
-async fn handle(hub: &Hub, channel: &Inner, value: MessagesValue) -> Result<(), StatusCode> {
+async fn handle(hub: &Hub, channel: &Arc<Inner>, value: MessagesValue) -> Result<(), StatusCode> {
     for status in &value.statuses {
         report_status(channel, status);
     }
@@ -161,13 +161,19 @@ async fn handle(hub: &Hub, channel: &Inner, value: MessagesValue) -> Result<(), 
     Ok(())
 }
 
-/// A `failed` delivery status: logged with its code, counted in the channel's health.
-fn report_status(channel: &Inner, status: &Status) {
+/// A `failed` delivery status: logged with its code, counted in the channel's health; one
+/// failed for the 24-hour window goes out again as the template (after the 200: Meta waits
+/// for nobody's Graph API call).
+fn report_status(channel: &Arc<Inner>, status: &Status) {
     if status.status != "failed" {
         return;
     }
     channel.failed_status();
     let code = status.errors.first().map_or(0, |e| e.code);
+    if code == crate::api::REENGAGEMENT {
+        let (channel, id) = (Arc::clone(channel), status.id.clone());
+        tokio::spawn(async move { channel.failed_for_the_window(&id).await });
+    }
     let detail = status
         .errors
         .first()

@@ -211,3 +211,51 @@ async fn a_rate_limit_between_the_text_and_its_buttons_is_waited_out_without_rep
         "the buttons met the limit once"
     );
 }
+
+#[tokio::test]
+async fn a_message_reported_failed_for_the_window_goes_out_again_as_the_template() {
+    let app = spawn_with(&[FAKE_PHONE_NUMBER_ID], |c| {
+        c.reminder_template = Some(ReminderTemplate {
+            name: "reminder".into(),
+            language: "en".into(),
+        });
+    })
+    .await;
+    let ours = app
+        .channel()
+        .send(&key(), &Outbound::text("**Late** answer"))
+        .await
+        .unwrap();
+    let failed = Notification::failed_status(FAKE_PHONE_NUMBER_ID, &ours.id, PERSON, 131_047);
+    assert_eq!(app.post(&failed).await, 200);
+    let sent = app.graph.wait_for(PERSON, 2, Duration::from_secs(5)).await;
+    assert_eq!(
+        (sent[1].kind.as_str(), sent[1].text()),
+        ("template", "*Late* answer".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn without_a_template_a_message_failed_for_the_window_is_undeliverable() {
+    let app = spawn_app().await;
+    let ours = app
+        .channel()
+        .send(&key(), &Outbound::text("late"))
+        .await
+        .unwrap();
+    let failed = Notification::failed_status(FAKE_PHONE_NUMBER_ID, &ours.id, PERSON, 131_047);
+    assert_eq!(app.post(&failed).await, 200);
+    switchboard_standins::eventually(
+        Duration::from_secs(5),
+        "undeliverable in health",
+        async || {
+            let detail = app.channel().health().detail;
+            if detail.contains("undeliverable") {
+                Ok(())
+            } else {
+                Err(detail)
+            }
+        },
+    )
+    .await;
+}
