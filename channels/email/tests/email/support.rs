@@ -72,7 +72,9 @@ impl Servers {
             let user = format!("u{i:02}");
             let path = self.dir.join("locks").join(&user);
             let file = File::create(&path).expect("lock file");
-            if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok() {
+            if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+                .is_ok()
+            {
                 let account = Account { user, _lock: file };
                 self.empty(&account.user).await;
                 return account;
@@ -99,9 +101,29 @@ impl Servers {
         s.select("INBOX").await.expect("select");
         let all = s.uid_search("ALL").await.expect("search");
         if !all.is_empty() {
-            let _: Vec<_> = s.uid_store("1:*", "+FLAGS (\\Deleted)").await.unwrap().try_collect().await.unwrap();
+            let _: Vec<_> = s
+                .uid_store("1:*", "+FLAGS (\\Deleted)")
+                .await
+                .unwrap()
+                .try_collect()
+                .await
+                .unwrap();
             let _: Vec<_> = s.expunge().await.unwrap().try_collect().await.unwrap();
         }
+        let _ = s.logout().await;
+    }
+
+    /// Mark every mail in `user`'s INBOX unread again (as a restore that lost the flags).
+    pub async fn mark_unread(&self, user: &str) {
+        let mut s = self.imap(user).await;
+        s.select("INBOX").await.expect("select");
+        let _: Vec<_> = s
+            .uid_store("1:*", "-FLAGS (\\Seen)")
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
         let _ = s.logout().await;
     }
 
@@ -162,7 +184,8 @@ pub struct Running {
 impl Running {
     /// Build the channel (state in `dir`) and start receiving into `sink`.
     pub fn start(config: EmailConfig, dir: &std::path::Path, sink: Arc<dyn EventSink>) -> Self {
-        let channel = Arc::new(EmailChannel::new("mail", config, dir.to_owned()).expect("channel builds"));
+        let channel =
+            Arc::new(EmailChannel::new("mail", config, dir.to_owned()).expect("channel builds"));
         let shutdown = CancellationToken::new();
         let task = tokio::spawn({
             let (channel, shutdown) = (Arc::clone(&channel), shutdown.clone());
@@ -170,7 +193,11 @@ impl Running {
                 let _ = channel.start(sink, shutdown).await;
             }
         });
-        Self { channel, shutdown, task }
+        Self {
+            channel,
+            shutdown,
+            task,
+        }
     }
 
     /// Stop receiving, as a gateway stopping (or killed: nothing is flushed on the way out).
@@ -241,7 +268,11 @@ impl Person<'_> {
                 base64_lines(bytes)
             )),
         }
-        let raw = if draft.unsigned { raw } else { self.signed(&raw) };
+        let raw = if draft.unsigned {
+            raw
+        } else {
+            self.signed(&raw)
+        };
         let envelope = Envelope::new(
             Some(self.address.parse().unwrap()),
             vec![to.parse().unwrap()],
@@ -259,11 +290,19 @@ impl Person<'_> {
         let der = rustls_pemfile::private_key(&mut pem.as_slice())
             .expect("PEM")
             .expect("a private key");
-        let key = Ed25519Key::from_pkcs8_maybe_unchecked_der(der.secret_der()).expect("Ed25519 key");
+        let key =
+            Ed25519Key::from_pkcs8_maybe_unchecked_der(der.secret_der()).expect("Ed25519 key");
         let signature = DkimSigner::from_key(key)
             .domain("people.test")
             .selector("sb")
-            .headers(["From", "To", "Subject", "Message-ID", "In-Reply-To", "References"])
+            .headers([
+                "From",
+                "To",
+                "Subject",
+                "Message-ID",
+                "In-Reply-To",
+                "References",
+            ])
             .sign(raw.as_bytes())
             .expect("signs");
         format!("{}{raw}", signature.to_header())
@@ -278,7 +317,10 @@ impl Person<'_> {
         AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1")
             .port(self.servers.smtp_port)
             .tls(Tls::Required(params))
-            .credentials(Credentials::new(self.user.clone(), self.servers.password.clone()))
+            .credentials(Credentials::new(
+                self.user.clone(),
+                self.servers.password.clone(),
+            ))
             .build()
     }
 
@@ -305,7 +347,11 @@ fn base64_lines(bytes: &[u8]) -> String {
         if i > 0 && i % 19 == 0 {
             out.push_str("\r\n");
         }
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
         for j in 0..4 {
             if j <= chunk.len() {
@@ -321,5 +367,7 @@ fn base64_lines(bytes: &[u8]) -> String {
 /// The value of header `name` in `raw` (unfolded), if present.
 pub fn header(raw: &[u8], name: &str) -> Option<String> {
     let message = mail_parser::MessageParser::default().parse(raw)?;
-    message.header_raw(name).map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+    message
+        .header_raw(name)
+        .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
 }

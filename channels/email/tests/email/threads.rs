@@ -22,26 +22,42 @@ async fn an_authenticated_mail_is_answered_once_in_its_thread_with_an_html_part(
     let running = Running::start(servers.config(&bot, &[&person.address]), &dir, sink.clone());
 
     let first = person
-        .send(&bot_address, Draft {
-            subject: "Lunch plan".into(),
-            body: "Shall we meet at noon?\n\n-- \nAlice".into(),
-            ..Draft::default()
-        })
+        .send(
+            &bot_address,
+            Draft {
+                subject: "Lunch plan".into(),
+                body: "Shall we meet at noon?\n\n-- \nAlice".into(),
+                ..Draft::default()
+            },
+        )
         .await;
     let stored = sink.wait_for(1).await;
-    let ChannelEvent::Message(message) = &stored[0] else { panic!("a message: {stored:?}") };
+    let ChannelEvent::Message(message) = &stored[0] else {
+        panic!("a message: {stored:?}")
+    };
     assert_eq!(message.event_id, first);
     assert_eq!(message.user.id, person.address);
     assert_eq!(message.place, Place::Direct);
-    assert_eq!(message.text, "Subject: Lunch plan\n\nShall we meet at noon?", "signature trimmed");
+    assert_eq!(
+        message.text, "Subject: Lunch plan\n\nShall we meet at noon?",
+        "signature trimmed"
+    );
     assert_eq!(message.key.chat, person.address);
     assert_eq!(message.key.thread.as_deref(), Some(first.as_str()));
 
     let answer = Outbound::text("**Noon** works. See <https://example.org/menu>.");
-    let sent = running.channel.send(&message.key, &answer).await.expect("answer sent");
+    let sent = running
+        .channel
+        .send(&message.key, &answer)
+        .await
+        .expect("answer sent");
     let inbox = eventually(WITHIN, "the answer in the person's mailbox", async || {
         let inbox = person.inbox().await;
-        if inbox.len() == 1 { Ok(inbox) } else { Err(inbox.len()) }
+        if inbox.len() == 1 {
+            Ok(inbox)
+        } else {
+            Err(inbox.len())
+        }
     })
     .await;
     let mail = &inbox[0];
@@ -49,31 +65,55 @@ async fn an_authenticated_mail_is_answered_once_in_its_thread_with_an_html_part(
     assert_eq!(header(mail, "In-Reply-To"), Some(format!("<{first}>")));
     assert_eq!(header(mail, "References"), Some(format!("<{first}>")));
     assert_eq!(header(mail, "Message-ID"), Some(format!("<{}>", sent.id)));
-    assert_eq!(header(mail, "Auto-Submitted").as_deref(), Some("auto-replied"));
-    let parsed = mail_parser::MessageParser::default().parse(mail.as_slice()).unwrap();
+    assert_eq!(
+        header(mail, "Auto-Submitted").as_deref(),
+        Some("auto-replied")
+    );
+    let parsed = mail_parser::MessageParser::default()
+        .parse(mail.as_slice())
+        .unwrap();
     assert!(parsed.body_text(0).unwrap().contains("**Noon** works"));
     let html = parsed.body_html(0).expect("an HTML part");
     assert!(html.contains("<strong>Noon</strong>"), "{html}");
-    assert!(header(mail, "Content-Type").unwrap().starts_with("multipart/alternative"));
+    assert!(
+        header(mail, "Content-Type")
+            .unwrap()
+            .starts_with("multipart/alternative")
+    );
 
     // The person answers the bot's mail: same conversation. A new subject: a new one.
     let reply = person
-        .send(&bot_address, Draft {
-            subject: "Re: Lunch plan".into(),
-            body: "Great!\n\nOn Mon, Bot wrote:\n> Noon works.".into(),
-            in_reply_to: Some(sent.id.clone()),
-            references: vec![first.clone(), sent.id.clone()],
-            ..Draft::default()
-        })
+        .send(
+            &bot_address,
+            Draft {
+                subject: "Re: Lunch plan".into(),
+                body: "Great!\n\nOn Mon, Bot wrote:\n> Noon works.".into(),
+                in_reply_to: Some(sent.id.clone()),
+                references: vec![first.clone(), sent.id.clone()],
+                ..Draft::default()
+            },
+        )
         .await;
     let fresh = person
-        .send(&bot_address, Draft { subject: "Invoices".into(), body: "Another thing".into(), ..Draft::default() })
+        .send(
+            &bot_address,
+            Draft {
+                subject: "Invoices".into(),
+                body: "Another thing".into(),
+                ..Draft::default()
+            },
+        )
         .await;
     let stored = sink.wait_for(3).await;
     let keys: Vec<_> = stored.iter().map(|e| e.key().clone()).collect();
     assert_eq!(stored[1].event_id(), reply);
-    assert_eq!(keys[1], keys[0], "a reply continues the thread's conversation");
-    let ChannelEvent::Message(second) = &stored[1] else { panic!() };
+    assert_eq!(
+        keys[1], keys[0],
+        "a reply continues the thread's conversation"
+    );
+    let ChannelEvent::Message(second) = &stored[1] else {
+        panic!()
+    };
     assert_eq!(second.text, "Great!", "quoted history trimmed");
     assert_eq!(stored[2].event_id(), fresh);
     assert_ne!(keys[2], keys[0], "a new subject is a new conversation");
