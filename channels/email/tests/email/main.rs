@@ -3,5 +3,6 @@
 
 mod refusals;
 mod restart;
+mod sending;
 mod support;
 mod threads;
