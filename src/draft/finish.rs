@@ -18,6 +18,9 @@ impl Draft {
     /// Deliver the final answer: edit the draft into the first part, post the rest, and
     /// delete leftovers of an earlier, longer attempt.
     pub async fn finish(mut self, answer: &str) -> Result<DraftOutcome, ChannelError> {
+        if !self.edits() {
+            return self.finish_pieces(answer).await;
+        }
         let answer = self
             .scrubber
             .scrub(&answer.replace(CLEAR_SENTINEL, ""))
@@ -61,7 +64,7 @@ impl Draft {
 
     /// Put `text` into message `index` (editing one posted earlier, or posting it),
     /// waiting out rate limits and retrying transient failures.
-    async fn deliver_part(
+    pub(super) async fn deliver_part(
         &mut self,
         index: usize,
         text: &str,

@@ -18,6 +18,10 @@ impl Draft {
 
     /// When the pending update may go out, or `None` when nothing is waiting to be shown.
     pub(super) fn flush_deadline(&self) -> Option<Instant> {
+        if !self.edits() {
+            // Pieces go out as events arrive (`flush_if_due`), never on a timer.
+            return None;
+        }
         let visible = self.visible();
         if visible.trim().is_empty() || visible == self.shown {
             return None;
@@ -64,6 +68,10 @@ impl Draft {
     /// Send the pending update if its time has come and the chat's budget has room;
     /// otherwise count it as coalesced into a later edit.
     pub(super) async fn flush_if_due(&mut self) {
+        if !self.edits() {
+            self.flush_chunk().await;
+            return;
+        }
         match self.flush_deadline() {
             Some(at) if at <= Instant::now() => {}
             Some(_) => {

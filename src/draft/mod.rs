@@ -1,7 +1,10 @@
 //! The draft renderer: turns a turn's `AgentEvent`s into one live message that grows as the
 //! answer streams (throttled, coalesced), then into the final answer, split to the
-//! platform's limit. Channel-agnostic: it only sees `Channel` and its `Limits`.
+//! platform's limit. Channel-agnostic: it only sees `Channel` and its `Limits`, whose
+//! `delivery` says whether it may edit: `flush.rs` sends intermediate updates, `finish.rs`
+//! the final answer, `chunks.rs` the pieces of an answer on a platform without edits.
 
+mod chunks;
 mod finish;
 mod flush;
 
@@ -90,6 +93,8 @@ pub struct Draft {
     /// Id of this answer's ephemeral draft while the channel accepts drafts; `None` once it
     /// said no (or failed), and the draft is a real message edited in place.
     draft_id: Option<u64>,
+    /// Bytes of `answer` already sent as finished pieces, on a platform without edits.
+    chunked: usize,
 }
 
 impl Draft {
@@ -127,6 +132,7 @@ impl Draft {
             governor: None,
             // Small enough for any JSON integer parser on the platform side.
             draft_id: Some(u64::from(rand::random::<u32>() | 1)),
+            chunked: 0,
         }
     }
 
@@ -173,7 +179,8 @@ impl Draft {
                         self.flush_if_due().await;
                     }
                     None => {
-                        let answer = std::mem::take(&mut self.answer);
+                        // A copy: the pieces already sent are a prefix of it.
+                        let answer = self.answer.clone();
                         return self.finish(&answer).await;
                     }
                 },

@@ -1,10 +1,11 @@
 //! The first-send hold, with paused time: a short answer goes out whole in one send, a long
 //! one at the chunk threshold, a slow one when the hold ends, and tool progress at once.
+//! On platforms without edits: finished paragraphs in ordered pieces, or one message.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard_channel::{Channel, ConversationKey, Limits};
+use switchboard_channel::{AnswerDelivery, Channel, ConversationKey, Limits};
 use switchboard_standins::{FakeChannel, Op};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -28,6 +29,17 @@ fn start(fake: &Arc<FakeChannel>) -> (mpsc::UnboundedSender<AgentEvent>, JoinHan
     let (tx, rx) = mpsc::unbounded_channel();
     let task = tokio::spawn(async move { draft.drive(rx).await.expect("delivered") });
     (tx, task)
+}
+
+/// A chat whose platform cannot edit: `delivery` says how answers go out instead.
+fn without_edits(delivery: AnswerDelivery) -> Arc<FakeChannel> {
+    let limits = Limits {
+        min_edit_interval: Duration::ZERO,
+        max_message_len: 500,
+        delivery,
+        ..Limits::default()
+    };
+    FakeChannel::with_limits("fake", limits, None)
 }
 
 fn telegram_like() -> Arc<FakeChannel> {
@@ -153,4 +165,107 @@ async fn an_empty_stream_is_not_held_and_the_final_answer_goes_out_at_once() {
     assert_eq!(writes[0].text, "ok");
     assert_eq!(writes[0].at, t0);
     assert_eq!(outcome.sends, 1);
+}
+
+const CHUNKS: AnswerDelivery = AnswerDelivery::Chunks { min_chunk: 100 };
+
+/// A paragraph of `n` copies of `word`, words separated by spaces.
+fn paragraph(word: &str, n: usize) -> String {
+    vec![word; n].join(" ")
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_edits_a_short_answer_is_one_message_when_the_turn_ends() {
+    let fake = without_edits(CHUNKS);
+    let (tx, task) = start(&fake);
+    tx.send(text("Short ")).unwrap();
+    sleep(Duration::from_secs(5)).await;
+    assert!(fake.writes().is_empty(), "nothing is sent before the end");
+    tx.send(text("answer.")).unwrap();
+    tx.send(AgentEvent::Final("Short answer.".into())).unwrap();
+    let outcome = task.await.unwrap();
+    let writes = fake.writes();
+    assert_eq!(writes.len(), 1, "{writes:#?}");
+    assert_eq!(writes[0].op, Op::Send);
+    assert_eq!(writes[0].text, "Short answer.");
+    assert_eq!((outcome.sends, outcome.edits), (1, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_edits_finished_paragraphs_go_out_in_order_as_they_finish() {
+    let fake = without_edits(CHUNKS);
+    let (tx, task) = start(&fake);
+    let (one, two, three) = (
+        paragraph("one", 30),
+        paragraph("two", 30),
+        paragraph("three", 5),
+    );
+    tx.send(text(&format!("{one}\n\n{}", &two[..20]))).unwrap();
+    sleep(Duration::from_millis(10)).await;
+    let writes = fake.writes();
+    assert_eq!(
+        writes.len(),
+        1,
+        "the first paragraph went out when it ended: {writes:#?}"
+    );
+    assert_eq!(writes[0].text, one);
+    tx.send(text(&format!("{}\n\n{three}", &two[20..])))
+        .unwrap();
+    sleep(Duration::from_millis(10)).await;
+    assert_eq!(fake.writes().len(), 2, "the second too");
+    tx.send(AgentEvent::Final(format!("{one}\n\n{two}\n\n{three}")))
+        .unwrap();
+    let outcome = task.await.unwrap();
+    let writes = fake.writes();
+    assert!(
+        writes.iter().all(|w| w.op == Op::Send),
+        "never an edit: {writes:#?}"
+    );
+    let texts: Vec<&str> = writes.iter().map(|w| w.text.as_str()).collect();
+    assert_eq!(texts, [one.as_str(), two.as_str(), three.as_str()]);
+    assert_eq!((outcome.sends, outcome.edits), (3, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_edits_a_code_fence_is_never_split_at_its_blank_lines() {
+    let fake = without_edits(CHUNKS);
+    let (tx, task) = start(&fake);
+    let code = format!(
+        "```\n{}\n\n{}\n```",
+        paragraph("let", 30),
+        paragraph("x", 30)
+    );
+    tx.send(text(&format!("{code}\n\nafter"))).unwrap();
+    sleep(Duration::from_millis(10)).await;
+    let writes = fake.writes();
+    assert_eq!(writes.len(), 1, "{writes:#?}");
+    assert_eq!(writes[0].text, code, "the whole fence, once it closed");
+    tx.send(AgentEvent::Final(format!("{code}\n\nafter")))
+        .unwrap();
+    task.await.unwrap();
+    let texts: Vec<String> = fake.writes().into_iter().map(|w| w.text).collect();
+    assert_eq!(texts, [code, "after".to_owned()]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn whole_delivery_sends_a_long_streamed_answer_once_at_the_end() {
+    let fake = without_edits(AnswerDelivery::Whole);
+    let (tx, task) = start(&fake);
+    let answer = format!("{}\n\n{}", paragraph("one", 40), paragraph("two", 40));
+    tx.send(text(&answer)).unwrap();
+    tx.send(AgentEvent::ToolStarted {
+        id: "t1".into(),
+        name: "shell".into(),
+        summary: "ls".into(),
+        args: serde_json::json!({"command": "ls"}),
+        decision: Decision::ungated(),
+    })
+    .unwrap();
+    sleep(Duration::from_secs(30)).await;
+    assert!(fake.writes().is_empty(), "no pieces and no progress lines");
+    tx.send(AgentEvent::Final(answer.clone())).unwrap();
+    let outcome = task.await.unwrap();
+    let texts: Vec<String> = fake.writes().into_iter().map(|w| w.text).collect();
+    assert_eq!(texts, [answer]);
+    assert_eq!((outcome.sends, outcome.edits), (1, 0));
 }

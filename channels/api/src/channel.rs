@@ -27,6 +27,35 @@ pub struct Limits {
     pub rate_window: Duration,
     /// Whether `send` can attach buttons.
     pub supports_buttons: bool,
+    /// How an answer reaches the chat: edited as it grows, sent in finished pieces, or sent
+    /// whole at the end.
+    pub delivery: AnswerDelivery,
+}
+
+/// How an answer reaches a platform, given what it lets a sent message do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerDelivery {
+    /// One message edited as the answer grows; `max_edits` caps the edits one message takes
+    /// (Signal), after which the draft continues in a new message.
+    Edits {
+        /// Most edits one message takes; `None` for no cap.
+        max_edits: Option<u32>,
+    },
+    /// No edits: each final paragraph run goes out as its own message once about
+    /// `min_chunk` characters wait, or at the turn's end; never inside a code fence
+    /// (WhatsApp).
+    Chunks {
+        /// Characters of finished paragraphs that must wait before a piece goes out.
+        min_chunk: usize,
+    },
+    /// No edits and no pieces: one message when the turn ends (email).
+    Whole,
+}
+
+impl Default for AnswerDelivery {
+    fn default() -> Self {
+        Self::Edits { max_edits: None }
+    }
 }
 
 impl Default for Limits {
@@ -38,6 +67,7 @@ impl Default for Limits {
             rate_per_window: 20,
             rate_window: Duration::from_secs(60),
             supports_buttons: false,
+            delivery: AnswerDelivery::default(),
         }
     }
 }

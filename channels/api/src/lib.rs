@@ -50,7 +50,9 @@ pub use attach::{
 pub use auth::{cookie, secrets_match};
 pub use authenticate::{CredentialCheck, authenticate_until_ok};
 pub use backoff::Backoff;
-pub use channel::{Channel, ChannelError, Delivery, EventSink, Health, Limits, SinkError};
+pub use channel::{
+    AnswerDelivery, Channel, ChannelError, Delivery, EventSink, Health, Limits, SinkError,
+};
 pub use ids::{BadId, check_id, check_key};
 pub use recent::Recent;
 pub use render::{Target, render};

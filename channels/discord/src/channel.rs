@@ -73,6 +73,7 @@ impl Channel for DiscordChannel {
             rate_per_window: 5,
             rate_window: Duration::from_secs(5),
             supports_buttons: true,
+            ..Limits::default()
         }
     }
 

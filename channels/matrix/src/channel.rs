@@ -58,6 +58,7 @@ impl Channel for MatrixChannel {
             rate_per_window: 12,
             rate_window: Duration::from_secs(60),
             supports_buttons: true,
+            ..Limits::default()
         }
     }
 

@@ -71,6 +71,7 @@ impl Channel for SlackChannel {
             rate_per_window: 1,
             rate_window: Duration::from_secs(1),
             supports_buttons: true,
+            ..Limits::default()
         }
     }
 

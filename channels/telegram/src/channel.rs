@@ -83,6 +83,7 @@ impl Channel for TelegramChannel {
             rate_per_window: 1,
             rate_window: Duration::from_secs(1),
             supports_buttons: true,
+            ..Limits::default()
         }
     }
 

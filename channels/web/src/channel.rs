@@ -86,6 +86,7 @@ impl Channel for WebChannel {
             rate_per_window: 10,
             rate_window: Duration::from_secs(1),
             supports_buttons: true,
+            ..Limits::default()
         }
     }
 
