@@ -1,8 +1,6 @@
 //! The `Channel` implementation the gateway holds. Email has no streaming and no edits: the
-//! answer is one mail sent when the turn is done. The draft's intermediate updates are taken
-//! as a native draft that shows nowhere (`draft` answers `Ok(true)`), so nothing is mailed
-//! before the final answer, which the core always posts with `send`; `max_message_len` is
-//! large enough that an answer is never split over several mails.
+//! answer is one mail sent when the turn is done (`AnswerDelivery::Whole`), and
+//! `max_message_len` is large enough that an answer is never split over several mails.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -11,8 +9,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use switchboard_channel::{
-    Attachment, Channel, ChannelError, ConversationKey, EventSink, FileError, Health, LengthUnit,
-    Limits, MessageRef, Outbound, OutboundFile,
+    AnswerDelivery, Attachment, Channel, ChannelError, ConversationKey, EventSink, FileError,
+    Health, LengthUnit, Limits, MessageRef, Outbound, OutboundFile,
 };
 use tokio_rustls::TlsConnector;
 use tokio_util::sync::CancellationToken;
@@ -87,28 +85,44 @@ impl EmailChannel {
 
     /// Log in to both servers once and say what was found (`switchboard check --probe`).
     pub async fn probe(&self) -> Result<String, String> {
-        let inner = &self.inner;
-        let mut session = crate::imap::connect(&inner.config.imap, &inner.tls)
-            .await
-            .map_err(|e| e.to_string())?;
-        let idle = crate::imap::has_idle(&mut session)
-            .await
-            .map_err(|e| e.to_string())?;
-        let mailbox = session
-            .examine(inner.config.mailbox())
-            .await
-            .map_err(|e| format!("IMAP mailbox {}: {e}", inner.config.mailbox()))?;
-        let _ = session.logout().await;
-        inner.smtp.probe().await.map_err(|e| format!("SMTP: {e}"))?;
-        Ok(format!(
-            "IMAP {} logged in, {} holds {} mails ({}); SMTP {} accepted the login",
-            inner.config.imap.host,
-            inner.config.mailbox(),
-            mailbox.exists,
-            if idle { "IDLE" } else { "no IDLE: polled" },
-            inner.config.smtp.host,
-        ))
+        probe_with(&self.inner.config, &self.inner.tls, &self.inner.smtp).await
     }
+}
+
+/// Log in to both servers of `config` once and say what was found, without building the
+/// channel (no state is opened): `switchboard check --probe`.
+pub async fn probe(config: &EmailConfig) -> Result<String, String> {
+    let extra = crate::tls::extra_roots(config.tls_ca_file.as_deref())?;
+    let tls = crate::tls::connector(&extra)?;
+    let smtp = Smtp::new(config, &extra)?;
+    probe_with(config, &tls, &smtp).await
+}
+
+async fn probe_with(
+    config: &EmailConfig,
+    tls: &TlsConnector,
+    smtp: &Smtp,
+) -> Result<String, String> {
+    let mut session = crate::imap::connect(&config.imap, tls)
+        .await
+        .map_err(|e| e.to_string())?;
+    let idle = crate::imap::has_idle(&mut session)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mailbox = session
+        .examine(config.mailbox())
+        .await
+        .map_err(|e| format!("IMAP mailbox {}: {e}", config.mailbox()))?;
+    let _ = session.logout().await;
+    smtp.probe().await.map_err(|e| format!("SMTP: {e}"))?;
+    Ok(format!(
+        "IMAP {} logged in, {} holds {} mails ({}); SMTP {} accepted the login",
+        config.imap.host,
+        config.mailbox(),
+        mailbox.exists,
+        if idle { "IDLE" } else { "no IDLE: polled" },
+        config.smtp.host,
+    ))
 }
 
 #[async_trait]
@@ -125,6 +139,7 @@ impl Channel for EmailChannel {
             rate_per_window: 30,
             rate_window: Duration::from_secs(60),
             supports_buttons: true,
+            delivery: AnswerDelivery::Whole,
         }
     }
 

@@ -34,5 +34,5 @@ mod receive;
 mod state;
 mod tls;
 
-pub use channel::{EmailChannel, MAX_MESSAGE_CHARS};
+pub use channel::{EmailChannel, MAX_MESSAGE_CHARS, probe};
 pub use config::{EmailConfig, SenderAuth, ServerConfig, TlsMode};
