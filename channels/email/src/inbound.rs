@@ -111,21 +111,8 @@ impl Reader<'_> {
         let Some(from) = mail.from.clone() else {
             return Triage::Skip("no From address".into());
         };
-        if let Some(why) = loop_risk(&mail, self.own) {
-            return Triage::Skip(format!("no answer to {why}"));
-        }
-        if let Err(reason) = self.verifier.check(raw, &from).await {
-            tracing::warn!(
-                channel = %self.channel,
-                rule = self.verifier.rule(),
-                from = %from,
-                reason = %reason,
-                "refused a mail whose sender is not authenticated; it gets no answer"
-            );
-            return Triage::Skip(format!("sender not authenticated: {reason}"));
-        }
-        if !self.limit.admit(&from) {
-            return Triage::Skip(format!("{from} is over the hourly mail limit"));
+        if let Err(why) = self.admit(raw, &mail, &from).await {
+            return Triage::Skip(why);
         }
         let event_id = mail
             .message_id
@@ -166,6 +153,28 @@ impl Reader<'_> {
             place: Place::Direct,
             attachments: self.attachments(&mail),
         })))
+    }
+
+    /// `Ok` when the mail may be answered: no loop risk, an authenticated sender (a refusal
+    /// is logged with the rule and the reason), within the sender's hourly limit.
+    async fn admit(&self, raw: &[u8], mail: &Mail, from: &str) -> Result<(), String> {
+        if let Some(why) = loop_risk(mail, self.own) {
+            return Err(format!("no answer to {why}"));
+        }
+        if let Err(reason) = self.verifier.check(raw, from).await {
+            tracing::warn!(
+                channel = %self.channel,
+                rule = self.verifier.rule(),
+                from = %from,
+                reason = %reason,
+                "refused a mail whose sender is not authenticated; it gets no answer"
+            );
+            return Err(format!("sender not authenticated: {reason}"));
+        }
+        if !self.limit.admit(from) {
+            return Err(format!("{from} is over the hourly mail limit"));
+        }
+        Ok(())
     }
 
     /// The thread a mail belongs to: the root of the first id it names that the bot knows

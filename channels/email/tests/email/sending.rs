@@ -2,16 +2,12 @@
 //! fatal and visible in `/readyz`; files both ways byte for byte; an approval prompt decided
 //! by a reply's first line, after a restart too; `check --probe` reports both servers.
 
-use std::time::Duration;
-
 use switchboard_channel::{
     Button, Channel, ChannelError, ChannelEvent, ConversationKey, Outbound, OutboundFile,
 };
-use switchboard_standins::{RecordingSink, eventually};
+use switchboard_standins::RecordingSink;
 
-use crate::support::{Draft, Running, servers, state_dir};
-
-const WITHIN: Duration = Duration::from_secs(30);
+use crate::support::{Draft, Person, Running, servers, state_dir};
 
 #[tokio::test]
 async fn a_4xx_is_transient_and_a_5xx_is_fatal_and_visible() {
@@ -91,6 +87,16 @@ async fn files_travel_both_ways_byte_for_byte() {
         "over the cap is refused"
     );
 
+    files_go_out_attached_to_the_answer(channel, &person, &message.key).await;
+    running.stop().await;
+}
+
+/// A file the turn posts arrives attached to its answer, byte for byte.
+async fn files_go_out_attached_to_the_answer(
+    channel: &switchboard_email::EmailChannel,
+    person: &Person<'_>,
+    key: &ConversationKey,
+) {
     let out: Vec<u8> = (0..50_000u32).map(|i| (i * 13 % 251) as u8).collect();
     let outbound = OutboundFile {
         name: "report.bin".into(),
@@ -98,21 +104,12 @@ async fn files_travel_both_ways_byte_for_byte() {
         mime: Some("application/octet-stream".into()),
         caption: String::new(),
     };
-    channel.send_file(&message.key, &outbound).await.unwrap();
+    channel.send_file(key, &outbound).await.unwrap();
     channel
-        .send(&message.key, &Outbound::text("Here it is."))
+        .send(key, &Outbound::text("Here it is."))
         .await
         .unwrap();
-    let inbox = eventually(WITHIN, "the answer with its file", async || {
-        let inbox = person.inbox().await;
-        if inbox.len() == 1 {
-            Ok(inbox)
-        } else {
-            Err(inbox.len())
-        }
-    })
-    .await;
-    running.stop().await;
+    let inbox = person.wait_inbox(1).await;
     let parsed = mail_parser::MessageParser::default()
         .parse(inbox[0].as_slice())
         .unwrap();
@@ -146,36 +143,7 @@ async fn a_reply_decides_an_approval_prompt_also_after_a_restart() {
         .await;
     let stored = sink.wait_for(1).await;
     let key = stored[0].key().clone();
-    let buttons = ["Approve once", "Always allow", "Deny"]
-        .iter()
-        .enumerate()
-        .map(|(i, label)| Button {
-            label: (*label).into(),
-            payload: format!("approval:{i}"),
-        })
-        .collect();
-    let prompt = Outbound {
-        text: "Run `rm -r logs`?".into(),
-        buttons,
-    };
-    let prompt_ref = running.channel.send(&key, &prompt).await.unwrap();
-    let inbox = eventually(WITHIN, "the prompt", async || {
-        let inbox = person.inbox().await;
-        if inbox.len() == 1 {
-            Ok(inbox)
-        } else {
-            Err(inbox.len())
-        }
-    })
-    .await;
-    let text = mail_parser::MessageParser::default()
-        .parse(inbox[0].as_slice())
-        .unwrap();
-    let text = text.body_text(0).unwrap().into_owned();
-    assert!(
-        text.contains("**approve**") && text.contains("**deny**"),
-        "the choices are named: {text}"
-    );
+    let prompt_ref = prompt(&running.channel, &key, &person).await;
     running.stop().await;
 
     // Restarted; the reply's first line decides, the rest is ignored for the decision.
@@ -204,6 +172,37 @@ async fn a_reply_decides_an_approval_prompt_also_after_a_restart() {
         press.message.as_ref().map(|m| m.id.as_str()),
         Some(prompt_ref.id.as_str())
     );
+}
+
+/// Mail the approval prompt in `key`'s thread; the person sees its choices named.
+async fn prompt(
+    channel: &switchboard_email::EmailChannel,
+    key: &ConversationKey,
+    person: &Person<'_>,
+) -> switchboard_channel::MessageRef {
+    let buttons = ["Approve once", "Always allow", "Deny"]
+        .iter()
+        .enumerate()
+        .map(|(i, label)| Button {
+            label: (*label).into(),
+            payload: format!("approval:{i}"),
+        })
+        .collect();
+    let prompt = Outbound {
+        text: "Run `rm -r logs`?".into(),
+        buttons,
+    };
+    let prompt_ref = channel.send(key, &prompt).await.unwrap();
+    let inbox = person.wait_inbox(1).await;
+    let text = mail_parser::MessageParser::default()
+        .parse(inbox[0].as_slice())
+        .unwrap();
+    let text = text.body_text(0).unwrap().into_owned();
+    assert!(
+        text.contains("**approve**") && text.contains("**deny**"),
+        "the choices are named: {text}"
+    );
+    prompt_ref
 }
 
 #[tokio::test]

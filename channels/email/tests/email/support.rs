@@ -328,6 +328,23 @@ impl Person<'_> {
     pub async fn inbox(&self) -> Vec<Vec<u8>> {
         self.servers.inbox(&self.user).await
     }
+
+    /// Wait until the person's mailbox holds `n` mails; they, oldest first.
+    pub async fn wait_inbox(&self, n: usize) -> Vec<Vec<u8>> {
+        switchboard_standins::eventually(
+            Duration::from_secs(30),
+            &format!("{n} mails in the person's mailbox"),
+            async || {
+                let inbox = self.inbox().await;
+                if inbox.len() == n {
+                    Ok(inbox)
+                } else {
+                    Err(inbox.len())
+                }
+            },
+        )
+        .await
+    }
 }
 
 fn unique() -> String {
