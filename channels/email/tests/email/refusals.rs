@@ -6,7 +6,7 @@
 
 use switchboard_standins::RecordingSink;
 
-use crate::support::{Draft, Running, servers, state_dir};
+use crate::support::{Draft, Running, config, servers, state_dir};
 
 fn draft(subject: &str) -> Draft {
     Draft {
@@ -28,7 +28,7 @@ async fn a_spoofed_or_unsigned_from_gets_no_event() {
     let to = format!("{}@bot.test", bot.user);
     let sink = RecordingSink::new();
     let running = Running::start(
-        servers.config(&bot, &[&alice.address]),
+        config(&servers, &bot, &[&alice.address]),
         &state_dir("spoof"),
         sink.clone(),
     );
@@ -82,7 +82,7 @@ async fn auto_replies_bounces_and_list_mail_get_no_event() {
     let to = format!("{}@bot.test", bot.user);
     let sink = RecordingSink::new();
     let running = Running::start(
-        servers.config(&bot, &[&alice.address]),
+        config(&servers, &bot, &[&alice.address]),
         &state_dir("loops"),
         sink.clone(),
     );
@@ -126,7 +126,7 @@ async fn a_sender_past_the_hourly_limit_gets_no_more_events() {
     );
     let (alice, bob) = (servers.person(&alice), servers.person(&bob));
     let to = format!("{}@bot.test", bot.user);
-    let mut config = servers.config(&bot, &[&alice.address, &bob.address]);
+    let mut config = config(&servers, &bot, &[&alice.address, &bob.address]);
     config.max_mails_per_hour = 2;
     let sink = RecordingSink::new();
     let running = Running::start(config, &state_dir("limit"), sink.clone());

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use switchboard_standins::RecordingSink;
 
-use crate::support::{Draft, Running, servers, state_dir};
+use crate::support::{Draft, Running, config, servers, state_dir};
 
 fn draft(subject: &str) -> Draft {
     Draft {
@@ -24,7 +24,7 @@ async fn a_mail_that_arrives_while_down_is_delivered_after_a_restart_and_none_tw
     let alice = servers.person(&alice);
     let to = format!("{}@bot.test", bot.user);
     let (sink, dir) = (RecordingSink::new(), state_dir("restart"));
-    let config = servers.config(&bot, &[&alice.address]);
+    let config = config(&servers, &bot, &[&alice.address]);
 
     let running = Running::start(config.clone(), &dir, sink.clone());
     let before = alice.send(&to, draft("before")).await;
@@ -60,7 +60,7 @@ async fn a_uidvalidity_change_stores_nothing_twice() {
     let alice = servers.person(&alice);
     let to = format!("{}@bot.test", bot.user);
     let (sink, dir) = (RecordingSink::new(), state_dir("uidvalidity"));
-    let config = servers.config(&bot, &[&alice.address]);
+    let config = config(&servers, &bot, &[&alice.address]);
     let running = Running::start(config.clone(), &dir, sink.clone());
     let first = alice.send(&to, draft("first")).await;
     sink.wait_for(1).await;
@@ -107,7 +107,7 @@ async fn a_server_without_idle_is_polled() {
     let (bot, alice) = (servers.account().await, servers.account().await);
     let alice = servers.person(&alice);
     let to = format!("{}@bot.test", bot.user);
-    let mut config = servers.config(&bot, &[&alice.address]);
+    let mut config = config(&servers, &bot, &[&alice.address]);
     // Dovecot's listener on 127.0.0.2 leaves IDLE out of its capabilities.
     config.imap.host = "127.0.0.2".into();
     config.poll_interval_secs = 1;

@@ -7,7 +7,7 @@ use switchboard_channel::{
 };
 use switchboard_standins::RecordingSink;
 
-use crate::support::{Draft, Person, Running, servers, state_dir};
+use crate::support::{Draft, Person, Running, config, servers, state_dir};
 
 #[tokio::test]
 async fn a_4xx_is_transient_and_a_5xx_is_fatal_and_visible() {
@@ -15,7 +15,7 @@ async fn a_4xx_is_transient_and_a_5xx_is_fatal_and_visible() {
     let bot = servers.account().await;
     let channel = switchboard_email::EmailChannel::new(
         "mail",
-        servers.config(&bot, &[]),
+        config(&servers, &bot, &[]),
         state_dir("smtp-failures"),
     )
     .unwrap();
@@ -53,7 +53,7 @@ async fn files_travel_both_ways_byte_for_byte() {
     let person = servers.person(&alice);
     let sink = RecordingSink::new();
     let running = Running::start(
-        servers.config(&bot, &[&person.address]),
+        config(&servers, &bot, &[&person.address]),
         &state_dir("files"),
         sink.clone(),
     );
@@ -129,7 +129,7 @@ async fn a_reply_decides_an_approval_prompt_also_after_a_restart() {
     let person = servers.person(&alice);
     let to = format!("{}@bot.test", bot.user);
     let (sink, dir) = (RecordingSink::new(), state_dir("approval"));
-    let config = servers.config(&bot, &[&person.address]);
+    let config = config(&servers, &bot, &[&person.address]);
     let running = Running::start(config.clone(), &dir, sink.clone());
     let first = person
         .send(
@@ -209,9 +209,12 @@ async fn prompt(
 async fn the_probe_reports_both_servers() {
     let Some(servers) = servers() else { return };
     let bot = servers.account().await;
-    let channel =
-        switchboard_email::EmailChannel::new("mail", servers.config(&bot, &[]), state_dir("probe"))
-            .unwrap();
+    let channel = switchboard_email::EmailChannel::new(
+        "mail",
+        config(&servers, &bot, &[]),
+        state_dir("probe"),
+    )
+    .unwrap();
     let report = channel.probe().await.expect("both servers answer");
     assert!(
         report.contains("IMAP 127.0.0.1 logged in") && report.contains("(IDLE)"),
@@ -221,7 +224,7 @@ async fn the_probe_reports_both_servers() {
         report.contains("SMTP 127.0.0.1 accepted the login"),
         "{report}"
     );
-    let mut wrong = servers.config(&bot, &[]);
+    let mut wrong = config(&servers, &bot, &[]);
     wrong.imap.password = switchboard_channel::Secret::new("wrong");
     let channel =
         switchboard_email::EmailChannel::new("mail", wrong, state_dir("probe-wrong")).unwrap();

@@ -5,7 +5,7 @@
 use switchboard_channel::{Channel, ChannelEvent, Outbound, Place};
 use switchboard_standins::RecordingSink;
 
-use crate::support::{Draft, Person, Running, header, servers, state_dir};
+use crate::support::{Draft, Person, Running, config, header, servers, state_dir};
 
 #[tokio::test]
 async fn an_authenticated_mail_is_answered_once_in_its_thread_with_an_html_part() {
@@ -15,7 +15,11 @@ async fn an_authenticated_mail_is_answered_once_in_its_thread_with_an_html_part(
     let bot_address = format!("{}@bot.test", bot.user);
     let sink = RecordingSink::new();
     let dir = state_dir("thread");
-    let running = Running::start(servers.config(&bot, &[&person.address]), &dir, sink.clone());
+    let running = Running::start(
+        config(&servers, &bot, &[&person.address]),
+        &dir,
+        sink.clone(),
+    );
 
     let first = person
         .send(
