@@ -66,7 +66,13 @@ async fn a_uidvalidity_change_stores_nothing_twice() {
     sink.wait_for(1).await;
     running.stop().await;
 
-    // The server rebuilds the mailbox's UIDs (as after a restore or a migration).
+    // The server rebuilds the mailbox's UIDs (as after a restore or a migration); a value
+    // of this run's own, as the account may have had another one set before.
+    let validity = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        .to_string();
     let status = Command::new("doveadm")
         .arg("-c")
         .arg(servers.dir.join("dovecot/dovecot.conf"))
@@ -74,7 +80,7 @@ async fn a_uidvalidity_change_stores_nothing_twice() {
             "mailbox",
             "update",
             "--uid-validity",
-            "4242",
+            &validity,
             "-u",
             &bot.user,
             "INBOX",
