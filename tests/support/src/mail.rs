@@ -359,3 +359,9 @@ pub fn header(raw: &[u8], name: &str) -> Option<String> {
         .header_raw(name)
         .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
 }
+
+/// The HTML part of `raw`, if it has one.
+pub fn html_body(raw: &[u8]) -> Option<String> {
+    let message = mail_parser::MessageParser::default().parse(raw)?;
+    message.body_html(0).map(std::borrow::Cow::into_owned)
+}

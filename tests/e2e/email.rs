@@ -1,0 +1,79 @@
+//! The email channel in a whole gateway, against the real mail servers `tests/mail/start`
+//! runs (Dovecot, Postfix, dnsmasq for `people.test`'s DKIM key) and the LLM stand-in: a
+//! person's signed mail is answered once by the agent, in its thread; a gateway killed after
+//! receiving and before answering answers once after it is back, and mail that arrived while
+//! it was down is answered too.
+
+use std::time::Duration;
+
+use switchboard_standins::Reply;
+use switchboard_standins::mail::{Draft, header, html_body, servers};
+
+use crate::helpers::TestApp;
+
+#[tokio::test]
+async fn a_mail_killed_before_its_answer_is_answered_once_after_restart_in_its_thread() {
+    let Some(servers) = servers() else { return };
+    let (bot, alice) = (servers.account().await, servers.account().await);
+    let person = servers.person(&alice);
+    let to = format!("{}@bot.test", bot.user);
+    let mut app = TestApp::builder()
+        .config(&servers.table("mail", &bot, &[&person.address]))
+        .killable()
+        .start()
+        .await;
+    // The model stalls: the gateway is killed with the mail stored and no answer sent.
+    app.llm.push(Reply::Stall(Duration::from_secs(60)));
+    let first = person
+        .send(
+            &to,
+            Draft {
+                subject: "Plan".into(),
+                body: "What is the plan?".into(),
+                ..Draft::default()
+            },
+        )
+        .await;
+    app.llm.wait_for_requests(1, Duration::from_secs(30)).await;
+    app.kill();
+
+    let second = person
+        .send(
+            &to,
+            Draft {
+                subject: "Other".into(),
+                body: "Written while you were away".into(),
+                ..Draft::default()
+            },
+        )
+        .await;
+    app.llm.push(Reply::text("The plan is **simple**."));
+    app.llm.push(Reply::text("Welcome back."));
+    app.start().await;
+    let inbox = person.wait_inbox(2).await;
+    // Nothing more arrives: each mail answered once.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(person.inbox().await.len(), 2);
+    let in_reply_to: Vec<Option<String>> = inbox.iter().map(|m| header(m, "In-Reply-To")).collect();
+    assert!(
+        in_reply_to.contains(&Some(format!("<{first}>"))),
+        "{in_reply_to:?}"
+    );
+    assert!(
+        in_reply_to.contains(&Some(format!("<{second}>"))),
+        "{in_reply_to:?}"
+    );
+    let plan = inbox
+        .iter()
+        .find(|m| header(m, "In-Reply-To") == Some(format!("<{first}>")))
+        .unwrap();
+    assert_eq!(header(plan, "Subject").as_deref(), Some("Re: Plan"));
+    // The two turns run at once after the restart, so either may have taken either reply.
+    assert!(
+        inbox.iter().any(|m| html_body(m)
+            .unwrap_or_default()
+            .contains("<strong>simple</strong>")),
+        "the answer's HTML part"
+    );
+    app.shutdown().await;
+}
