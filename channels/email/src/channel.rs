@@ -18,40 +18,13 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::Verifier;
 use crate::config::EmailConfig;
 use crate::health::HealthState;
-use crate::inbound::{RateLimit, Reader, thread_key};
+use crate::inbound::{RateLimit, thread_key};
 use crate::outbound::Smtp;
+use crate::shared::Inner;
 use crate::state::{Choice, State};
 
 /// Longest answer, in characters: one mail, never split.
 pub const MAX_MESSAGE_CHARS: usize = 1_000_000;
-
-/// What the receive loop and the send path share.
-pub(crate) struct Inner {
-    pub(crate) name: String,
-    pub(crate) config: EmailConfig,
-    pub(crate) state: State,
-    pub(crate) verifier: Verifier,
-    pub(crate) limit: RateLimit,
-    pub(crate) tls: TlsConnector,
-    pub(crate) smtp: Smtp,
-    pub(crate) health: HealthState,
-    /// Files a turn posted, attached to its answer (one mail per answer). A std Mutex: every
-    /// access is a short, await-free update.
-    files: Mutex<HashMap<ConversationKey, Vec<OutboundFile>>>,
-}
-
-impl Inner {
-    pub(crate) fn reader(&self) -> Reader<'_> {
-        Reader {
-            channel: &self.name,
-            own: &self.config.address,
-            state: &self.state,
-            verifier: &self.verifier,
-            limit: &self.limit,
-            max_attachment_bytes: self.config.max_attachment_bytes,
-        }
-    }
-}
 
 /// One mailbox the gateway answers from.
 pub struct EmailChannel {

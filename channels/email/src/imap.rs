@@ -99,7 +99,7 @@ pub(crate) async fn has_idle(session: &mut Session) -> Result<bool, Failure> {
 
 /// What one look at the mailbox needs besides the session.
 pub(crate) struct Mailbox<'a> {
-    pub(crate) inner: &'a crate::channel::Inner,
+    pub(crate) inner: &'a crate::shared::Inner,
     pub(crate) sink: &'a Arc<dyn EventSink>,
 }
 

@@ -14,12 +14,12 @@
 //!   (a message in its thread, or an approval decided by reply).
 //! - `health`: what `/readyz` shows.
 //! - `outbound`: composing and sending answers (`lettre`).
+//! - `shared`: what the receive loop and the send path share (`Inner`).
 //! - `imap`: connecting and one look at the mailbox; `receive`: the loop around it.
 //! - [`channel`]: the `Channel` implementation.
 //!
 //! Imports run one way, from the bottom up: `config`, `tls` → `state` → `message` → `auth`
-//! → `inbound` → `health`, `outbound` → `channel` ↔ `imap`, `receive` (the loop reads the
-//! channel's shared `Inner`).
+//! → `inbound` → `health`, `outbound` → `shared` → `imap` → `receive` → `channel`.
 
 pub mod channel;
 pub mod config;
@@ -31,6 +31,7 @@ mod inbound;
 mod message;
 mod outbound;
 mod receive;
+mod shared;
 mod state;
 mod tls;
 

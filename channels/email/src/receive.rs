@@ -10,8 +10,8 @@ use switchboard_channel::{Backoff, ChannelError, EventSink};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::channel::Inner;
 use crate::imap::{self, Failure, Mailbox, Session};
+use crate::shared::Inner;
 
 /// Receive until `shutdown` fires; `Err` only when the login is refused.
 pub(crate) async fn run(
