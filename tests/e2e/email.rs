@@ -77,3 +77,92 @@ async fn a_mail_killed_before_its_answer_is_answered_once_after_restart_in_its_t
     );
     app.shutdown().await;
 }
+
+/// How many times the shell tool ran, from the audit log.
+async fn shell_runs(app: &TestApp) -> usize {
+    let entries = app.store().audit(None, 50).await.expect("audit reads");
+    entries
+        .iter()
+        .filter(|e| e.tool == "shell" && e.status == "ok")
+        .count()
+}
+
+#[tokio::test]
+async fn a_reply_approves_a_call_once_after_a_restart_and_a_second_reply_runs_nothing() {
+    let Some(servers) = servers() else { return };
+    let (bot, alice) = (servers.account().await, servers.account().await);
+    let person = servers.person(&alice);
+    let to = format!("{}@bot.test", bot.user);
+    let policy = format!(
+        "[tools]\nenabled = [\"shell\"]\n[policy]\nmode = \"guarded\"\napproval_timeout_secs = 300\n[policy.approvers]\nmail = [\"{}\"]\n",
+        person.address
+    );
+    let mut app = TestApp::builder()
+        .config(&servers.table("mail", &bot, &[&person.address]))
+        .config(&policy)
+        .start()
+        .await;
+    app.llm
+        .push(Reply::tool_call(
+            "shell",
+            serde_json::json!({"command": "touch made.txt"}),
+        ))
+        .push(Reply::text("Created it."));
+    let first = person
+        .send(
+            &to,
+            Draft {
+                subject: "A file".into(),
+                body: "make a file".into(),
+                ..Draft::default()
+            },
+        )
+        .await;
+    // The paused turn's "waiting for approval" line, and the prompt naming the choices.
+    let prompt = person
+        .wait_inbox(2)
+        .await
+        .into_iter()
+        .find(|m| html_body(m).unwrap_or_default().contains("approve"))
+        .expect("a prompt naming the choices");
+    let prompt_id = header(&prompt, "Message-ID").unwrap();
+    let prompt_id = prompt_id.trim_matches(|c| c == '<' || c == '>').to_owned();
+    let shown = html_body(&prompt).unwrap_or_default();
+    assert!(
+        shown.contains("approve"),
+        "the choices are named: {shown}\n{}",
+        String::from_utf8_lossy(&prompt)
+    );
+
+    app.restart().await;
+    let reply = |body: &str| Draft {
+        subject: "Re: A file".into(),
+        body: body.into(),
+        in_reply_to: Some(prompt_id.clone()),
+        references: vec![first.clone(), prompt_id.clone()],
+        ..Draft::default()
+    };
+    person
+        .send(
+            &to,
+            reply("approve\n\nthanks!\n\nOn Mon, bot wrote:\n> Approval needed"),
+        )
+        .await;
+    let inbox = person.wait_inbox(3).await;
+    let bodies: Vec<String> = inbox
+        .iter()
+        .map(|m| html_body(m).unwrap_or_default())
+        .collect();
+    assert!(
+        bodies[2].contains("Created it."),
+        "the turn went on: {bodies:#?}"
+    );
+    assert_eq!(shell_runs(&app).await, 1);
+
+    // Approved again: the decision stands, nothing runs twice, nothing more is mailed.
+    person.send(&to, reply("approve")).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(shell_runs(&app).await, 1);
+    assert_eq!(person.inbox().await.len(), 3);
+    app.shutdown().await;
+}
