@@ -2,12 +2,13 @@
 //! runs (Dovecot, Postfix, dnsmasq for `people.test`'s DKIM key) and the LLM stand-in: a
 //! person's signed mail is answered once by the agent, in its thread; a gateway killed after
 //! receiving and before answering answers once after it is back, and mail that arrived while
-//! it was down is answered too.
+//! it was down is answered too; a prompt is decided by a reply; a lost SMTP connection is
+//! retried.
 
 use std::time::Duration;
 
-use switchboard_standins::Reply;
-use switchboard_standins::mail::{Draft, header, html_body, servers};
+use switchboard_standins::mail::{Draft, header, html_body, servers, table};
+use switchboard_standins::{Reply, TcpProxy};
 
 use crate::helpers::TestApp;
 
@@ -164,5 +165,46 @@ async fn a_reply_approves_a_call_once_after_a_restart_and_a_second_reply_runs_no
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(shell_runs(&app).await, 1);
     assert_eq!(person.inbox().await.len(), 3);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_lost_smtp_connection_is_retried_and_the_answer_arrives_once() {
+    let Some(servers) = servers() else { return };
+    let (bot, alice) = (servers.account().await, servers.account().await);
+    let person = servers.person(&alice);
+    let to = format!("{}@bot.test", bot.user);
+    let proxy = TcpProxy::start(([127, 0, 0, 1], servers.smtp_port).into()).await;
+    let mut config = servers.config(&bot, &[&person.address]);
+    config["smtp"]["port"] = proxy.addr().port().into();
+    let app = TestApp::builder()
+        .config(&table("mail", config))
+        .start()
+        .await;
+    app.llm.push(Reply::text("Sent after the outage."));
+    proxy.cut();
+    person
+        .send(
+            &to,
+            Draft {
+                subject: "Outage".into(),
+                body: "still there?".into(),
+                ..Draft::default()
+            },
+        )
+        .await;
+    app.llm.wait_for_requests(1, Duration::from_secs(30)).await;
+    // The first attempts fail on the cut connection; the draft's delivery retries.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(person.inbox().await.is_empty());
+    proxy.restore();
+    let inbox = person.wait_inbox(1).await;
+    assert!(
+        html_body(&inbox[0])
+            .unwrap()
+            .contains("Sent after the outage.")
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(person.inbox().await.len(), 1, "sent once");
     app.shutdown().await;
 }

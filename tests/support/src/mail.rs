@@ -163,16 +163,7 @@ impl Servers {
 
     /// The same settings as a `[channels.<name>]` TOML table, for a gateway's config.
     pub fn table(&self, name: &str, bot: &Account, allowed: &[&str]) -> String {
-        let mut config = self.config(bot, allowed);
-        let object = config.as_object_mut().expect("an object");
-        let imap = object.remove("imap").expect("imap");
-        let smtp = object.remove("smtp").expect("smtp");
-        let top: toml::Table = serde_json::from_value(config).expect("a table");
-        let imap: toml::Table = serde_json::from_value(imap).expect("a table");
-        let smtp: toml::Table = serde_json::from_value(smtp).expect("a table");
-        format!(
-            "[channels.{name}]\nkind = \"email\"\n{top}\n[channels.{name}.imap]\n{imap}\n[channels.{name}.smtp]\n{smtp}\n"
-        )
+        table(name, self.config(bot, allowed))
     }
 
     /// A person at `uNN@people.test` sending through their own authenticated submission.
@@ -183,6 +174,19 @@ impl Servers {
             address: format!("{}@people.test", account.user),
         }
     }
+}
+
+/// `config` (an email channel's settings as JSON) as a `[channels.<name>]` TOML table.
+pub fn table(name: &str, mut config: serde_json::Value) -> String {
+    let object = config.as_object_mut().expect("an object");
+    let imap = object.remove("imap").expect("imap");
+    let smtp = object.remove("smtp").expect("smtp");
+    let top: toml::Table = serde_json::from_value(config).expect("a table");
+    let imap: toml::Table = serde_json::from_value(imap).expect("a table");
+    let smtp: toml::Table = serde_json::from_value(smtp).expect("a table");
+    format!(
+        "[channels.{name}]\nkind = \"email\"\n{top}\n[channels.{name}.imap]\n{imap}\n[channels.{name}.smtp]\n{smtp}\n"
+    )
 }
 
 /// A person writing to the bot.
