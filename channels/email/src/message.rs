@@ -204,4 +204,17 @@ Content-Disposition: attachment; filename=\"data.bin\"\r\nContent-Transfer-Encod
         assert_eq!(mail.parts[0].name, "data.bin");
         assert_eq!(mail.parts[0].bytes, [0, 1, 2, 255]);
     }
+
+    #[test]
+    fn an_inline_image_is_an_attachment_too() {
+        let raw = b"From: a@people.test\r\nSubject: x\r\nMIME-Version: 1.0\r\n\
+Content-Type: multipart/related; boundary=\"r\"\r\n\r\n--r\r\nContent-Type: text/html\r\n\r\n\
+<p>see <img src=\"cid:pic\"></p>\r\n--r\r\nContent-Type: image/png\r\nContent-ID: <pic>\r\n\
+Content-Disposition: inline; filename=\"pic.png\"\r\nContent-Transfer-Encoding: base64\r\n\r\niVBORw==\r\n--r--\r\n";
+        let mail = parse(raw).unwrap();
+        assert_eq!(mail.parts.len(), 1, "{:?}", mail.parts);
+        assert_eq!(mail.parts[0].name, "pic.png");
+        assert_eq!(mail.parts[0].mime.as_deref(), Some("image/png"));
+        assert_eq!(mail.parts[0].bytes, [0x89, b'P', b'N', b'G']);
+    }
 }
