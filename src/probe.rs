@@ -137,6 +137,14 @@ async fn probe_channel(
             });
             return Some(answer);
         }
+        // Logs in to both servers (IMAP, then SMTP submission) and reads the mailbox's size.
+        #[cfg(feature = "email")]
+        ChannelConfig::Email(c) => {
+            let answer = tokio::time::timeout(PROBE_TIMEOUT * 3, switchboard_email::probe(c))
+                .await
+                .unwrap_or_else(|_| Err("no answer in time".into()));
+            return Some(answer);
+        }
         #[allow(
             unreachable_patterns,
             reason = "reached only when a channel's cargo feature is off"

@@ -14,7 +14,7 @@ use switchboard_channel::{ChannelSettings, Site};
 use super::{Config, Problem};
 
 /// Every platform `kind`, whether or not this binary was built with it.
-pub const KINDS: &[&str] = &["slack", "telegram", "discord", "web", "matrix", "whatsapp"];
+pub const KINDS: &[&str] = &["slack", "telegram", "discord", "web", "matrix", "whatsapp", "email"];
 
 /// One `[channels.<name>]` table: the platform's own settings type.
 #[derive(Debug, Clone)]
@@ -37,6 +37,9 @@ pub enum ChannelConfig {
     /// WhatsApp Business Cloud API (signed webhooks, Graph API).
     #[cfg(feature = "whatsapp")]
     WhatsApp(switchboard_whatsapp::WhatsAppConfig),
+    /// Email: IMAP in, SMTP submission out.
+    #[cfg(feature = "email")]
+    Email(switchboard_email::EmailConfig),
 }
 
 impl ChannelConfig {
@@ -55,6 +58,8 @@ impl ChannelConfig {
             Self::Matrix(_) => "matrix",
             #[cfg(feature = "whatsapp")]
             Self::WhatsApp(_) => "whatsapp",
+            #[cfg(feature = "email")]
+            Self::Email(_) => "email",
             // Built without any platform: there is no value to match.
             #[cfg(not(any(
                 feature = "slack",
@@ -62,7 +67,8 @@ impl ChannelConfig {
                 feature = "discord",
                 feature = "web",
                 feature = "matrix",
-                feature = "whatsapp"
+                feature = "whatsapp",
+                feature = "email"
             )))]
             _ => match *self {},
         }
@@ -83,13 +89,16 @@ impl ChannelConfig {
             Self::Matrix(s) => s,
             #[cfg(feature = "whatsapp")]
             Self::WhatsApp(s) => s,
+            #[cfg(feature = "email")]
+            Self::Email(s) => s,
             #[cfg(not(any(
                 feature = "slack",
                 feature = "telegram",
                 feature = "discord",
                 feature = "web",
                 feature = "matrix",
-                feature = "whatsapp"
+                feature = "whatsapp",
+                feature = "email"
             )))]
             _ => match *self {},
         }
@@ -104,7 +113,8 @@ impl ChannelConfig {
         feature = "discord",
         feature = "web",
         feature = "matrix",
-        feature = "whatsapp"
+        feature = "whatsapp",
+        feature = "email"
     )),
     allow(unused_variables)
 )]
@@ -122,6 +132,8 @@ fn from_kind<'de, D: Deserializer<'de>>(kind: &str, d: D) -> Result<ChannelConfi
         "matrix" => Deserialize::deserialize(d).map(ChannelConfig::Matrix),
         #[cfg(feature = "whatsapp")]
         "whatsapp" => Deserialize::deserialize(d).map(ChannelConfig::WhatsApp),
+        #[cfg(feature = "email")]
+        "email" => Deserialize::deserialize(d).map(ChannelConfig::Email),
         known if KINDS.contains(&known) => Err(de::Error::custom(format!(
             "kind {known:?}: this binary was built without the `{known}` feature"
         ))),

@@ -26,6 +26,7 @@ mod config_migrate;
 mod db_faults;
 mod docker_image;
 mod doctor;
+mod email;
 mod full_disk;
 mod helpers;
 mod holdback;

@@ -2,7 +2,8 @@
 //! Each is a small HTTP (or WebSocket) server on 127.0.0.1:0 speaking the real wire format,
 //! including its failure modes, so the real clients are pointed at it by base URL.
 //! [`TcpProxy`] sits between the gateway and its database, to take the database away.
-//! [`eventually`] is how every test waits for something it cannot be told about.
+//! [`eventually`] is how every test waits for something it cannot be told about. [`mail`]
+//! is not a stand-in: it reaches the real mail servers `tests/mail/start` runs.
 
 pub mod discord;
 pub mod slack;
@@ -13,6 +14,7 @@ pub mod fake_channel;
 pub mod files;
 pub mod headers;
 pub mod llm;
+pub mod mail;
 pub mod multipart;
 pub mod proxy;
 pub mod sink;
