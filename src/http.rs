@@ -104,6 +104,11 @@ async fn metrics(
         m.approvals_pending.set(counts.pending);
     }
     m.active_conversations.set(state.registry.active() as i64);
+    for (channel, reason, n) in state.channels.undelivered() {
+        m.channel_undelivered
+            .with_label_values(&[channel.as_str(), reason])
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -3,7 +3,8 @@
 //! cheap to read from the source of truth (inbox depth, pending approvals) are set at scrape.
 
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 
 /// Every metric the gateway exports.
@@ -42,6 +43,8 @@ pub struct Metrics {
     pub mcp_calls: IntCounterVec,
     /// LLM calls moved to the next provider of a profile's fallback chain, by provider.
     pub llm_fallbacks: IntCounterVec,
+    /// Messages a platform refused for good, by channel and reason (set at scrape).
+    pub channel_undelivered: IntGaugeVec,
 }
 
 impl Default for Metrics {
@@ -111,6 +114,7 @@ impl Metrics {
             cluster: cluster_counter(&r),
             mcp_calls: mcp_counter(&r),
             llm_fallbacks: fallback_counter(&r),
+            channel_undelivered: undelivered_gauge(&r),
             registry: r,
         }
     }
@@ -131,6 +135,19 @@ fn mcp_counter(registry: &Registry) -> IntCounterVec {
         "MCP tool calls by server and outcome (ok, tool_error, error).",
         &["server", "outcome"],
     )
+}
+
+/// `switchboard_channel_undelivered{channel, reason}` (see [`Metrics::channel_undelivered`]).
+fn undelivered_gauge(registry: &Registry) -> IntGaugeVec {
+    let opts = Opts::new(
+        "switchboard_channel_undelivered",
+        "Messages a platform refused for good since start (e.g. WhatsApp failed statuses, the 24-hour window), by channel and reason.",
+    );
+    let g = IntGaugeVec::new(opts, &["channel", "reason"]).expect("valid metric");
+    registry
+        .register(Box::new(g.clone()))
+        .expect("unique metric");
+    g
 }
 
 /// `switchboard_llm_fallbacks_total{from, to}`: moves along a profile's provider chain.

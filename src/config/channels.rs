@@ -14,7 +14,9 @@ use switchboard_channel::{ChannelSettings, Site};
 use super::{Config, Problem};
 
 /// Every platform `kind`, whether or not this binary was built with it.
-pub const KINDS: &[&str] = &["slack", "telegram", "discord", "web", "matrix", "whatsapp", "email"];
+pub const KINDS: &[&str] = &[
+    "slack", "telegram", "discord", "web", "matrix", "whatsapp", "email",
+];
 
 /// One `[channels.<name>]` table: the platform's own settings type.
 #[derive(Debug, Clone)]

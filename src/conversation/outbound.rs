@@ -67,6 +67,19 @@ impl Channels {
         self.0.iter().map(|c| c.name()).collect()
     }
 
+    /// Each channel's messages refused for good, by reason, for `/metrics`.
+    pub fn undelivered(&self) -> Vec<(String, &'static str, u64)> {
+        self.0
+            .iter()
+            .flat_map(|c| {
+                let name = c.name().to_owned();
+                c.undelivered()
+                    .into_iter()
+                    .map(move |(reason, n)| (name.clone(), reason, n))
+            })
+            .collect()
+    }
+
     /// Each channel's name and health, for `/readyz`.
     pub fn health(&self) -> Vec<(String, Health)> {
         self.0

@@ -308,6 +308,10 @@ impl Channel for LedChannel {
         self.inner.send_file(key, file).await
     }
 
+    fn undelivered(&self) -> Vec<(&'static str, u64)> {
+        self.inner.undelivered()
+    }
+
     /// The channel's own health while leading; on a standby replica, ready (it serves
     /// webhooks and sends) with a detail naming the leader.
     fn health(&self) -> Health {

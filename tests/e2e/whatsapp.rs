@@ -196,6 +196,14 @@ async fn without_a_template_an_answer_outside_the_window_is_undeliverable_and_sh
     assert!(app.whatsapp().sent_to(PERSON).is_empty());
     let health = app.built("whatsapp").health();
     assert!(health.detail.contains("undeliverable"), "{}", health.detail);
+    let url = format!("http://{}/metrics", app.gateway().addr());
+    let metrics = reqwest::get(&url).await.unwrap().text().await.unwrap();
+    assert!(
+        metrics.contains(
+            "switchboard_channel_undelivered{channel=\"whatsapp\",reason=\"outside_24h_window\"} 1"
+        ),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]

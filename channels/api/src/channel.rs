@@ -296,4 +296,11 @@ pub trait Channel: Send + Sync + 'static {
     fn health(&self) -> Health {
         Health::ready("ok")
     }
+
+    /// Messages the platform refused for good since start, by reason (WhatsApp's failed
+    /// delivery statuses, a message outside its 24-hour window): exported as
+    /// `switchboard_channel_undelivered{channel, reason}`. Most platforms report none.
+    fn undelivered(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }

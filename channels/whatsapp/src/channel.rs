@@ -140,6 +140,10 @@ impl Channel for WhatsAppChannel {
         self.inner.send_file(&key.chat, file).await
     }
 
+    fn undelivered(&self) -> Vec<(&'static str, u64)> {
+        self.inner.undelivered()
+    }
+
     fn health(&self) -> Health {
         self.inner.health()
     }

@@ -189,6 +189,18 @@ impl Inner {
         tally.failed_statuses += 1;
     }
 
+    /// Messages WhatsApp refused for good, by reason, for `/metrics`.
+    pub(crate) fn undelivered(&self) -> Vec<(&'static str, u64)> {
+        let tally = self
+            .tally
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        vec![
+            ("failed_status", tally.failed_statuses),
+            ("outside_24h_window", tally.undeliverable),
+        ]
+    }
+
     /// The channel's health: ready (a webhook channel has nothing to connect), with the
     /// messages WhatsApp refused spelled out.
     pub(crate) fn health(&self) -> Health {
