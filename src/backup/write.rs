@@ -1,6 +1,15 @@
 //! `switchboard backup <file>`: plan what to keep, then write the archive through a
 //! temporary file (mode 0600) renamed over `<file>`, so a failed backup never leaves a
 //! truncated archive where a good one was.
+//!
+//! **One moment across files.** Each SQLite file is copied as one snapshot, but the files
+//! are copied one after another. The order makes the set safe to restore: every database
+//! in `data_dir` (the Matrix SDK's stores, which hold its sync token) is copied *before*
+//! the gateway's own database (the inbox). A channel saves its cursor only after the
+//! events it confirms are in the inbox, so the inbox copy, taken later, holds every event
+//! the copied cursor confirms. A restore then reads from that cursor again at worst, and
+//! the inbox drops what it already has. Copied the other way round, a cursor newer than
+//! the inbox would skip events that were acknowledged and never restored.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -59,18 +68,36 @@ pub async fn backup(config: &ConfigArgs, args: BackupArgs) -> anyhow::Result<Exi
     for item in &items {
         manifest.entries.push(entry_name(&data_dir, item.path())?);
     }
-    let temp = tempfile::NamedTempFile::new_in(&out_dir)
+    let (snapshots, main) = take_snapshots(&items, database.as_deref(), staging.path()).await?;
+    let temp = write_archive(&out_dir, &manifest, &items, snapshots, main)?;
+    temp.persist(&args.file)
+        .with_context(|| format!("writing {}", args.file.display()))?;
+    report(&args, &manifest, &config.gateway.database_url);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Write the archive into a temporary file in `out_dir`: the manifest, the gateway's
+/// database, then `data_dir`'s entries in the manifest's order.
+fn write_archive(
+    out_dir: &Path,
+    manifest: &Manifest,
+    items: &[Item],
+    snapshots: Vec<Snapshot>,
+    main: Option<Snapshot>,
+) -> anyhow::Result<tempfile::NamedTempFile> {
+    let temp = tempfile::NamedTempFile::new_in(out_dir)
         .with_context(|| format!("creating a temporary file in {}", out_dir.display()))?;
     let mut tar = tar::Builder::new(temp.as_file());
     tar.follow_symlinks(false);
     append_bytes(
         &mut tar,
         MANIFEST_ENTRY,
-        &serde_json::to_vec_pretty(&manifest)?,
+        &serde_json::to_vec_pretty(manifest)?,
     )?;
-    if let Some(db) = &database {
-        append_snapshot(&mut tar, db, DATABASE_ENTRY, staging.path()).await?;
+    if let Some(main) = main {
+        main.append(&mut tar, DATABASE_ENTRY)?;
     }
+    let mut snapshots = snapshots.into_iter();
     for (item, name) in items
         .iter()
         .zip(manifest.entries.iter().skip(usize::from(manifest.database)))
@@ -78,14 +105,34 @@ pub async fn backup(config: &ConfigArgs, args: BackupArgs) -> anyhow::Result<Exi
         match item {
             Item::Dir(path) => tar.append_dir(name, path)?,
             Item::Plain(path) => tar.append_path_with_name(path, name)?,
-            Item::Database(path) => append_snapshot(&mut tar, path, name, staging.path()).await?,
+            Item::Database(_) => snapshots
+                .next()
+                .context("a database snapshot went missing")?
+                .append(&mut tar, name)?,
         }
     }
     tar.into_inner()?.sync_all()?;
-    temp.persist(&args.file)
-        .with_context(|| format!("writing {}", args.file.display()))?;
-    report(&args, &manifest, &config.gateway.database_url);
-    Ok(ExitCode::SUCCESS)
+    Ok(temp)
+}
+
+/// Copy every database: `data_dir`'s first, the gateway's own last, so cursors are never
+/// newer than the inbox that holds what they confirm (see the module's notes).
+async fn take_snapshots(
+    items: &[Item],
+    database: Option<&Path>,
+    staging: &Path,
+) -> anyhow::Result<(Vec<Snapshot>, Option<Snapshot>)> {
+    let mut snapshots = Vec::new();
+    for (n, item) in items.iter().enumerate() {
+        if let Item::Database(path) = item {
+            snapshots.push(Snapshot::take(path, &staging.join(format!("{n}.sqlite"))).await?);
+        }
+    }
+    let main = match database {
+        Some(db) => Some(Snapshot::take(db, &staging.join(DATABASE_ENTRY)).await?),
+        None => None,
+    };
+    Ok((snapshots, main))
 }
 
 impl Item {
@@ -164,23 +211,37 @@ fn append_bytes(tar: &mut tar::Builder<&File>, name: &str, bytes: &[u8]) -> anyh
     Ok(())
 }
 
-/// Snapshot the database `src` into `staging` and append it as `name`, with `src`'s mode.
-async fn append_snapshot(
-    tar: &mut tar::Builder<&File>,
-    src: &Path,
-    name: &str,
-    staging: &Path,
-) -> anyhow::Result<()> {
-    let copy = staging.join("snapshot.sqlite");
-    sqlite::snapshot(src, &copy).await?;
-    let mut header = tar::Header::new_gnu();
-    header.set_metadata(&std::fs::metadata(src)?);
-    let file = File::open(&copy)?;
-    header.set_size(file.metadata()?.len());
-    header.set_cksum();
-    tar.append_data(&mut header, name, file)?;
-    std::fs::remove_file(&copy)?;
-    Ok(())
+/// A consistent copy of a live SQLite file, staged until it is appended.
+struct Snapshot {
+    /// The staged copy.
+    copy: PathBuf,
+    /// The original's metadata, for its mode and times.
+    metadata: std::fs::Metadata,
+}
+
+impl Snapshot {
+    /// Copy the database `src` to the new file `copy`.
+    async fn take(src: &Path, copy: &Path) -> anyhow::Result<Self> {
+        let metadata =
+            std::fs::metadata(src).with_context(|| format!("reading {}", src.display()))?;
+        sqlite::snapshot(src, copy).await?;
+        Ok(Self {
+            copy: copy.to_path_buf(),
+            metadata,
+        })
+    }
+
+    /// Append the copy as `name`, with the original's mode, then drop the staged file.
+    fn append(self, tar: &mut tar::Builder<&File>, name: &str) -> anyhow::Result<()> {
+        let mut header = tar::Header::new_gnu();
+        header.set_metadata(&self.metadata);
+        let file = File::open(&self.copy)?;
+        header.set_size(file.metadata()?.len());
+        header.set_cksum();
+        tar.append_data(&mut header, name, file)?;
+        std::fs::remove_file(&self.copy)?;
+        Ok(())
+    }
 }
 
 fn report(args: &BackupArgs, manifest: &Manifest, url: &str) {

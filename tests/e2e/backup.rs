@@ -235,3 +235,96 @@ async fn restore_keeps_every_files_mode_and_workspaces_come_only_with_the_flag()
         }
     }
 }
+
+/// A file-backed SQLite database at `path` in WAL mode (as the gateway and the Matrix SDK
+/// keep theirs), created if missing.
+async fn wal_database(path: &Path) -> sqlx::SqliteConnection {
+    let url = format!("sqlite://{}?mode=rwc", path.display());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::query("PRAGMA journal_mode = WAL")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn
+}
+
+/// The files are copied one after another, so a cursor kept in `data_dir` (the Matrix SDK
+/// saves its sync token in its own store) must be copied before the inbox that holds what
+/// it confirms. A writer stores event `n`, then moves such a cursor to `n`, as fast as it
+/// can while the backup runs; in the restored copy the cursor names no event the database
+/// lacks. Copied the other way round the cursor comes out ahead, and a restore would skip
+/// events that were acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backups_cursors_are_never_newer_than_the_inbox_they_confirm() {
+    let root = tempfile::tempdir().unwrap();
+    let source = root.path().join("source");
+    std::fs::create_dir_all(source.join("matrix/mx")).unwrap();
+    let mut inbox = wal_database(&source.join("test.db")).await;
+    let mut cursor = wal_database(&source.join("matrix/mx/matrix-sdk-state.sqlite3")).await;
+    for sql in [
+        "CREATE TABLE events (n INTEGER PRIMARY KEY)",
+        // Bulk, so copying the inbox takes a while and the writer moves on meanwhile.
+        "CREATE TABLE padding (b BLOB)",
+        "INSERT INTO padding VALUES (randomblob(8 * 1024 * 1024))",
+    ] {
+        sqlx::query(sql).execute(&mut inbox).await.unwrap();
+    }
+    for sql in [
+        "CREATE TABLE cursor (n INTEGER)",
+        "INSERT INTO cursor VALUES (0)",
+    ] {
+        sqlx::query(sql).execute(&mut cursor).await.unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = tokio::spawn({
+        let stop = Arc::clone(&stop);
+        async move {
+            let mut n = 0i64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                sqlx::query("INSERT INTO events VALUES (?)")
+                    .bind(n)
+                    .execute(&mut inbox)
+                    .await
+                    .unwrap();
+                sqlx::query("UPDATE cursor SET n = ?")
+                    .bind(n)
+                    .execute(&mut cursor)
+                    .await
+                    .unwrap();
+            }
+            n
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let config = config_file(root.path(), &source);
+    let archive = root.path().join("b.tar");
+    let (cfg, file) = (config.clone(), archive.clone());
+    let (ok, text) = tokio::task::spawn_blocking(move || switchboard(&["backup"], &cfg, &file))
+        .await
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let written = writer.await.unwrap();
+    assert!(ok, "{text}");
+
+    let fresh = tempfile::tempdir().unwrap();
+    let data = fresh.path().join("data");
+    let (ok, text) = switchboard(&["restore"], &config_file(fresh.path(), &data), &archive);
+    assert!(ok, "{text}");
+    let stored: i64 = sqlx::query_scalar("SELECT max(n) FROM events")
+        .fetch_one(&mut wal_database(&data.join("test.db")).await)
+        .await
+        .unwrap();
+    let confirmed: i64 = sqlx::query_scalar("SELECT n FROM cursor")
+        .fetch_one(&mut wal_database(&data.join("matrix/mx/matrix-sdk-state.sqlite3")).await)
+        .await
+        .unwrap();
+    assert!(
+        confirmed > 0,
+        "the writer ran before the backup ({written} written)"
+    );
+    assert!(
+        confirmed <= stored,
+        "the restored cursor confirms event {confirmed}, but the restored inbox ends at {stored}"
+    );
+}

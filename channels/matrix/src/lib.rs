@@ -11,10 +11,12 @@
 //! - `choices`: buttons as emoji choices, pressed by reaction or reply.
 //! - `outbound`: send / edit / redact / typing / files.
 //! - `errors`: homeserver failures → `ChannelError`; `client`: the login and shared state;
-//!   [`channel`]: the `Channel` implementation.
+//!   [`channel`]: the `Channel` implementation; [`store`]: what the stores hold, read offline
+//!   (the upgrade suite's check that they survive an SDK upgrade).
 
 pub mod channel;
 pub mod config;
+pub mod store;
 
 mod choices;
 mod client;

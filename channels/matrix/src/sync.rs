@@ -1,9 +1,17 @@
 //! Receive path: `/sync` → read each timeline event → `EventSink::deliver` → only then save
 //! the batch's `next_batch` token, so a message is confirmed only once it is stored. The
 //! token lives in the SDK's own state store (beside the room state and keys it belongs
-//! with), written by this loop alone: the SDK's own copy moves as soon as a response is
-//! processed, before anything is stored, and is never used here. A gateway killed between
-//! storing and saving syncs from the older token again; the inbox drops what it already has.
+//! with), written by this loop alone.
+//!
+//! **When the SDK is ahead.** The SDK keeps a sync position of its own, moved as soon as
+//! it has taken a response in, before anything is stored, and it hands out nothing for a
+//! response whose `next_batch` equals that position ("the same sync response twice"). So
+//! a batch the inbox refused (a full disk) or a gateway killed between the two cannot be
+//! read again by syncing from the older token: the homeserver answers with the same
+//! `next_batch` and the SDK drops it. Whenever the SDK's position is not the saved token,
+//! the loop reads that stretch again through `/messages` (from the saved token to the
+//! SDK's, decrypted by the SDK like a sync), stores it, and only then saves the SDK's
+//! position as its own. The inbox drops what it already has.
 //!
 //! The very first sync (no token saved) answers nothing: it only learns where "now" is, so
 //! a new bot does not answer a room's history. Invites are accepted when the inviter or the
@@ -14,6 +22,8 @@ use std::time::Duration;
 
 use matrix_sdk::Room;
 use matrix_sdk::config::SyncSettings;
+use matrix_sdk::deserialized_responses::TimelineEvent;
+use matrix_sdk::room::MessagesOptions;
 use matrix_sdk::ruma::api::client::filter::{FilterDefinition, LazyLoadOptions};
 use matrix_sdk::ruma::api::client::sync::sync_events::v3::Filter;
 use matrix_sdk::ruma::{OwnedRoomId, UInt};
@@ -43,6 +53,7 @@ pub(crate) async fn run(
         client,
         sink,
         token: None,
+        sdk_at: None,
         resumed: false,
     };
     let mut backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX);
@@ -77,25 +88,52 @@ pub(crate) async fn run(
     }
 }
 
+/// The token this loop saved after the last batch it stored, if any.
+pub(crate) async fn saved_token(sdk: &matrix_sdk::Client) -> Result<Option<String>, ChannelError> {
+    let saved = sdk
+        .store()
+        .get_custom_value(CURSOR_KEY)
+        .await
+        .map_err(|e| ChannelError::Transient(format!("reading the sync token: {e}")))?;
+    Ok(saved.and_then(|bytes| String::from_utf8(bytes).ok()))
+}
+
+/// The position the SDK itself has taken sync responses in up to.
+async fn sdk_position(sdk: &matrix_sdk::Client) -> Result<Option<String>, ChannelError> {
+    use matrix_sdk_base::store::StateStoreDataKey;
+    let value = sdk
+        .store()
+        .get_kv_data(StateStoreDataKey::SyncToken)
+        .await
+        .map_err(|e| ChannelError::Transient(format!("reading the SDK's sync position: {e}")))?;
+    Ok(value.and_then(matrix_sdk_base::store::StateStoreDataValue::into_sync_token))
+}
+
 struct Syncer {
     client: Arc<Client>,
     sink: Arc<dyn EventSink>,
     /// The token of the first batch not yet stored.
     token: Option<String>,
+    /// Where the SDK has taken responses in up to (see the module's notes).
+    sdk_at: Option<String>,
     resumed: bool,
 }
 
 impl Syncer {
     async fn step(&mut self) -> Result<(), ChannelError> {
-        let sdk = self.client.sdk().await?;
+        let client = Arc::clone(&self.client);
+        let sdk = client.sdk().await?;
         if !self.resumed {
-            let saved = sdk
-                .store()
-                .get_custom_value(CURSOR_KEY)
-                .await
-                .map_err(|e| ChannelError::Transient(format!("reading the sync token: {e}")))?;
-            self.token = saved.and_then(|bytes| String::from_utf8(bytes).ok());
+            self.token = saved_token(sdk).await?;
+            self.sdk_at = sdk_position(sdk).await?;
             self.resumed = true;
+        }
+        if let (Some(ours), Some(sdks)) = (&self.token, &self.sdk_at)
+            && ours != sdks
+        {
+            let (from, to) = (ours.clone(), sdks.clone());
+            self.catch_up(sdk, &from, &to).await?;
+            return self.save(sdk, to).await;
         }
         let first = self.token.is_none();
         let mut settings = SyncSettings::new()
@@ -119,6 +157,7 @@ impl Syncer {
             }
             Err(err) => return Err(from_sdk(&err)),
         };
+        self.sdk_at = Some(response.next_batch.clone());
         self.client.receive_ok();
         self.invites(&response).await;
         if first {
@@ -126,11 +165,53 @@ impl Syncer {
         } else {
             self.deliver(&response).await?;
         }
+        self.save(sdk, response.next_batch).await
+    }
+
+    /// Confirm everything up to `token`: it is saved, and the next sync starts there.
+    async fn save(&mut self, sdk: &matrix_sdk::Client, token: String) -> Result<(), ChannelError> {
         sdk.store()
-            .set_custom_value(CURSOR_KEY, response.next_batch.clone().into_bytes())
+            .set_custom_value(CURSOR_KEY, token.clone().into_bytes())
             .await
             .map_err(|e| ChannelError::Transient(format!("saving the sync token: {e}")))?;
-        self.token = Some(response.next_batch);
+        self.token = Some(token);
+        Ok(())
+    }
+
+    /// Read every joined room's events from `from` to `to` through `/messages` and store
+    /// them, oldest first: the stretch the SDK has taken in but the inbox has not.
+    async fn catch_up(
+        &self,
+        sdk: &matrix_sdk::Client,
+        from: &str,
+        to: &str,
+    ) -> Result<(), ChannelError> {
+        tracing::info!(channel = %self.client.name, "reading again what the inbox did not store");
+        // A failure here is for the next try, never the end of receiving.
+        let retry = |e: matrix_sdk::Error| match from_sdk(&e) {
+            ChannelError::Fatal(why) => ChannelError::Transient(why),
+            other => other,
+        };
+        for room in sdk.joined_rooms() {
+            let reader = Reader {
+                client: &self.client,
+                sink: self.sink.as_ref(),
+                room: &room,
+                place: place(&room).await,
+            };
+            let mut page_from = from.to_owned();
+            loop {
+                let mut options = MessagesOptions::forward().from(page_from.as_str());
+                options.to = Some(to.to_owned());
+                options.limit = UInt::from(TIMELINE_LIMIT);
+                let page = room.messages(options).await.map_err(retry)?;
+                self.deliver_events(&reader, &page.chunk).await?;
+                match page.end {
+                    Some(end) if !page.chunk.is_empty() && end != page_from => page_from = end,
+                    _ => break,
+                }
+            }
+        }
         Ok(())
     }
 
@@ -150,24 +231,36 @@ impl Syncer {
                 room: &room,
                 place: place(&room).await,
             };
-            for event in &update.timeline.events {
-                let Ok(json) = event.raw().deserialize_as::<Value>() else {
-                    continue;
-                };
-                match reader.read(&json).await {
-                    Triage::Deliver(event) => {
-                        if let Err(bad) = event.check_ids() {
-                            tracing::warn!(channel = %self.client.name, reason = %bad, "skipped a Matrix event with a bad id");
-                            continue;
-                        }
-                        if let Err(err) = self.sink.deliver(*event).await {
-                            tracing::warn!(channel = %self.client.name, error = %err, "could not store a Matrix event; the batch is synced again");
-                            return Err(ChannelError::Transient(err.to_string()));
-                        }
+            self.deliver_events(&reader, &update.timeline.events)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Hand `events` of one room to the sink, in order; the first that cannot be stored
+    /// ends them unconfirmed.
+    async fn deliver_events(
+        &self,
+        reader: &Reader<'_>,
+        events: &[TimelineEvent],
+    ) -> Result<(), ChannelError> {
+        for event in events {
+            let Ok(json) = event.raw().deserialize_as::<Value>() else {
+                continue;
+            };
+            match reader.read(&json).await {
+                Triage::Deliver(event) => {
+                    if let Err(bad) = event.check_ids() {
+                        tracing::warn!(channel = %self.client.name, reason = %bad, "skipped a Matrix event with a bad id");
+                        continue;
                     }
-                    Triage::Skip(why) => {
-                        tracing::debug!(channel = %self.client.name, room = %room_id, "skipped {why}");
+                    if let Err(err) = self.sink.deliver(*event).await {
+                        tracing::warn!(channel = %self.client.name, error = %err, "could not store a Matrix event; it is read again");
+                        return Err(ChannelError::Transient(err.to_string()));
                     }
+                }
+                Triage::Skip(why) => {
+                    tracing::debug!(channel = %self.client.name, room = %reader.room.room_id(), "skipped {why}");
                 }
             }
         }

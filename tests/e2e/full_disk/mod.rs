@@ -2,13 +2,15 @@
 //! own (a 4 MiB tmpfs it mounts), filled to the last byte. No platform event is
 //! acknowledged that was not stored (Slack gets a 5xx, Telegram's offset stays, the web
 //! chat sends no ack), `/readyz` says why, and once space returns every event is stored and
-//! answered exactly once without a restart. `postgres` does the same against a PostgreSQL
-//! database that refuses writes.
+//! answered exactly once without a restart. `matrix` does the same for the Matrix sync
+//! token against a real Synapse, and `postgres` against a PostgreSQL database that refuses
+//! writes.
 //!
 //! Mounting needs root (as in CI); elsewhere the SQLite test skips with a notice written
 //! past the test harness's capture, and `SWITCHBOARD_REQUIRE_MOUNT=1` (set by `.ci/run`)
 //! makes that a failure.
 
+mod matrix;
 mod postgres;
 mod sqlite;
 

@@ -4,9 +4,11 @@
 //! access grant, a Telegram offset), on SQLite (`sqlite.db`) and PostgreSQL (`postgres.sql`,
 //! `pg_dump --inserts`), with `fixture.json` saying what is in it. `resume.rs` opens each with
 //! today's gateway: migrations run, nothing is lost, and every pending thing resumes exactly
-//! once. `make.rs` writes a new version's fixtures (run it at the release's commit).
+//! once. `make.rs` writes a new version's fixtures (run it at the release's commit), and
+//! `matrix.rs` checks (and makes) the Matrix SDK's stores the same way.
 
 mod make;
+mod matrix;
 mod resume;
 
 use std::path::PathBuf;
