@@ -14,7 +14,7 @@ use switchboard_channel::{ChannelSettings, Site};
 use super::{Config, Problem};
 
 /// Every platform `kind`, whether or not this binary was built with it.
-pub const KINDS: &[&str] = &["slack", "telegram", "discord", "web", "matrix"];
+pub const KINDS: &[&str] = &["slack", "telegram", "discord", "web", "matrix", "signal"];
 
 /// One `[channels.<name>]` table: the platform's own settings type.
 #[derive(Debug, Clone)]
@@ -34,6 +34,9 @@ pub enum ChannelConfig {
     /// Matrix client-server API (`/sync`, end-to-end encryption).
     #[cfg(feature = "matrix")]
     Matrix(switchboard_matrix::MatrixConfig),
+    /// Signal, through a signal-cli daemon's JSON-RPC and event stream.
+    #[cfg(feature = "signal")]
+    Signal(switchboard_signal::SignalConfig),
 }
 
 impl ChannelConfig {
@@ -50,13 +53,16 @@ impl ChannelConfig {
             Self::Web(_) => "web",
             #[cfg(feature = "matrix")]
             Self::Matrix(_) => "matrix",
+            #[cfg(feature = "signal")]
+            Self::Signal(_) => "signal",
             // Built without any platform: there is no value to match.
             #[cfg(not(any(
                 feature = "slack",
                 feature = "telegram",
                 feature = "discord",
                 feature = "web",
-                feature = "matrix"
+                feature = "matrix",
+                feature = "signal"
             )))]
             _ => match *self {},
         }
@@ -75,12 +81,15 @@ impl ChannelConfig {
             Self::Web(s) => s,
             #[cfg(feature = "matrix")]
             Self::Matrix(s) => s,
+            #[cfg(feature = "signal")]
+            Self::Signal(s) => s,
             #[cfg(not(any(
                 feature = "slack",
                 feature = "telegram",
                 feature = "discord",
                 feature = "web",
-                feature = "matrix"
+                feature = "matrix",
+                feature = "signal"
             )))]
             _ => match *self {},
         }
@@ -94,7 +103,8 @@ impl ChannelConfig {
         feature = "telegram",
         feature = "discord",
         feature = "web",
-        feature = "matrix"
+        feature = "matrix",
+        feature = "signal"
     )),
     allow(unused_variables)
 )]
@@ -110,6 +120,8 @@ fn from_kind<'de, D: Deserializer<'de>>(kind: &str, d: D) -> Result<ChannelConfi
         "web" => Deserialize::deserialize(d).map(ChannelConfig::Web),
         #[cfg(feature = "matrix")]
         "matrix" => Deserialize::deserialize(d).map(ChannelConfig::Matrix),
+        #[cfg(feature = "signal")]
+        "signal" => Deserialize::deserialize(d).map(ChannelConfig::Signal),
         known if KINDS.contains(&known) => Err(de::Error::custom(format!(
             "kind {known:?}: this binary was built without the `{known}` feature"
         ))),

@@ -22,6 +22,10 @@ impl Draft {
             // Pieces go out as events arrive (`flush_if_due`), never on a timer.
             return None;
         }
+        if self.edits_left == Some(0) && !self.out.messages.is_empty() {
+            // The message's edits are spent but for the final one: the rest waits for it.
+            return None;
+        }
         let visible = self.visible();
         if visible.trim().is_empty() || visible == self.shown {
             return None;
@@ -150,7 +154,10 @@ impl Draft {
                 .channel
                 .edit(&self.key, &existing, &Outbound::text(text))
                 .await
-                .map(|()| self.out.edits += 1),
+                .map(|()| {
+                    self.out.edits += 1;
+                    self.edits_left = self.edits_left.map(|n| n.saturating_sub(1));
+                }),
             None => {
                 let posted = self.channel.send(&self.key, &Outbound::text(text)).await?;
                 self.out.sends += 1;

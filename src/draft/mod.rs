@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use switchboard_channel::{Button, Channel, ChannelError, ConversationKey, Limits, MessageRef};
+use switchboard_channel::{
+    AnswerDelivery, Button, Channel, ChannelError, ConversationKey, Limits, MessageRef,
+};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -95,6 +97,9 @@ pub struct Draft {
     draft_id: Option<u64>,
     /// Bytes of `answer` already sent as finished pieces, on a platform without edits.
     chunked: usize,
+    /// Intermediate edits the draft message may still take, where the platform caps edits
+    /// per message (`max_edits`); one edit is kept for the final answer. `None`: no cap.
+    edits_left: Option<u32>,
 }
 
 impl Draft {
@@ -107,6 +112,14 @@ impl Draft {
         on_posted: Option<PostedHook>,
     ) -> Self {
         let limits = channel.limits_for(&key);
+        let edits_left = match limits.delivery {
+            // A resumed draft's earlier edits were not counted: only the final edit is safe.
+            AnswerDelivery::Edits {
+                max_edits: Some(max),
+            } if resume.is_empty() => Some(max.saturating_sub(1)),
+            AnswerDelivery::Edits { max_edits: Some(_) } => Some(0),
+            _ => None,
+        };
         Self {
             channel,
             key,
@@ -133,6 +146,7 @@ impl Draft {
             // Small enough for any JSON integer parser on the platform side.
             draft_id: Some(u64::from(rand::random::<u32>() | 1)),
             chunked: 0,
+            edits_left,
         }
     }
 

@@ -269,3 +269,27 @@ async fn whole_delivery_sends_a_long_streamed_answer_once_at_the_end() {
     assert_eq!(texts, [answer]);
     assert_eq!((outcome.sends, outcome.edits), (1, 0));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_platform_capping_edits_gets_at_most_that_many_edits_of_one_message() {
+    let limits = Limits {
+        min_edit_interval: Duration::from_millis(100),
+        delivery: AnswerDelivery::Edits { max_edits: Some(3) },
+        ..Limits::default()
+    };
+    let fake = FakeChannel::with_limits("fake", limits, None);
+    let (tx, task) = start(&fake);
+    let mut answer = String::new();
+    for i in 0..20 {
+        let chunk = format!("part {i} {}\n", "x".repeat(90));
+        answer.push_str(&chunk);
+        tx.send(text(&chunk)).unwrap();
+        sleep(Duration::from_secs(1)).await;
+    }
+    tx.send(AgentEvent::Final(answer.clone())).unwrap();
+    let outcome = task.await.unwrap();
+    let edits = fake.writes().iter().filter(|w| w.op == Op::Edit).count();
+    assert_eq!(edits, 3, "two while streaming and the final one");
+    assert_eq!((outcome.sends, outcome.edits), (1, 3));
+    assert_eq!(fake.transcript(&key()), [answer.as_str()]);
+}
