@@ -52,6 +52,7 @@ mod sandbox_escapes;
 mod sandbox_limits;
 mod schedules;
 mod selfhost;
+mod signal;
 mod skills;
 mod slack;
 mod slack_threads;

@@ -5,6 +5,7 @@
 //! [`eventually`] is how every test waits for something it cannot be told about.
 
 pub mod discord;
+pub mod signal;
 pub mod slack;
 pub mod telegram;
 
