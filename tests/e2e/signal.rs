@@ -348,7 +348,8 @@ async fn an_unregistered_recipient_and_a_proof_required_limit_are_not_retried() 
     assert_eq!(
         to_gone(&app, &alice().number),
         1,
-        "a captcha is not retried"
+        "a captcha is not retried: {:#?}",
+        app.signal().calls_to("send")
     );
     app.shutdown().await;
 }

@@ -109,6 +109,9 @@ impl Shared {
         method: &str,
         params: Value,
     ) -> Result<Value, ChannelError> {
+        if let Some(refused) = self.rpc.refusal(&key.chat) {
+            return Err(refused);
+        }
         self.rpc
             .call(method, Self::to(key, params))
             .await

@@ -4,7 +4,7 @@
 //! `retryAfterSeconds`, and a `token` when Signal wants a captcha solved first: "proof
 //! required"), `UNREGISTERED_FAILURE`, `IDENTITY_FAILURE`, `NETWORK_FAILURE`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -18,6 +18,10 @@ const RATELIMIT_ERROR: i64 = -5;
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The wait when Signal says "slow down" without saying how long.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
+/// How long sends to a number Signal called unregistered are refused without asking again.
+const UNREGISTERED_PAUSE: Duration = Duration::from_secs(600);
+/// How long every send is refused after Signal asked for a captcha, unless it said.
+const PROOF_PAUSE: Duration = Duration::from_secs(3600);
 
 /// A failed call, sorted by what the caller does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +33,8 @@ pub(crate) enum Failure {
     ProofRequired {
         /// The challenge token the operator passes on.
         token: String,
+        /// How long Signal said the limit lasts without a captcha.
+        retry_after: Option<Duration>,
     },
     /// The recipient has no Signal account (any more).
     Unregistered(String),
@@ -46,9 +52,10 @@ impl Failure {
             .as_array()
             .cloned()
             .unwrap_or_default();
-        if let Some(token) = results.iter().find_map(|r| r["token"].as_str()) {
+        if let Some(r) = results.iter().find(|r| r["token"].is_string()) {
             return Self::ProofRequired {
-                token: token.to_owned(),
+                token: r["token"].as_str().unwrap_or_default().to_owned(),
+                retry_after: r["retryAfterSeconds"].as_u64().map(Duration::from_secs),
             };
         }
         let of_type = |t: &str| results.iter().find(|r| r["type"] == t);
@@ -84,6 +91,10 @@ pub(crate) struct Rpc {
     /// Refusals retrying cannot cure (an unregistered recipient, a captcha to solve), each
     /// logged once per recipient so a busy conversation does not flood the log.
     logged: Mutex<HashSet<String>>,
+    /// Until when sends are refused here without asking the daemon: per recipient after
+    /// "unregistered", and for everyone (`*`) after a captcha request. Asking again would
+    /// only repeat the refusal, and Signal counts the attempts against the limit.
+    refused: Mutex<HashMap<String, (tokio::time::Instant, ChannelError)>>,
 }
 
 impl Rpc {
@@ -98,6 +109,7 @@ impl Rpc {
             account: account.to_owned(),
             next_id: AtomicU64::new(1),
             logged: Mutex::new(HashSet::new()),
+            refused: Mutex::new(HashMap::new()),
         })
     }
 
@@ -142,12 +154,35 @@ impl Rpc {
         Ok(answer["result"].clone())
     }
 
-    /// `failure` as the core's error, logging a refusal no retry cures once per `to`.
+    /// The refusal still standing for a send to `to`, if any.
+    pub(crate) fn refusal(&self, to: &str) -> Option<ChannelError> {
+        let now = tokio::time::Instant::now();
+        let mut refused = self
+            .refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        refused.retain(|_, (until, _)| *until > now);
+        refused
+            .get("*")
+            .or_else(|| refused.get(to))
+            .map(|(_, err)| err.clone())
+    }
+
+    fn refuse(&self, who: &str, pause: Duration, err: &ChannelError) {
+        let until = tokio::time::Instant::now() + pause;
+        self.refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(who.to_owned(), (until, err.clone()));
+    }
+
+    /// `failure` as the core's error, logging a refusal no retry cures once per `to` and
+    /// refusing further sends it would only repeat.
     pub(crate) fn to_channel_error(&self, failure: Failure, to: &str) -> ChannelError {
         match failure {
             Failure::RateLimited(wait) => ChannelError::RateLimited { retry_after: wait },
             Failure::Transient(why) => ChannelError::Transient(why),
-            Failure::ProofRequired { token } => {
+            Failure::ProofRequired { token, retry_after } => {
                 if self.first_time(&format!("proof:{to}")) {
                     tracing::warn!(
                         to,
@@ -158,9 +193,11 @@ impl Rpc {
                          messages are not retried until then"
                     );
                 }
-                ChannelError::Fatal(
+                let err = ChannelError::Fatal(
                     "Signal requires a captcha before more messages (proof required)".into(),
-                )
+                );
+                self.refuse("*", retry_after.unwrap_or(PROOF_PAUSE), &err);
+                err
             }
             Failure::Unregistered(who) => {
                 if self.first_time(&format!("unregistered:{to}")) {
@@ -170,7 +207,9 @@ impl Rpc {
                         "the recipient is not registered on Signal; not retried"
                     );
                 }
-                ChannelError::Fatal(format!("{who} is not registered on Signal"))
+                let err = ChannelError::Fatal(format!("{who} is not registered on Signal"));
+                self.refuse(to, UNREGISTERED_PAUSE, &err);
+                err
             }
             Failure::Refused(why) => ChannelError::Fatal(why),
         }
@@ -208,7 +247,8 @@ mod tests {
         assert_eq!(
             Failure::from_error(&proof),
             Failure::ProofRequired {
-                token: "tok-1".into()
+                token: "tok-1".into(),
+                retry_after: None
             }
         );
         let gone = results(
@@ -226,5 +266,7 @@ mod tests {
         let err = rpc.to_channel_error(Failure::Unregistered("+1555".into()), "+1555");
         assert!(matches!(err, ChannelError::Fatal(_)));
         assert!(!rpc.first_time("unregistered:+1555"), "already logged");
+        assert!(rpc.refusal("+1555").is_some(), "not asked again");
+        assert!(rpc.refusal("+1666").is_none(), "others still are");
     }
 }
