@@ -104,33 +104,8 @@ async fn rpc(Extract(fake): Extract<FakeSignal>, body: axum::body::Bytes) -> Res
         method: method.to_owned(),
         params: params.clone(),
     });
-    match state
-        .failures
-        .get_mut(method)
-        .and_then(std::collections::VecDeque::pop_front)
-    {
-        Some(Failure::Unavailable) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
-        Some(Failure::RateLimited(secs)) => {
-            let result = json!({ "type": "RATE_LIMIT_FAILURE", "retryAfterSeconds": secs });
-            return axum::Json(send_error(
-                id,
-                -5,
-                "Failed to send message due to rate limiting",
-                result,
-            ))
-            .into_response();
-        }
-        Some(Failure::ProofRequired) => {
-            let result = json!({ "type": "RATE_LIMIT_FAILURE", "token": "fake-challenge-token", "retryAfterSeconds": 86400 });
-            return axum::Json(send_error(
-                id,
-                -5,
-                "Failed to send message due to rate limiting",
-                result,
-            ))
-            .into_response();
-        }
-        None => {}
+    if let Some(failed) = injected(&mut state, method, &id) {
+        return failed;
     }
     let answer = match method {
         "send" => send(&mut state, &params),
@@ -147,6 +122,40 @@ async fn rpc(Extract(fake): Extract<FakeSignal>, body: axum::body::Bytes) -> Res
         Err((code, message, data)) => error(id, code, &message, data),
     })
     .into_response()
+}
+
+/// The failure a test asked the next call of `method` to meet, as the daemon answers it.
+fn injected(state: &mut State, method: &str, id: &Value) -> Option<Response> {
+    let id = id.clone();
+    let failed = match state
+        .failures
+        .get_mut(method)
+        .and_then(std::collections::VecDeque::pop_front)
+    {
+        Some(Failure::Unavailable) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+        Some(Failure::RateLimited(secs)) => {
+            let result = json!({ "type": "RATE_LIMIT_FAILURE", "retryAfterSeconds": secs });
+            axum::Json(send_error(
+                id,
+                -5,
+                "Failed to send message due to rate limiting",
+                result,
+            ))
+            .into_response()
+        }
+        Some(Failure::ProofRequired) => {
+            let result = json!({ "type": "RATE_LIMIT_FAILURE", "token": "fake-challenge-token", "retryAfterSeconds": 86400 });
+            axum::Json(send_error(
+                id,
+                -5,
+                "Failed to send message due to rate limiting",
+                result,
+            ))
+            .into_response()
+        }
+        None => return None,
+    };
+    Some(failed)
 }
 
 type Answer = Result<Value, (i64, String, Value)>;
