@@ -48,6 +48,19 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Shared state for `config` without a daemon, for the readers' unit tests.
+    #[cfg(test)]
+    pub(crate) fn for_tests(config: SignalConfig, data_dir: &Path) -> Self {
+        Self {
+            name: "signal".into(),
+            rpc: Rpc::new(&config.daemon_url, &config.account).expect("client"),
+            prompts: Prompts::open(data_dir, "signal"),
+            health: Mutex::new(Health::ready("test")),
+            texts: Mutex::new(Recent::new(REMEMBERED)),
+            config,
+        }
+    }
+
     /// Whether `who` (a number or an ACI) is the bot's own account.
     pub(crate) fn is_bot(&self, who: &str) -> bool {
         who.eq_ignore_ascii_case(&self.config.account)

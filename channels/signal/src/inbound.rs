@@ -289,3 +289,119 @@ fn with_quote(quote: &Value, text: &str, to_bot: bool, shared: &Shared) -> Strin
     let quoted: Vec<String> = quoted.lines().map(|l| format!("> {l}")).collect();
     format!("{}\n\n{text}", quoted.join("\n"))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use switchboard_channel::Button;
+
+    use super::*;
+    use crate::config::SignalConfig;
+
+    const BOT: &str = "+15550100000";
+    const ALICE: &str = "+15550200001";
+
+    fn shared(dir: &std::path::Path) -> Shared {
+        Shared::for_tests(SignalConfig::new(BOT), dir)
+    }
+
+    fn envelope(data: Value) -> Value {
+        json!({ "account": BOT, "envelope": { "sourceNumber": ALICE, "sourceUuid": "00000000-0000-4000-8000-000000000001",
+            "sourceName": "Alice", "timestamp": 1000, "dataMessage": data } })
+    }
+
+    fn message(triage: Triage) -> Inbound {
+        match triage {
+            Triage::Deliver(event) => match *event {
+                ChannelEvent::Message(m) => m,
+                other => panic!("not a message: {other:?}"),
+            },
+            Triage::Skip(why) => panic!("skipped: {why}"),
+        }
+    }
+
+    #[test]
+    fn a_mention_after_an_emoji_is_found_by_its_utf16_range_and_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = shared(dir.path());
+        // "🎉 " is three UTF-16 units: the placeholder starts at 3.
+        let data = json!({ "message": "🎉 \u{fffc} hi \u{fffc}!", "timestamp": 1000,
+            "groupInfo": { "groupId": "R3JvdXA=", "type": "DELIVER" },
+            "mentions": [ { "start": 3, "length": 1, "number": BOT },
+                          { "start": 8, "length": 1, "number": "+15550200002", "name": "Bob" } ] });
+        let m = message(s.read(&envelope(data)));
+        assert_eq!(m.text, "🎉 hi @Bob!");
+        assert_eq!(m.key.chat, "group.R3JvdXA=");
+        assert_eq!(m.event_id, format!("{ALICE}:1000"));
+        assert!(!m.place.is_direct());
+    }
+
+    #[test]
+    fn group_chatter_without_a_mention_is_skipped_and_a_dm_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = shared(dir.path());
+        let chatter = json!({ "message": "lunch?", "groupInfo": { "groupId": "R3JvdXA=", "type": "DELIVER" } });
+        assert!(matches!(s.read(&envelope(chatter)), Triage::Skip(_)));
+        let dm = message(s.read(&envelope(json!({ "message": "hello" }))));
+        assert_eq!((dm.key.chat.as_str(), dm.text.as_str()), (ALICE, "hello"));
+    }
+
+    #[test]
+    fn a_reaction_or_a_reply_to_a_prompt_presses_its_choice_and_others_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = shared(dir.path());
+        let buttons: Vec<Button> = ["Approve once", "Always allow", "Deny"]
+            .iter()
+            .map(|l| Button {
+                label: (*l).into(),
+                payload: format!("p:{l}"),
+            })
+            .collect();
+        s.prompts.insert(555, choices::choices(&buttons));
+        let react = |emoji: &str, target: u64| json!({ "reaction": { "emoji": emoji, "targetAuthorNumber": BOT, "targetSentTimestamp": target, "isRemove": false } });
+        let Triage::Deliver(event) = s.read(&envelope(react("❌", 555))) else {
+            panic!("no press")
+        };
+        assert!(matches!(*event, ChannelEvent::Button(ref b) if b.payload == "p:Deny"));
+        assert!(matches!(
+            s.read(&envelope(react("👍", 555))),
+            Triage::Skip(_)
+        ));
+        assert!(matches!(
+            s.read(&envelope(react("❌", 556))),
+            Triage::Skip(_)
+        ));
+        let reply = json!({ "message": "always", "quote": { "id": 555, "authorNumber": BOT, "text": "…" } });
+        let Triage::Deliver(event) = s.read(&envelope(reply)) else {
+            panic!("no press")
+        };
+        assert!(matches!(*event, ChannelEvent::Button(ref b) if b.payload == "p:Always allow"));
+    }
+
+    #[test]
+    fn edits_deletes_typing_receipts_and_the_bots_own_messages_are_no_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = shared(dir.path());
+        let mut edit = envelope(Value::Null);
+        edit["envelope"]["editMessage"] =
+            json!({ "targetSentTimestamp": 900, "dataMessage": { "message": "fixed" } });
+        assert!(matches!(s.read(&edit), Triage::Skip(_)));
+        assert_eq!(
+            s.recalled(&format!("{ALICE}:900")).as_deref(),
+            Some("fixed")
+        );
+        assert!(matches!(
+            s.read(&envelope(json!({ "remoteDelete": { "timestamp": 900 } }))),
+            Triage::Skip(_)
+        ));
+        assert_eq!(s.recalled(&format!("{ALICE}:900")), None);
+        for kind in ["typingMessage", "receiptMessage", "syncMessage"] {
+            let mut e = envelope(Value::Null);
+            e["envelope"][kind] = json!({});
+            assert!(matches!(s.read(&e), Triage::Skip(_)), "{kind}");
+        }
+        let mut own = envelope(json!({ "message": "echo" }));
+        own["envelope"]["sourceNumber"] = json!(BOT);
+        assert!(matches!(s.read(&own), Triage::Skip(_)));
+    }
+}
