@@ -353,3 +353,48 @@ async fn an_unregistered_recipient_and_a_proof_required_limit_are_not_retried() 
     );
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_dropped_event_stream_is_reopened_and_a_rate_limit_is_waited_out() {
+    let app = builder("").start().await;
+    let signal = app.signal().clone();
+    eventually(WAIT, "the event stream open", async || {
+        if signal.listening() { Ok(()) } else { Err(()) }
+    })
+    .await;
+    signal.drop_streams();
+    signal.fail_next("send", Failure::RateLimited(1));
+    app.llm.push(Reply::text("Still answering."));
+    signal.dm(&alice(), "after the drop");
+    let sent = wait_sent(&signal, &alice().number, |s| s.len() == 1).await;
+    assert_eq!(sent[0].text, "Still answering.");
+    assert_eq!(
+        signal.calls_to("send").len(),
+        2,
+        "the limited send, then one more"
+    );
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_file_a_person_sends_is_fetched_through_the_daemon() {
+    let app = builder("").start().await;
+    let signal = app.signal();
+    let file = signal.attachment("att-1.txt", "text/plain", Some("notes.txt"), b"the notes");
+    app.llm.push(Reply::text("Read it."));
+    signal.data(
+        &alice(),
+        json!({ "message": "see the file", "attachments": [file] }),
+    );
+    wait_sent(signal, &alice().number, |s| s.len() == 1).await;
+    let fetched = signal.calls_to("getAttachment");
+    assert_eq!(fetched.len(), 1, "{fetched:#?}");
+    assert_eq!(fetched[0].params["id"], "att-1.txt");
+    assert_eq!(fetched[0].params["recipient"], alice().number.as_str());
+    assert!(
+        last_request(&app).contains("notes.txt"),
+        "{}",
+        last_request(&app)
+    );
+    app.shutdown().await;
+}
