@@ -158,7 +158,9 @@ impl Shared {
             .ok_or_else(|| {
                 ChannelError::Transient("signal-cli answered a send without a timestamp".into())
             })?;
-        if !offered.is_empty() || edit.is_some() {
+        // A prompt's choices are kept; an edit that takes a prompt's buttons away clears them.
+        // A streamed edit of an ordinary message writes nothing.
+        if !offered.is_empty() || (edit.is_some() && self.prompts.get(sent).is_some()) {
             self.prompts.insert(sent, offered);
         }
         Ok(sent)
