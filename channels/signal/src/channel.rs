@@ -3,24 +3,21 @@
 //! is a `send` with `editTimestamp`), `remoteDelete`, `sendTyping` and `getAttachment`.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use base64::Engine;
-use serde_json::{Value, json};
-use switchboard_channel::choices;
+use serde_json::json;
 use switchboard_channel::{
     AnswerDelivery, Attachment, ButtonPress, Channel, ChannelError, ConversationKey, EventSink,
-    FileError, Health, LengthUnit, Limits, MessageRef, Outbound, OutboundFile, Recent,
+    FileError, Health, LengthUnit, Limits, MessageRef, Outbound, OutboundFile,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::config::SignalConfig;
-use crate::inbound::GROUP;
-use crate::prompts::Prompts;
-use crate::rpc::{Failure, Rpc};
-use crate::style;
+use crate::rpc::Failure;
+use crate::shared::{GROUP, Shared};
 
 /// Longest text one message carries, in UTF-16 code units. Signal's apps send a longer body
 /// as a "long text" attachment; staying under it keeps each part an ordinary message.
@@ -31,141 +28,6 @@ pub const MAX_MESSAGE_UTF16: usize = 2000;
 /// from signal-cli; one is kept in hand because the apps count the original in the same
 /// history. The draft continues in a new message once a message's edits are spent.
 pub const MAX_EDITS: u32 = 9;
-
-/// Texts of recent messages remembered, for quotes and edits.
-const REMEMBERED: usize = 512;
-
-/// What the receive loop, the inbound reader and the outbound calls share.
-pub(crate) struct Shared {
-    pub(crate) name: String,
-    pub(crate) config: SignalConfig,
-    pub(crate) rpc: Rpc,
-    pub(crate) prompts: Prompts,
-    /// The stream's state, for `/readyz`.
-    pub(crate) health: Mutex<Health>,
-    /// Recent texts by `sender:timestamp`, as last edited: what a quote of them shows.
-    texts: Mutex<Recent<String>>,
-}
-
-impl Shared {
-    /// Shared state for `config` without a daemon, for the readers' unit tests.
-    #[cfg(test)]
-    pub(crate) fn for_tests(config: SignalConfig, data_dir: &Path) -> Self {
-        Self {
-            name: "signal".into(),
-            rpc: Rpc::new(&config.daemon_url, &config.account).expect("client"),
-            prompts: Prompts::open(data_dir, "signal"),
-            health: Mutex::new(Health::ready("test")),
-            texts: Mutex::new(Recent::new(REMEMBERED)),
-            config,
-        }
-    }
-
-    /// Whether `who` (a number or an ACI) is the bot's own account.
-    pub(crate) fn is_bot(&self, who: &str) -> bool {
-        who.eq_ignore_ascii_case(&self.config.account)
-    }
-
-    /// The id a person is known by: their ACI when `allowed_users` names it, otherwise their
-    /// number when Signal shares it, otherwise their ACI.
-    pub(crate) fn user_id(&self, number: Option<&str>, uuid: Option<&str>) -> Option<String> {
-        let listed = |id: &str| {
-            self.config
-                .allowed_users
-                .iter()
-                .any(|u| u.eq_ignore_ascii_case(id))
-        };
-        match (number, uuid) {
-            (_, Some(uuid)) if listed(uuid) => Some(uuid.to_owned()),
-            (Some(number), _) => Some(number.to_owned()),
-            (None, uuid) => uuid.map(str::to_owned),
-        }
-    }
-
-    pub(crate) fn remember(&self, key: &str, text: &str) {
-        self.texts_lock().insert(key.to_owned(), text.to_owned());
-    }
-
-    pub(crate) fn recalled(&self, key: &str) -> Option<String> {
-        self.texts_lock().get(key).filter(|t| !t.is_empty())
-    }
-
-    pub(crate) fn forget(&self, key: &str) {
-        self.texts_lock().insert(key.to_owned(), String::new());
-    }
-
-    fn texts_lock(&self) -> std::sync::MutexGuard<'_, Recent<String>> {
-        self.texts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    pub(crate) fn set_health(&self, health: Health) {
-        *self
-            .health
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = health;
-    }
-
-    /// `params` addressed to conversation `key`: a group or a person.
-    fn to(key: &ConversationKey, mut params: Value) -> Value {
-        match key.chat.strip_prefix(GROUP) {
-            Some(group) => params["groupId"] = json!(group),
-            None => params["recipient"] = json!([key.chat]),
-        }
-        params
-    }
-
-    async fn call(
-        &self,
-        key: &ConversationKey,
-        method: &str,
-        params: Value,
-    ) -> Result<Value, ChannelError> {
-        if let Some(refused) = self.rpc.refusal(&key.chat) {
-            return Err(refused);
-        }
-        self.rpc
-            .call(method, Self::to(key, params))
-            .await
-            .map_err(|f| self.rpc.to_channel_error(f, &key.chat))
-    }
-
-    /// Send (or, with `edit`, replace) `msg` in `key`; the message's timestamp.
-    async fn post(
-        &self,
-        key: &ConversationKey,
-        msg: &Outbound,
-        edit: Option<u64>,
-    ) -> Result<u64, ChannelError> {
-        let offered = choices::choices(&msg.buttons);
-        let markdown = if offered.is_empty() {
-            msg.text.clone()
-        } else {
-            format!("{}\n\n{}", msg.text, choices::hint(&offered))
-        };
-        let styled = style::render(&markdown);
-        let mut params = json!({ "message": styled.text });
-        if !styled.styles.is_empty() {
-            params["textStyle"] = json!(styled.styles);
-        }
-        if let Some(original) = edit {
-            params["editTimestamp"] = json!(original);
-        }
-        let result = self.call(key, "send", params).await?;
-        let sent = edit
-            .or_else(|| result["timestamp"].as_u64())
-            .ok_or_else(|| {
-                ChannelError::Transient("signal-cli answered a send without a timestamp".into())
-            })?;
-        // A prompt's choices are kept; an edit that takes a prompt's buttons away clears them.
-        // A streamed edit of an ordinary message writes nothing.
-        if !offered.is_empty() || (edit.is_some() && self.prompts.get(sent).is_some()) {
-            self.prompts.insert(sent, offered);
-        }
-        Ok(sent)
-    }
-}
 
 /// One configured Signal account, behind its signal-cli daemon.
 pub struct SignalChannel {
@@ -181,20 +43,8 @@ impl SignalChannel {
         if let Some(first) = config.problems().first() {
             return Err(format!("channels.{name}.{first}"));
         }
-        let rpc = Rpc::new(&config.daemon_url, &config.account)?;
         Ok(Self {
-            shared: Arc::new(Shared {
-                name: name.to_owned(),
-                prompts: Prompts::open(data_dir, name),
-                rpc,
-                health: Mutex::new(Health {
-                    ready: false,
-                    detail: "not connected to signal-cli yet".into(),
-                    last_ok: None,
-                }),
-                texts: Mutex::new(Recent::new(REMEMBERED)),
-                config,
-            }),
+            shared: Arc::new(Shared::new(name, config, data_dir)?),
         })
     }
 }

@@ -12,8 +12,8 @@ use serde_json::Value;
 use switchboard_channel::{Backoff, ChannelError, Delivery, EventSink, Health};
 use tokio_util::sync::CancellationToken;
 
-use crate::channel::Shared;
 use crate::inbound::Triage;
+use crate::shared::Shared;
 
 /// signal-cli writes a keep-alive comment every 15 seconds: a stream silent for longer than
 /// this is dead even if the socket says otherwise.

@@ -13,13 +13,11 @@ use switchboard_channel::{
     Place, UserRef,
 };
 
-use crate::channel::Shared;
+use crate::shared::{GROUP, Shared};
 use crate::style::utf16_range;
 
 /// The placeholder Signal puts in a text where a mention is shown.
 const MENTION: char = '\u{fffc}';
-/// The prefix of a group's `ConversationKey::chat`, before its base64 id.
-pub(crate) const GROUP: &str = "group.";
 
 /// What to do with one envelope.
 #[derive(Debug)]

@@ -14,6 +14,7 @@
 //!   is understood.
 //! - `style`: markdown → Signal text with style ranges in UTF-16 code units.
 //! - `rpc`: the JSON-RPC client and signal-cli's failures → `ChannelError`.
+//! - `shared`: what the loop, the reader and the sends share; sending one message.
 //! - [`channel`]: the `Channel` implementation (send, edit by `editTimestamp`, delete, typing,
 //!   files).
 
@@ -24,6 +25,7 @@ mod events;
 mod inbound;
 mod prompts;
 mod rpc;
+mod shared;
 mod style;
 
 pub use channel::{MAX_EDITS, MAX_MESSAGE_UTF16, SignalChannel};
