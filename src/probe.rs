@@ -145,6 +145,9 @@ async fn probe_channel(
                 .unwrap_or_else(|_| Err("no answer in time".into()));
             return Some(answer);
         }
+        // The daemon's version, and whether it serves the configured account.
+        #[cfg(feature = "signal")]
+        ChannelConfig::Signal(c) => return Some(probe_signal(http, c).await),
         #[allow(
             unreachable_patterns,
             reason = "reached only when a channel's cargo feature is off"
@@ -152,6 +155,50 @@ async fn probe_channel(
         _ => return None,
     };
     Some(ask(request, name_at).await)
+}
+
+/// signal-cli's `version` and `listAccounts` over its JSON-RPC endpoint.
+#[cfg(feature = "signal")]
+async fn probe_signal(
+    http: &reqwest::Client,
+    c: &switchboard_signal::SignalConfig,
+) -> Result<String, String> {
+    let url = format!("{}/api/v1/rpc", c.daemon_url.trim_end_matches('/'));
+    let call = |method: &str| {
+        let body = serde_json::json!({ "jsonrpc": "2.0", "method": method, "id": method });
+        http.post(url.as_str()).json(&body)
+    };
+    let version = ask_json(call("version")).await?;
+    if let Some(why) = version["error"]["message"].as_str() {
+        return Err(format!(
+            "signal-cli at {} refused `version`: {why}",
+            c.daemon_url
+        ));
+    }
+    let version = version["result"]["version"]
+        .as_str()
+        .unwrap_or("?")
+        .to_owned();
+    let accounts = ask_json(call("listAccounts")).await?;
+    let listed = accounts["result"].as_array().is_some_and(|list| {
+        list.iter().any(|a| {
+            [&a["number"], &a["aci"], &a["uuid"]].iter().any(|v| {
+                v.as_str()
+                    .is_some_and(|v| v.eq_ignore_ascii_case(&c.account))
+            })
+        })
+    });
+    // A daemon started with `-a` answers for its one account and may not list it.
+    if accounts["error"].is_null() && !listed && accounts["result"].is_array() {
+        return Err(format!(
+            "signal-cli {version} at {} does not serve account {}: register or link it first",
+            c.daemon_url, c.account
+        ));
+    }
+    Ok(format!(
+        "signal-cli {version} at {} serves {}",
+        c.daemon_url, c.account
+    ))
 }
 
 /// Send `request`; the bot's name at JSON pointer `name_at` when the platform says ok.

@@ -15,7 +15,7 @@ use super::{Config, Problem};
 
 /// Every platform `kind`, whether or not this binary was built with it.
 pub const KINDS: &[&str] = &[
-    "slack", "telegram", "discord", "web", "matrix", "whatsapp", "email",
+    "slack", "telegram", "discord", "web", "matrix", "whatsapp", "email", "signal",
 ];
 
 /// One `[channels.<name>]` table: the platform's own settings type.
@@ -42,6 +42,9 @@ pub enum ChannelConfig {
     /// Email: IMAP in, SMTP submission out.
     #[cfg(feature = "email")]
     Email(switchboard_email::EmailConfig),
+    /// Signal, through a signal-cli daemon's JSON-RPC and event stream.
+    #[cfg(feature = "signal")]
+    Signal(switchboard_signal::SignalConfig),
 }
 
 impl ChannelConfig {
@@ -62,6 +65,8 @@ impl ChannelConfig {
             Self::WhatsApp(_) => "whatsapp",
             #[cfg(feature = "email")]
             Self::Email(_) => "email",
+            #[cfg(feature = "signal")]
+            Self::Signal(_) => "signal",
             // Built without any platform: there is no value to match.
             #[cfg(not(any(
                 feature = "slack",
@@ -70,7 +75,8 @@ impl ChannelConfig {
                 feature = "web",
                 feature = "matrix",
                 feature = "whatsapp",
-                feature = "email"
+                feature = "email",
+                feature = "signal"
             )))]
             _ => match *self {},
         }
@@ -93,6 +99,8 @@ impl ChannelConfig {
             Self::WhatsApp(s) => s,
             #[cfg(feature = "email")]
             Self::Email(s) => s,
+            #[cfg(feature = "signal")]
+            Self::Signal(s) => s,
             #[cfg(not(any(
                 feature = "slack",
                 feature = "telegram",
@@ -100,7 +108,8 @@ impl ChannelConfig {
                 feature = "web",
                 feature = "matrix",
                 feature = "whatsapp",
-                feature = "email"
+                feature = "email",
+                feature = "signal"
             )))]
             _ => match *self {},
         }
@@ -116,7 +125,8 @@ impl ChannelConfig {
         feature = "web",
         feature = "matrix",
         feature = "whatsapp",
-        feature = "email"
+        feature = "email",
+        feature = "signal"
     )),
     allow(unused_variables)
 )]
@@ -136,6 +146,8 @@ fn from_kind<'de, D: Deserializer<'de>>(kind: &str, d: D) -> Result<ChannelConfi
         "whatsapp" => Deserialize::deserialize(d).map(ChannelConfig::WhatsApp),
         #[cfg(feature = "email")]
         "email" => Deserialize::deserialize(d).map(ChannelConfig::Email),
+        #[cfg(feature = "signal")]
+        "signal" => Deserialize::deserialize(d).map(ChannelConfig::Signal),
         known if KINDS.contains(&known) => Err(de::Error::custom(format!(
             "kind {known:?}: this binary was built without the `{known}` feature"
         ))),

@@ -150,6 +150,7 @@ fn the_check_command_exits_zero_for_the_example_and_one_for_a_bad_file() {
         .args(["check", "--config", "config/switchboard.example.toml"])
         .env_remove("DISCORD_BOT_TOKEN")
         .env_remove("SLACK_BOT_TOKEN")
+        .env_remove("SIGNAL_ACCOUNT")
         .output()
         .unwrap();
     assert!(
@@ -159,7 +160,9 @@ fn the_check_command_exits_zero_for_the_example_and_one_for_a_bad_file() {
     );
     let stdout = String::from_utf8_lossy(&ok.stdout);
     assert!(
-        stdout.contains("skipped at run: discord (token unset), email (imap.password unset), matrix (password unset), slack (bot_token unset)"),
+        stdout.contains(
+            "skipped at run: discord (token unset), email (imap.password unset), matrix (password unset), signal (account unset), slack (bot_token unset)"
+        ),
         "{stdout}"
     );
     let dir = tempfile::tempdir().unwrap();

@@ -53,6 +53,7 @@ mod sandbox_escapes;
 mod sandbox_limits;
 mod schedules;
 mod selfhost;
+mod signal;
 mod skills;
 mod slack;
 mod slack_threads;

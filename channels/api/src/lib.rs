@@ -10,6 +10,8 @@
 //!   `EventSink` through which adapters hand events to the core's durable inbox.
 //! - [`render`]: the one markdown → platform renderer (Telegram HTML, Slack mrkdwn, Discord
 //!   markdown, web HTML) every channel's outgoing text goes through.
+//! - [`choices`]: buttons as emoji choices pressed by reaction or reply, for platforms
+//!   without buttons (Matrix, Signal).
 //! - [`split`]: the limit-aware splitter every channel's long answers go through.
 //! - [`settings`]: what every channel's settings type offers the core (`ChannelSettings`:
 //!   validate, secrets, routes, build), and the `${VAR}`-expanding `EnvString`/`Secret`
@@ -32,6 +34,7 @@ pub mod auth;
 pub mod authenticate;
 pub mod backoff;
 pub mod channel;
+pub mod choices;
 pub mod html;
 pub mod ids;
 pub mod recent;

@@ -7,6 +7,7 @@ use switchboard::agent::Tool;
 use switchboard::clock::Clock;
 use switchboard::config::{Config, EnvString};
 use switchboard_standins::discord::{self, FakeDiscord};
+use switchboard_standins::signal::{self, FakeSignal};
 use switchboard_standins::slack::{FAKE_BOT_TOKEN, FAKE_SIGNING_SECRET, FakeSlack};
 use switchboard_standins::telegram::{self, FakeTelegram};
 use switchboard_standins::whatsapp::{self, FakeGraph};
@@ -66,6 +67,7 @@ pub struct Builder {
     whatsapp: Platform<FakeGraph>,
     /// More WhatsApp channels on the same stand-in: (name, table).
     more_whatsapp: Vec<(String, Table)>,
+    signal: Platform<FakeSignal>,
     /// `[channels.web]` keys, when the web chat is on.
     web: Option<String>,
     extra: String,
@@ -110,6 +112,12 @@ impl Builder {
     /// Talk to this Telegram stand-in.
     pub fn telegram_standin(mut self, telegram: FakeTelegram) -> Self {
         self.telegram.standin = Some(telegram);
+        self
+    }
+
+    /// A Signal channel named `signal` with `table`'s settings, on a signal-cli stand-in.
+    pub fn signal(mut self, table: Table) -> Self {
+        self.signal.table = Some(table);
         self
     }
 
@@ -221,6 +229,14 @@ impl Builder {
                 text.push_str(&table.render(&name, "whatsapp", &fixed));
             }
         }
+        if let Some(table) = self.signal.table() {
+            let daemon = started(&mut self.signal.standin, FakeSignal::start()).await;
+            let fixed = [
+                ("account", quoted(signal::FAKE_ACCOUNT)),
+                ("daemon_url", quoted(&daemon.daemon_url())),
+            ];
+            text.push_str(&table.render("signal", "signal", &fixed));
+        }
         if let Some(keys) = &self.web {
             text.push_str(&format!("[channels.web]\nkind = \"web\"\n{keys}\n"));
         }
@@ -253,6 +269,7 @@ impl Builder {
             telegram: self.telegram.standin,
             discord: self.discord.standin,
             whatsapp: self.whatsapp.standin,
+            signal: self.signal.standin,
             tools: self.tools,
             addr: any_port(),
             built: Vec::new(),

@@ -21,6 +21,7 @@ use switchboard::config::Config;
 use switchboard::store::Store;
 use switchboard_channel::Channel;
 use switchboard_standins::discord::FakeDiscord;
+use switchboard_standins::signal::FakeSignal;
 use switchboard_standins::slack::{FAKE_SIGNING_SECRET, FakeSlack, SignedRequest};
 use switchboard_standins::telegram::FakeTelegram;
 use switchboard_standins::whatsapp::{FAKE_APP_SECRET, FakeGraph, Notification};
@@ -47,6 +48,7 @@ pub struct TestApp {
     telegram: Option<FakeTelegram>,
     discord: Option<FakeDiscord>,
     whatsapp: Option<FakeGraph>,
+    signal: Option<FakeSignal>,
     tools: Vec<Arc<dyn Tool>>,
     /// Where the latest life serves HTTP; a graceful restart listens here again, so a page
     /// or socket client finds the gateway where it was.
@@ -141,6 +143,11 @@ impl TestApp {
         notification
             .post(&self.url("/whatsapp/whatsapp"), FAKE_APP_SECRET)
             .await
+    }
+
+    /// The signal-cli daemon stand-in.
+    pub fn signal(&self) -> &FakeSignal {
+        self.signal.as_ref().expect("built with .signal()")
     }
 
     /// The channel named `name` that the latest life built from the config.

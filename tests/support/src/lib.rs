@@ -6,6 +6,7 @@
 //! is not a stand-in: it reaches the real mail servers `tests/mail/start` runs.
 
 pub mod discord;
+pub mod signal;
 pub mod slack;
 pub mod telegram;
 pub mod whatsapp;
