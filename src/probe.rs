@@ -121,29 +121,16 @@ async fn probe_channel(
         }
         // Logging in would make a device; the homeserver answering its versions is the check.
         #[cfg(feature = "matrix")]
-        ChannelConfig::Matrix(c) => {
-            let base = c.homeserver.trim_end_matches('/');
-            let url = format!("{base}/_matrix/client/versions");
-            let answer = ask_json(http.get(url)).await.map(|body| {
-                format!(
-                    "homeserver {base} answers (Matrix {}); {} logs in when the gateway starts",
-                    body["versions"]
-                        .as_array()
-                        .and_then(|v| v.last())
-                        .and_then(Value::as_str)
-                        .unwrap_or("?"),
-                    c.user_id
-                )
-            });
-            return Some(answer);
-        }
+        ChannelConfig::Matrix(c) => return Some(probe_matrix(http, c).await),
         // Logs in to both servers (IMAP, then SMTP submission) and reads the mailbox's size.
         #[cfg(feature = "email")]
         ChannelConfig::Email(c) => {
-            let answer = tokio::time::timeout(PROBE_TIMEOUT * 3, switchboard_email::probe(c))
-                .await
-                .unwrap_or_else(|_| Err("no answer in time".into()));
-            return Some(answer);
+            let probe = tokio::time::timeout(PROBE_TIMEOUT * 3, switchboard_email::probe(c));
+            return Some(
+                probe
+                    .await
+                    .unwrap_or_else(|_| Err("no answer in time".into())),
+            );
         }
         // The daemon's version, and whether it serves the configured account.
         #[cfg(feature = "signal")]
@@ -155,6 +142,27 @@ async fn probe_channel(
         _ => return None,
     };
     Some(ask(request, name_at).await)
+}
+
+/// The homeserver's `/versions`: it answers, and which Matrix version it speaks last.
+#[cfg(feature = "matrix")]
+async fn probe_matrix(
+    http: &reqwest::Client,
+    c: &switchboard_matrix::MatrixConfig,
+) -> Result<String, String> {
+    let base = c.homeserver.trim_end_matches('/');
+    let url = format!("{base}/_matrix/client/versions");
+    ask_json(http.get(url)).await.map(|body| {
+        format!(
+            "homeserver {base} answers (Matrix {}); {} logs in when the gateway starts",
+            body["versions"]
+                .as_array()
+                .and_then(|v| v.last())
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            c.user_id
+        )
+    })
 }
 
 /// signal-cli's `version` and `listAccounts` over its JSON-RPC endpoint.
