@@ -202,6 +202,7 @@ fn site<'a>(name: &'a str, listen: Option<SocketAddr>, data_dir: &'a PathBuf) ->
         listen,
         data_dir,
         redactor: None,
+        launcher: None,
     }
 }
 

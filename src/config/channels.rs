@@ -204,6 +204,7 @@ impl Config {
             listen: self.gateway.listen.parse().ok(),
             data_dir: &self.gateway.data_dir,
             redactor: None,
+            launcher: None,
         }
     }
 }

@@ -25,6 +25,8 @@
 //! - [`html`]: the one HTML escaper.
 //! - [`backoff`]: the doubling wait of every reconnect and retry loop, and
 //!   [`authenticate`]: a channel's start-up credential check retried with it.
+//! - [`launch`]: helper processes a channel keeps running (signal-cli), started by the core
+//!   under its sandbox through a `Launcher` and supervised by the channel.
 //! - [`ids`]: the check every channel runs on an event's platform ids at its edge (no empty
 //!   event id, no control characters), answering 400 instead of storing it.
 
@@ -37,6 +39,7 @@ pub mod channel;
 pub mod choices;
 pub mod html;
 pub mod ids;
+pub mod launch;
 pub mod recent;
 pub mod render;
 pub mod settings;
@@ -57,6 +60,7 @@ pub use channel::{
     AnswerDelivery, Channel, ChannelError, Delivery, EventSink, Health, Limits, SinkError,
 };
 pub use ids::{BadId, check_id, check_key};
+pub use launch::{Launched, Launcher};
 pub use recent::Recent;
 pub use render::{Target, render};
 pub use settings::{

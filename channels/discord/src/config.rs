@@ -231,6 +231,7 @@ mod tests {
             listen: None,
             data_dir: std::path::Path::new("data"),
             redactor: None,
+            launcher: None,
         };
         let errors = config.validate(&site).unwrap_err();
         assert_eq!(errors[0].key, "api_url");

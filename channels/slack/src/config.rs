@@ -203,6 +203,7 @@ mod tests {
             listen: None,
             data_dir: std::path::Path::new("data"),
             redactor: None,
+            launcher: None,
         };
         let config = SlackConfig::new("xoxb-test-fake", "");
         assert_eq!(config.validate(&site).unwrap_err()[0].key, "signing_secret");
@@ -228,6 +229,7 @@ mod tests {
             listen: None,
             data_dir: std::path::Path::new("data"),
             redactor: None,
+            launcher: None,
         };
         let mut config = SlackConfig::new("xoxb-t", "s");
         config.allowed_users = vec!["*".into()];

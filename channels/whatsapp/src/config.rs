@@ -274,6 +274,7 @@ mod tests {
             listen: None,
             data_dir: std::path::Path::new("data"),
             redactor: None,
+            launcher: None,
         }
     }
 

@@ -37,6 +37,11 @@ impl ServerProcess {
         !matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// Wait until the server (its supervisor, which outlives nothing it started) exits.
+    pub async fn wait(&mut self) {
+        let _ = self.child.wait().await;
+    }
+
     /// Its stderr pipe (once): the caller drains it, and may keep the last lines as the
     /// cause of a failed start.
     pub fn take_stderr(&mut self) -> Option<ChildStderr> {

@@ -26,6 +26,9 @@ pub struct Site<'a> {
     /// What a channel runs every text through before writing it to its own files (the
     /// core's credential scrubber); `None` when only checking settings.
     pub redactor: Option<&'a Redactor>,
+    /// Starts a helper process a channel runs beside itself under the core's sandbox;
+    /// `None` when only checking settings.
+    pub launcher: Option<&'a crate::Launcher>,
 }
 
 /// A text filter the core hands a channel when building it: the credential scrubber, so a
