@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use switchboard_signal::MAX_EDITS;
-use switchboard_standins::signal::{FAKE_ACCOUNT, Failure, FakeSignal, Person, Sent};
+use switchboard_standins::signal::{
+    FAKE_ACCOUNT, FAKE_ACCOUNT_ACI, Failure, FakeSignal, Person, Sent,
+};
 use switchboard_standins::{Reply, eventually};
 
 use crate::app::{Builder, Table, TestApp};
@@ -127,7 +129,8 @@ async fn a_styled_span_after_an_emoji_lands_on_the_right_characters() {
 }
 
 #[tokio::test]
-async fn a_group_message_is_answered_only_when_the_bot_is_mentioned_or_replied_to() {
+async fn a_group_message_is_answered_only_when_the_bot_is_mentioned_by_number_or_aci_or_replied_to()
+{
     let app = builder("").start().await;
     let group = format!("group.{GROUP}");
     let signal = app.signal();
@@ -151,8 +154,13 @@ async fn a_group_message_is_answered_only_when_the_bot_is_mentioned_or_replied_t
         "quote": { "id": sent[0].timestamp, "author": FAKE_ACCOUNT, "authorNumber": FAKE_ACCOUNT, "text": "You called?", "attachments": [] } });
     signal.data(&alice(), reply);
     wait_sent(signal, &group, |s| s.len() == 2).await;
+    // Signal's apps name a mentioned account by its ACI; the number may be hidden.
+    app.llm.push(Reply::text("By my ACI, yes."));
+    let by_aci = json!([{ "start": 0, "length": 1, "number": null, "uuid": FAKE_ACCOUNT_ACI, "name": "Bot" }]);
+    signal.group(&alice(), GROUP, "\u{fffc} are you there?", by_aci);
+    wait_sent(signal, &group, |s| s.len() == 3).await;
     wait_inbox_idle(&app.store()).await;
-    assert_eq!(app.llm.requests().len(), 2, "the chatter was never a turn");
+    assert_eq!(app.llm.requests().len(), 3, "the chatter was never a turn");
     app.shutdown().await;
 }
 
@@ -396,5 +404,62 @@ async fn a_file_a_person_sends_is_fetched_through_the_daemon() {
         "{}",
         last_request(&app)
     );
+    app.shutdown().await;
+}
+
+/// A process in signal-cli's place for `command`: forwards where `daemon_url` points to the
+/// stand-in, and exits (its last line on stderr) when the event stream it carried ends.
+const FORWARDER: &str = include_str!("../signal/forward.py");
+
+#[tokio::test]
+async fn a_supervised_daemon_that_exits_is_started_again_and_its_last_words_are_in_the_health() {
+    let fake = FakeSignal::start().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port();
+    let fake_port = fake.daemon_url().rsplit(':').next().unwrap_or_default().to_owned();
+    let command = serde_json::to_string(&[
+        "python3",
+        "-c",
+        FORWARDER,
+        &port.to_string(),
+        &fake_port,
+    ])
+    .expect("a TOML array of strings");
+    let table = Table::open()
+        .set("daemon_url", format!("\"http://127.0.0.1:{port}\""))
+        .set("command", command);
+    let app = TestApp::builder()
+        .signal_standin(fake)
+        .signal(table)
+        .start()
+        .await;
+    app.llm.push(Reply::text("Through the supervised daemon."));
+    app.signal().dm(&alice(), "hello");
+    wait_sent(app.signal(), &alice().number, |s| s.len() == 1).await;
+
+    // The daemon's stream ends: the process exits, is started again, and the stream resumes.
+    app.signal().drop_streams();
+    let channel = app.built("signal");
+    let detail = eventually(WAIT, "the restart in the channel's health", async || {
+        let health = channel.health();
+        if health.ready && health.detail.contains("restarted 1 time") {
+            Ok(health.detail)
+        } else {
+            Err(health)
+        }
+    })
+    .await;
+    assert!(
+        detail.contains("the event stream ended; exiting"),
+        "the daemon's last words: {detail}"
+    );
+    app.llm.push(Reply::text("Still here after the restart."));
+    app.signal().dm(&alice(), "again");
+    let sent = wait_sent(app.signal(), &alice().number, |s| s.len() == 2).await;
+    assert_eq!(sent[1].text, "Still here after the restart.");
+    let workspace = app.dir().join("workspaces/.signal-signal");
+    assert!(workspace.is_dir(), "the daemon ran in its own directory");
     app.shutdown().await;
 }

@@ -11,7 +11,7 @@ use base64::Engine;
 use serde_json::json;
 use switchboard_channel::{
     AnswerDelivery, Attachment, ButtonPress, Channel, ChannelError, ConversationKey, EventSink,
-    FileError, Health, LengthUnit, Limits, MessageRef, Outbound, OutboundFile,
+    FileError, Health, Launcher, LengthUnit, Limits, MessageRef, Outbound, OutboundFile,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -32,6 +32,8 @@ pub const MAX_EDITS: u32 = 9;
 /// One configured Signal account, behind its signal-cli daemon.
 pub struct SignalChannel {
     shared: Arc<Shared>,
+    /// Starts signal-cli itself when `command` is set (see `daemon.rs`).
+    launcher: Option<Launcher>,
 }
 
 impl SignalChannel {
@@ -45,7 +47,16 @@ impl SignalChannel {
         }
         Ok(Self {
             shared: Arc::new(Shared::new(name, config, data_dir)?),
+            launcher: None,
         })
+    }
+
+    /// Run the settings' `command` (signal-cli's daemon) through `launcher` while the
+    /// channel receives, restarting it when it exits.
+    #[must_use]
+    pub fn supervising(mut self, launcher: Launcher) -> Self {
+        self.launcher = Some(launcher);
+        self
     }
 }
 
@@ -81,7 +92,20 @@ impl Channel for SignalChannel {
         sink: Arc<dyn EventSink>,
         shutdown: CancellationToken,
     ) -> Result<(), ChannelError> {
-        crate::events::run(Arc::clone(&self.shared), sink, shutdown).await
+        let events = crate::events::run(Arc::clone(&self.shared), sink, shutdown.clone());
+        let command = self.shared.config.command.clone();
+        match &self.launcher {
+            Some(launcher) if !command.is_empty() => {
+                let daemon = crate::daemon::supervise(
+                    Arc::clone(&self.shared),
+                    launcher.clone(),
+                    command,
+                    shutdown,
+                );
+                tokio::join!(daemon, events).1
+            }
+            _ => events.await,
+        }
     }
 
     /// One reader of the daemon's stream: with several replicas, only the leader.
@@ -207,10 +231,6 @@ impl Channel for SignalChannel {
     }
 
     fn health(&self) -> Health {
-        self.shared
-            .health
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.shared.health()
     }
 }

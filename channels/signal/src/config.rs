@@ -26,6 +26,13 @@ pub struct SignalConfig {
     /// signal-cli's HTTP daemon (`daemon --http 127.0.0.1:7583`).
     #[serde(default = "default_daemon_url", deserialize_with = "expanded")]
     pub daemon_url: String,
+    /// signal-cli's daemon started and supervised by the gateway (program first, e.g.
+    /// `["signal-cli", "-a", "+4915…", "daemon", "--http", "127.0.0.1:7583",
+    /// "--receive-mode", "on-connection"]`), under the tool sandbox with the network, in
+    /// `data_dir/workspaces/.signal-<name>` (its `HOME`, so its keys live there); restarted
+    /// with a doubling wait when it exits. Empty: signal-cli runs as a service of its own.
+    #[serde(default)]
+    pub command: Vec<String>,
     /// People let in besides those granted with `switchboard access`: numbers (`+4915…`) or
     /// ACIs (UUIDs); `["*"]` only with `dm_policy = "open"`.
     #[serde(default)]
@@ -66,6 +73,7 @@ impl SignalConfig {
         Self {
             account: account.into(),
             daemon_url: default_daemon_url(),
+            command: Vec::new(),
             allowed_users: Vec::new(),
             dm_policy: None,
             group_policy: GroupPolicy::default(),
@@ -88,6 +96,12 @@ impl SignalConfig {
             errors.push(SettingsError::new(
                 "daemon_url",
                 "must be the http URL of signal-cli's daemon (--http 127.0.0.1:7583)",
+            ));
+        }
+        if self.command.first().is_some_and(|p| p.trim().is_empty()) {
+            errors.push(SettingsError::new(
+                "command",
+                "must start with the program to run (signal-cli), not an empty string",
             ));
         }
         if let Some(bad) = self
@@ -167,7 +181,16 @@ impl ChannelSettings for SignalConfig {
     }
 
     fn build(&self, site: &Site<'_>) -> Result<Arc<dyn Channel>, BuildError> {
-        let channel = crate::SignalChannel::new(site.name, self.clone(), site.data_dir)?;
+        let mut channel = crate::SignalChannel::new(site.name, self.clone(), site.data_dir)?;
+        if !self.command.is_empty() {
+            let launcher = site.launcher.ok_or_else(|| {
+                format!(
+                    "channels.{}.command needs the gateway's sandbox to start signal-cli",
+                    site.name
+                )
+            })?;
+            channel = channel.supervising(launcher.clone());
+        }
         Ok(Arc::new(channel))
     }
 }

@@ -1,9 +1,13 @@
 //! The receive loop: signal-cli's Server-Sent Events stream (`GET /api/v1/events`), one
 //! `receive` event per envelope. Each is stored through the sink before the loop moves past
 //! it; the id of the last stored event goes back as `Last-Event-ID` when the stream is
-//! reopened, so a daemon that keeps recent events sends again what was not stored. A dropped
+//! reopened, so a daemon that keeps recent events sends again what was not stored. That id is
+//! also kept in a file beside the gateway's data, so a gateway killed between reading an event
+//! and storing it asks for it again when it starts (an id from an earlier daemon run makes the
+//! daemon send every event it keeps; the inbox drops those already stored). A dropped
 //! connection or a restarted daemon is reopened with a doubling wait.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,6 +79,49 @@ impl SseParser {
     }
 }
 
+/// The id of the last event stored, in `data_dir/signal-<name>-event-id`.
+pub(crate) struct LastEventId {
+    path: PathBuf,
+    id: Option<String>,
+}
+
+impl LastEventId {
+    /// The id channel `name` kept under `data_dir`, if any.
+    pub(crate) fn open(data_dir: &Path, name: &str) -> Self {
+        let path = data_dir.join(format!("signal-{name}-event-id"));
+        let id = std::fs::read_to_string(&path)
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty());
+        Self { path, id }
+    }
+
+    /// The last stored event's id.
+    pub(crate) fn get(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// Remember `id` as stored. A file that cannot be written costs only the replay after a
+    /// crash (the event itself is stored), so it is logged, not fatal.
+    fn set(&mut self, id: &str) {
+        if self.id.as_deref() == Some(id) {
+            return;
+        }
+        self.id = Some(id.to_owned());
+        if let Err(err) = write_atomically(&self.path, id) {
+            tracing::warn!(path = %self.path.display(), error = %err, "could not keep the Signal stream's position; a crash now would not ask the daemon again for events in flight");
+        }
+    }
+}
+
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut file, text.as_bytes())?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
 /// Read the stream until `shutdown`, reopening it after every failure.
 pub(crate) async fn run(
     shared: Arc<Shared>,
@@ -86,7 +133,7 @@ pub(crate) async fn run(
         .build()
         .map_err(|e| ChannelError::Fatal(format!("no HTTP client: {e}")))?;
     let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
-    let mut last_id: Option<String> = None;
+    let mut last_id = LastEventId::open(&shared.data_dir, &shared.name);
     loop {
         let result = tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
@@ -114,7 +161,7 @@ async fn stream(
     shared: &Shared,
     http: &reqwest::Client,
     sink: &dyn EventSink,
-    last_id: &mut Option<String>,
+    last_id: &mut LastEventId,
     backoff: &mut Backoff,
 ) -> Result<(), String> {
     let base = shared.config.daemon_url.trim_end_matches('/');
@@ -122,7 +169,7 @@ async fn stream(
         .get(format!("{base}/api/v1/events"))
         .query(&[("account", shared.config.account.as_str())])
         .header("accept", "text/event-stream");
-    if let Some(id) = last_id.as_deref() {
+    if let Some(id) = last_id.get() {
         request = request.header("last-event-id", id);
     }
     let response = request
@@ -137,14 +184,15 @@ async fn stream(
     }
     shared.set_health(Health::ready("reading signal-cli's event stream"));
     backoff.reset();
+    shared.learn_aci().await;
     let mut parser = SseParser::default();
     let mut body = response.bytes_stream();
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| format!("event stream broke: {e}"))?;
         for event in parser.feed(&chunk) {
             store(shared, sink, &event).await?;
-            if event.id.is_some() {
-                last_id.clone_from(&event.id);
+            if let Some(id) = &event.id {
+                last_id.set(id);
             }
         }
     }

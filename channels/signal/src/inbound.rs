@@ -335,6 +335,25 @@ mod tests {
     }
 
     #[test]
+    fn a_mention_or_a_quote_naming_the_bot_by_its_aci_alone_counts_once_the_aci_is_known() {
+        const BOT_ACI: &str = "00000000-0000-4000-8000-00000000b07a";
+        let dir = tempfile::tempdir().unwrap();
+        let s = shared(dir.path());
+        let group = json!({ "groupId": "R3JvdXA=", "type": "DELIVER" });
+        let mention = json!({ "message": "\u{fffc} hi", "groupInfo": group,
+            "mentions": [ { "start": 0, "length": 1, "uuid": BOT_ACI } ] });
+        let reply = json!({ "message": "and then?", "groupInfo": group,
+            "quote": { "id": 7, "authorUuid": BOT_ACI, "text": "…" } });
+        assert!(matches!(
+            s.read(&envelope(mention.clone())),
+            Triage::Skip(_)
+        ));
+        s.set_aci(BOT_ACI);
+        assert_eq!(message(s.read(&envelope(mention))).text, "hi");
+        assert_eq!(message(s.read(&envelope(reply))).key.chat, "group.R3JvdXA=");
+    }
+
+    #[test]
     fn group_chatter_without_a_mention_is_skipped_and_a_dm_is_not() {
         let dir = tempfile::tempdir().unwrap();
         let s = shared(dir.path());

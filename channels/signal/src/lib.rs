@@ -6,7 +6,10 @@
 //!
 //! Layout, in the order an event flows:
 //! - [`config`]: `[channels.<name>] kind = "signal"` settings and their validation.
-//! - `events`: the leader-only receive loop over the SSE stream (reconnects, `Last-Event-ID`).
+//! - `daemon`: signal-cli itself, when `command` is set: started through the core's sandbox
+//!   launcher beside the receive loop, restarted with a backoff, its last output kept.
+//! - `events`: the leader-only receive loop over the SSE stream (reconnects, `Last-Event-ID`,
+//!   kept in a file so a restarted gateway resumes where the last one stored).
 //! - `inbound`: one envelope → one `ChannelEvent` (DMs, groups, mentions, quotes, files,
 //!   reactions and replies as button presses); edits, deletes, typing, receipts and sync
 //!   messages are not turns.
@@ -21,6 +24,7 @@
 pub mod channel;
 pub mod config;
 
+mod daemon;
 mod events;
 mod inbound;
 mod prompts;

@@ -2,7 +2,7 @@
 //! JSON-RPC client, the prompts' choices, the stream's health and recent texts; and sending
 //! (or editing) one message, rendered with its style ranges and its choices' line.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
@@ -24,12 +24,19 @@ const REMEMBERED: usize = 512;
 pub(crate) struct Shared {
     pub(crate) name: String,
     pub(crate) config: SignalConfig,
+    /// The gateway's data directory: the prompts' record and the stream's position.
+    pub(crate) data_dir: PathBuf,
     pub(crate) rpc: Rpc,
     pub(crate) prompts: Prompts,
     /// The stream's state, for `/readyz`.
     pub(crate) health: Mutex<Health>,
     /// Recent texts by `sender:timestamp`, as last edited: what a quote of them shows.
     texts: Mutex<Recent<String>>,
+    /// How often the supervised daemon (`command`) exited, and why it last did.
+    daemon: Mutex<(u32, String)>,
+    /// The account's ACI (UUID), asked of the daemon once the stream opens: a mention or a
+    /// quote may name the bot by it alone, even when `account` is its number.
+    aci: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -37,6 +44,7 @@ impl Shared {
     pub(crate) fn new(name: &str, config: SignalConfig, data_dir: &Path) -> Result<Self, String> {
         Ok(Self {
             name: name.to_owned(),
+            data_dir: data_dir.to_owned(),
             rpc: Rpc::new(&config.daemon_url, &config.account)?,
             prompts: Prompts::open(data_dir, name),
             health: Mutex::new(Health {
@@ -45,6 +53,8 @@ impl Shared {
                 last_ok: None,
             }),
             texts: Mutex::new(Recent::new(REMEMBERED)),
+            aci: Mutex::new(None),
+            daemon: Mutex::new((0, String::new())),
             config,
         })
     }
@@ -57,9 +67,54 @@ impl Shared {
         shared
     }
 
+    /// Set the account's ACI, as the daemon would tell it, for the readers' unit tests.
+    #[cfg(test)]
+    pub(crate) fn set_aci(&self, aci: &str) {
+        *self.aci_lock() = Some(aci.to_owned());
+    }
+
     /// Whether `who` (a number or an ACI) is the bot's own account.
     pub(crate) fn is_bot(&self, who: &str) -> bool {
         who.eq_ignore_ascii_case(&self.config.account)
+            || self
+                .aci_lock()
+                .as_deref()
+                .is_some_and(|aci| who.eq_ignore_ascii_case(aci))
+    }
+
+    /// Learn the account's ACI from the daemon (`getUserStatus` of the account itself), once.
+    /// Until it is known, only mentions and quotes that carry the number are recognised; a
+    /// failure is tried again when the stream is next opened.
+    pub(crate) async fn learn_aci(&self) {
+        if self.aci_lock().is_some() {
+            return;
+        }
+        let account = self.config.account.clone();
+        let aci = if crate::config::is_uuid(&account) {
+            Some(account)
+        } else {
+            match self
+                .rpc
+                .call("getUserStatus", json!({ "recipient": [account] }))
+                .await
+            {
+                Ok(result) => result
+                    .as_array()
+                    .and_then(|all| all.iter().find_map(|s| s["uuid"].as_str()))
+                    .map(str::to_owned),
+                Err(failure) => {
+                    tracing::debug!(channel = %self.name, ?failure, "the account's ACI is not known yet");
+                    None
+                }
+            }
+        };
+        *self.aci_lock() = aci;
+    }
+
+    fn aci_lock(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.aci
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The id a person is known by: their ACI when `allowed_users` names it, otherwise their
@@ -94,6 +149,36 @@ impl Shared {
         self.texts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The supervised daemon exited, for this reason (with its last output).
+    pub(crate) fn daemon_exited(&self, why: &str) {
+        let mut daemon = self
+            .daemon
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        daemon.0 += 1;
+        why.clone_into(&mut daemon.1);
+    }
+
+    /// The stream's health, with the supervised daemon's exits when it had any.
+    pub(crate) fn health(&self) -> Health {
+        let mut health = self
+            .health
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let daemon = self
+            .daemon
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if daemon.0 > 0 {
+            health.detail = format!(
+                "{} (signal-cli restarted {} time(s); it last {})",
+                health.detail, daemon.0, daemon.1
+            );
+        }
+        health
     }
 
     pub(crate) fn set_health(&self, health: Health) {

@@ -121,6 +121,12 @@ impl Builder {
         self
     }
 
+    /// Talk to this signal-cli stand-in.
+    pub fn signal_standin(mut self, signal: FakeSignal) -> Self {
+        self.signal.standin = Some(signal);
+        self
+    }
+
     /// A Discord channel named `discord` with `table`'s settings; `start()` returns once the
     /// client's gateway session is up.
     pub fn discord(mut self, table: Table) -> Self {

@@ -1,7 +1,7 @@
 //! A stand-in for signal-cli's HTTP daemon (`signal-cli -a <account> daemon --http …
 //! --receive-mode on-connection`), as `signal-cli-jsonrpc(5)` and signal-cli's JSON output
 //! describe it: `POST /api/v1/rpc` (JSON-RPC 2.0: `send` with `textStyle` and
-//! `editTimestamp`, `remoteDelete`, `sendTyping`, `getAttachment`, `version`,
+//! `editTimestamp`, `remoteDelete`, `sendTyping`, `getAttachment`, `getUserStatus`, `version`,
 //! `listAccounts`), `GET /api/v1/events` (SSE, one `receive` event per envelope, each with an
 //! `id`; the last 1000 kept, sent again after a `Last-Event-ID`, all of them when the id is
 //! unknown) and `GET /api/v1/check`.
@@ -26,6 +26,8 @@ use tokio::sync::mpsc;
 
 /// The bot's number in every test.
 pub const FAKE_ACCOUNT: &str = "+15550100000";
+/// The bot's ACI, which `getUserStatus` of its number answers.
+pub const FAKE_ACCOUNT_ACI: &str = "00000000-0000-4000-8000-000000000000";
 /// Edits of one message Signal's apps show; later ones are dropped silently.
 pub const EDITS_SHOWN: u32 = 10;
 
@@ -97,6 +99,8 @@ struct State {
     /// The daemon's kept events: (id, envelope).
     kept: VecDeque<(u64, Value)>,
     streams: Vec<mpsc::UnboundedSender<(u64, Value)>>,
+    /// Each opening of the event stream: its `Last-Event-ID`, if it sent one.
+    opened: Vec<Option<String>>,
     sent: Vec<Sent>,
     calls: Vec<Call>,
     failures: HashMap<String, VecDeque<Failure>>,
@@ -181,7 +185,7 @@ impl FakeSignal {
         self.data(
             from,
             json!({ "reaction": { "emoji": emoji, "targetAuthor": FAKE_ACCOUNT, "targetAuthorNumber": FAKE_ACCOUNT,
-                    "targetAuthorUuid": "00000000-0000-4000-8000-000000000000", "targetSentTimestamp": target, "isRemove": false } }),
+                    "targetAuthorUuid": FAKE_ACCOUNT_ACI, "targetSentTimestamp": target, "isRemove": false } }),
         )
     }
 
@@ -283,6 +287,11 @@ impl FakeSignal {
             .entry(method.to_owned())
             .or_default()
             .push_back(failure);
+    }
+
+    /// Each time the event stream was opened, the `Last-Event-ID` it was opened with.
+    pub fn stream_opens(&self) -> Vec<Option<String>> {
+        self.lock().opened.clone()
     }
 
     /// Sends to `number` fail as signal-cli reports an unregistered recipient.

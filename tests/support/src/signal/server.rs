@@ -13,7 +13,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{Call, EDITS_SHOWN, FAKE_ACCOUNT, Failure, FakeSignal, Sent, State};
+use super::{Call, EDITS_SHOWN, FAKE_ACCOUNT, FAKE_ACCOUNT_ACI, Failure, FakeSignal, Sent, State};
 
 pub(super) fn router(fake: FakeSignal) -> Router {
     Router::new()
@@ -38,19 +38,21 @@ async fn events(Extract(fake): Extract<FakeSignal>, headers: HeaderMap) -> Respo
         if state.down {
             return StatusCode::SERVICE_UNAVAILABLE.into_response();
         }
-        let after = headers
+        let resumed = headers
             .get("last-event-id")
-            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-        let backlog: Vec<(u64, Value)> = match after {
-            Some(id) if state.kept.iter().any(|(k, _)| *k == id) => state
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        state.opened.push(resumed.clone());
+        let backlog: Vec<(u64, Value)> = match resumed.map(|id| id.parse::<u64>()) {
+            None => Vec::new(),
+            Some(Ok(id)) if state.kept.iter().any(|(k, _)| *k == id) => state
                 .kept
                 .iter()
                 .filter(|(k, _)| *k > id)
                 .cloned()
                 .collect(),
-            // An unknown id (the daemon restarted): everything kept.
+            // An unknown id (too old, or from before the daemon restarted): everything kept.
             Some(_) => state.kept.iter().cloned().collect(),
-            None => Vec::new(),
         };
         state.streams.push(tx);
         // On-connection mode: what waited at Signal's servers is received now.
@@ -113,6 +115,7 @@ async fn rpc(Extract(fake): Extract<FakeSignal>, body: axum::body::Bytes) -> Res
         "sendTyping" => target(&params)
             .map(|_| json!({ "timestamp": FakeSignal::timestamp(&mut state), "results": [] })),
         "getAttachment" => get_attachment(&state, &params),
+        "getUserStatus" => user_status(&state, &params),
         "version" => Ok(json!({ "version": "0.13.22" })),
         "listAccounts" => Ok(json!([{ "number": FAKE_ACCOUNT }])),
         _ => Err((-32601, "Method not implemented".to_owned(), Value::Null)),
@@ -277,6 +280,31 @@ fn remote_delete(state: &mut State, params: &Value) -> Answer {
         sent.deleted = true;
     }
     Ok(json!({ "timestamp": FakeSignal::timestamp(state), "results": [] }))
+}
+
+/// `getUserStatus`: per recipient, whether it is registered and its ACI (the bot's is
+/// [`FAKE_ACCOUNT_ACI`], a person's the one [`super::Person::new`] gives its number).
+fn user_status(state: &State, params: &Value) -> Answer {
+    let recipients: Vec<&str> = match &params["recipient"] {
+        Value::Array(list) => list.iter().filter_map(Value::as_str).collect(),
+        Value::String(one) => vec![one.as_str()],
+        _ => return Err((-32602, "recipient must be set".to_owned(), Value::Null)),
+    };
+    Ok(recipients
+        .into_iter()
+        .map(|r| {
+            let registered = !state.unregistered.contains(r);
+            let uuid = if r == FAKE_ACCOUNT {
+                Some(FAKE_ACCOUNT_ACI.to_owned())
+            } else {
+                r.strip_prefix("+1555020")
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .filter(|_| registered)
+                    .map(|n| format!("00000000-0000-4000-8000-{n:012}"))
+            };
+            json!({ "recipient": r, "number": r, "uuid": uuid, "isRegistered": registered })
+        })
+        .collect())
 }
 
 fn get_attachment(state: &State, params: &Value) -> Answer {
