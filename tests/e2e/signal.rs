@@ -418,15 +418,15 @@ async fn a_supervised_daemon_that_exits_is_started_again_and_its_last_words_are_
         .and_then(|l| l.local_addr())
         .expect("a free loopback port")
         .port();
-    let fake_port = fake.daemon_url().rsplit(':').next().unwrap_or_default().to_owned();
-    let command = serde_json::to_string(&[
-        "python3",
-        "-c",
-        FORWARDER,
-        &port.to_string(),
-        &fake_port,
-    ])
-    .expect("a TOML array of strings");
+    let fake_port = fake
+        .daemon_url()
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let command =
+        serde_json::to_string(&["python3", "-c", FORWARDER, &port.to_string(), &fake_port])
+            .expect("a TOML array of strings");
     let table = Table::open()
         .set("daemon_url", format!("\"http://127.0.0.1:{port}\""))
         .set("command", command);
@@ -437,7 +437,10 @@ async fn a_supervised_daemon_that_exits_is_started_again_and_its_last_words_are_
         .await;
     app.llm.push(Reply::text("Through the supervised daemon."));
     app.signal().dm(&alice(), "hello");
-    wait_sent(app.signal(), &alice().number, |s| s.len() == 1).await;
+    wait_sent(app.signal(), &alice().number, |s| {
+        s.len() == 1 && s[0].text == "Through the supervised daemon."
+    })
+    .await;
 
     // The daemon's stream ends: the process exits, is started again, and the stream resumes.
     app.signal().drop_streams();
@@ -457,8 +460,10 @@ async fn a_supervised_daemon_that_exits_is_started_again_and_its_last_words_are_
     );
     app.llm.push(Reply::text("Still here after the restart."));
     app.signal().dm(&alice(), "again");
-    let sent = wait_sent(app.signal(), &alice().number, |s| s.len() == 2).await;
-    assert_eq!(sent[1].text, "Still here after the restart.");
+    wait_sent(app.signal(), &alice().number, |s| {
+        s.len() == 2 && s[1].text == "Still here after the restart."
+    })
+    .await;
     let workspace = app.dir().join("workspaces/.signal-signal");
     assert!(workspace.is_dir(), "the daemon ran in its own directory");
     app.shutdown().await;
