@@ -338,7 +338,7 @@ impl CpuSnapshot {
 }
 
 /// `utime + stime + cutime + cstime` of `/proc/<pid>/stat`, in ticks.
-fn process_ticks(pid: u32) -> Option<u64> {
+pub fn process_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces; the fields after it do not. After it, state is
     // field 0 and utime, stime, cutime, cstime are 11 to 14.

@@ -125,6 +125,19 @@ struct Args {
     /// Replicas: their rate, messages per second.
     #[arg(long, default_value_t = 300.0)]
     replica_rate: f64,
+    /// Compare: the other gateway's binary.
+    #[arg(long)]
+    peer_bin: Option<PathBuf>,
+    /// Compare: its arguments; `{config}` is the path of the config written for it.
+    #[arg(long, default_value = "run --config {config}")]
+    peer_args: String,
+    /// Compare: its config template (`{telegram_api}`, `{telegram_token}`, `{llm_url}`,
+    /// `{dir}`, `{port}` filled in); unset: the config written for this gateway.
+    #[arg(long)]
+    peer_config: Option<PathBuf>,
+    /// Compare: private chats in the burst.
+    #[arg(long, default_value_t = 200)]
+    compare_chats: u64,
 }
 
 impl Args {
@@ -155,6 +168,7 @@ impl Args {
             replica_counts: self.replica_counts.clone(),
             replica_turns: self.replica_turns,
             replica_rate: self.replica_rate,
+            compare_chats: self.compare_chats.max(1),
         }
     }
 }
@@ -195,6 +209,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         },
         settings: args.settings(),
         client: reqwest::Client::new(),
+        peer: crate::scenarios::Peer {
+            bin: args.peer_bin.clone(),
+            args: args.peer_args.clone(),
+            config: args.peer_config.clone(),
+        },
     };
     let mut chosen = Vec::new();
     for s in &args.scenarios {
@@ -225,7 +244,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             );
             // A failed run is reported and the others go on: one broken scenario should not
             // cost the figures of the rest.
-            match scenario.run_once(&env).await {
+            match scenario.run_once(&env, run).await {
                 Ok(measurements) => report.add(measurements),
                 Err(err) => {
                     eprintln!("  {scenario:?} run {run} failed: {err:#}");

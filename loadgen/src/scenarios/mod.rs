@@ -3,6 +3,7 @@
 
 mod burst;
 mod cold_start;
+mod compare;
 mod conversations;
 mod idle;
 mod ingest;
@@ -16,6 +17,8 @@ use std::time::Duration;
 use clap::ValueEnum;
 
 use crate::child::{GatewayProcess, Options, Stands};
+pub use compare::Peer;
+
 use crate::report::Measurement;
 
 /// Longest a gateway may take to become ready before a run fails.
@@ -45,6 +48,10 @@ pub enum Scenario {
     /// Several gateways on one PostgreSQL: wake-up across replicas, turns/s per replica
     /// count (needs PostgreSQL and `psql`; not part of `all`).
     Replicas,
+    /// This gateway and `--peer-bin` side by side on the same Telegram and LLM stand-ins:
+    /// start, idle RSS, a burst of chats (time, CPU, RSS, calls per message), and the ratios
+    /// (not part of `all`).
+    Compare,
 }
 
 impl Scenario {
@@ -70,7 +77,7 @@ impl Scenario {
     }
 
     /// One run.
-    pub async fn run_once(self, env: &Env) -> anyhow::Result<Vec<Measurement>> {
+    pub async fn run_once(self, env: &Env, run: usize) -> anyhow::Result<Vec<Measurement>> {
         match self {
             Self::All => Ok(Vec::new()),
             Self::Idle => idle::run(env).await,
@@ -82,6 +89,7 @@ impl Scenario {
             Self::Streaming => streaming::run(env).await,
             Self::ShortAnswer => short_answer::run(env).await,
             Self::Replicas => replicas::run(env).await,
+            Self::Compare => compare::run(env, run).await,
         }
     }
 }
@@ -140,6 +148,8 @@ pub struct Settings {
     pub replica_turns: u64,
     /// Replicas: their rate, messages per second (above what is answered).
     pub replica_rate: f64,
+    /// Compare: private chats in the burst, one message each.
+    pub compare_chats: u64,
 }
 
 /// What every run gets.
@@ -150,6 +160,8 @@ pub struct Env {
     pub settings: Settings,
     /// Shared HTTP client for load traffic.
     pub client: reqwest::Client,
+    /// The other gateway of the compare scenario.
+    pub peer: Peer,
 }
 
 /// A gateway on fresh stand-ins and a fresh directory, ready. Fields drop in order: the
