@@ -112,7 +112,9 @@ fn ogg_opus(samples: &[f32], input_rate: u32, bitrate: i32) -> Result<Vec<u8>, S
     for (i, frame) in padded.chunks_exact(FRAME).enumerate() {
         let packet = encoder.encode_vec_float(frame, 4000).map_err(fail)?;
         let last = i + 1 == frames;
-        let granule = (u64::from(pre_skip) + ((i + 1) * FRAME) as u64).min(total);
+        // Samples decoded by the end of this packet, the pre-skip among them; the last
+        // packet's is cut back to where the speech ends.
+        let granule = (((i + 1) * FRAME) as u64).min(total);
         let end = if last {
             PacketWriteEndInfo::EndStream
         } else if (i + 1) % 50 == 0 {
@@ -225,6 +227,14 @@ mod tests {
         let pages = pages(&note.bytes);
         let (last_granule, last) = *pages.last().expect("pages");
         assert_eq!(last, 1, "the stream ends");
+        assert!(
+            pages
+                .iter()
+                .rev()
+                .skip(1)
+                .all(|(granule, _)| granule % 960 == 0),
+            "only the last page is trimmed, and by less than a packet: {pages:?}"
+        );
         let mut reader = ogg::PacketReader::new(Cursor::new(&note.bytes));
         let head = reader.read_packet().expect("ok").expect("head");
         assert!(head.data.starts_with(b"OpusHead"));
