@@ -214,6 +214,7 @@ impl Gateway {
         let schedules = self.schedules(&store);
         let toolbox = toolbox.with_schedules(Arc::clone(&schedules));
         let mcp = mcp(config, toolbox.sandbox(), &metrics, shutdown);
+        let speaker = speaker(config, toolbox.sandbox());
         let agents = Agents::new(profiles, toolbox, Arc::clone(&scrubber), self.clock.clone())
             .with_tools(self.tools.clone())
             .with_context(self.context.clone())
@@ -232,7 +233,8 @@ impl Gateway {
             min_interval: Duration::from_millis(config.streaming.edit_min_interval_ms),
             first_send_hold: Duration::from_millis(config.streaming.first_send_hold_ms),
         };
-        let outbound = Outbox::new(&self.channels, Arc::new(Governor::new()), scrubber, draft);
+        let outbound = Outbox::new(&self.channels, Arc::new(Governor::new()), scrubber, draft)
+            .with_voice(speaker);
         let lifecycle = self.lifecycle(&store, &metrics, shutdown);
         let deps = Deps {
             store,
@@ -289,6 +291,20 @@ impl Gateway {
         let (config, clock) = (&self.config, self.clock.clone());
         crate::checkpoint::Checkpoints::new(config.checkpoints, &config.gateway.data_dir, clock)
     }
+}
+
+/// The speaker `[voice]` describes, its local command run in the tools' sandbox.
+fn speaker(
+    config: &Config,
+    sandbox: &Arc<crate::sandbox::Sandbox>,
+) -> Option<Arc<crate::voice::Speaker>> {
+    let voice = config.voice.as_ref()?;
+    let data_dir = &config.gateway.data_dir;
+    Some(Arc::new(crate::voice::Speaker::new(
+        voice,
+        Arc::clone(sandbox),
+        data_dir,
+    )))
 }
 
 /// The `[mcp]` servers, stopped when `shutdown` fires.

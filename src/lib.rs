@@ -32,6 +32,7 @@
 //! - [`sandbox`]: the supervisor every tool process runs under (namespaces, limits, Landlock,
 //!   seccomp) and the posture it measured on this host.
 //! - [`scrub`]: credential redaction for tool output, chat, history and logs.
+//! - [`voice`]: answers spoken as voice notes (`[voice]`): engines, Ogg/Opus encoding.
 //! - [`draft`]: the live draft message an answer streams into, throttled and split.
 //! - [`governor`]: one send/edit budget per chat, shared by every draft in it.
 //! - [`ids`]: typed ids and stored states (the gateway's own user ids, approval id and
@@ -95,6 +96,7 @@ pub mod skills;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
+pub mod voice;
 #[cfg(feature = "web")]
 pub mod web_token;
 pub mod when;

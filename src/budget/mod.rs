@@ -1,6 +1,6 @@
 //! Budgets: what a conversation, and a user on one channel, may spend per UTC calendar day
 //! in LLM tokens (the provider's usage figures, estimated when absent) and tool runs, as
-//! `[budgets]` sets. A turn carries a [`Meter`] loaded from the store: the turn refuses to
+//! `[budgets]` sets; characters spoken as voice notes are counted beside them, not limited. A turn carries a [`Meter`] loaded from the store: the turn refuses to
 //! start when a budget is already spent, stops cleanly when it crosses one, and adds what
 //! it used when it ends. `/usage` shows the figures ([`report`]).
 
@@ -150,6 +150,11 @@ impl Meter {
         self.turn.tool_runs += 1;
     }
 
+    /// Count the characters of an answer spoken as a voice note (counted, not limited).
+    pub fn add_spoken(&mut self, chars: u64) {
+        self.turn.spoken_chars += i64::try_from(chars).unwrap_or(i64::MAX);
+    }
+
     /// The first budget that is used up (today's usage plus this turn's), if any.
     pub fn reached(&self) -> Option<Reached> {
         let l = &self.limits;
@@ -226,8 +231,12 @@ pub async fn report(
     };
     let [conv, mine] = meter.before;
     let left = ((meter.day + 1) * DAY_MS - clock.now_ms()).max(0) / 60_000;
+    let spoken = match conv.spoken_chars {
+        0 => String::new(),
+        n => format!("\n• spoken here as voice notes: {n} characters"),
+    };
     Ok(format!(
-        "📊 Usage today (UTC):\n• this conversation: {} tokens, {} tool runs\n• you: {} tokens, {} tool runs\nResets at 00:00 UTC, in {} h {} min.",
+        "📊 Usage today (UTC):\n• this conversation: {} tokens, {} tool runs\n• you: {} tokens, {} tool runs{spoken}\nResets at 00:00 UTC, in {} h {} min.",
         of(conv.tokens, limits.conversation_tokens_per_day),
         of(conv.tool_runs, limits.conversation_tool_runs_per_day),
         of(mine.tokens, limits.user_tokens_per_day),

@@ -92,6 +92,21 @@ pub enum Command {
     Model(Option<String>),
     /// List the Agent Skills this conversation's profile may use.
     Skills,
+    /// Show (`/voice`) or set (`/voice on|off|auto`) whether answers here are spoken.
+    Voice(Option<VoiceSwitch>),
+    /// `/voice` with a word it does not know.
+    VoiceUnknown,
+}
+
+/// What `/voice` sets for one conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VoiceSwitch {
+    /// Every answer is spoken as well as written.
+    On,
+    /// No answer is spoken.
+    Off,
+    /// Back to the agent profile's rule.
+    Auto,
 }
 
 impl Command {
@@ -126,6 +141,13 @@ impl Command {
             "tz" => Some(Self::Tz(words.next().map(str::to_owned))),
             "model" | "models" => Some(Self::Model(words.next().map(str::to_owned))),
             "skills" => Some(Self::Skills),
+            "voice" => Some(match words.next().map(str::to_ascii_lowercase).as_deref() {
+                None => Self::Voice(None),
+                Some("on") => Self::Voice(Some(VoiceSwitch::On)),
+                Some("off") => Self::Voice(Some(VoiceSwitch::Off)),
+                Some("auto" | "default") => Self::Voice(Some(VoiceSwitch::Auto)),
+                Some(_) => Self::VoiceUnknown,
+            }),
             _ => None,
         }
     }
@@ -142,6 +164,9 @@ impl Command {
             // Answered by the conversation's profile (`profile::Active::model_command`,
             // `skills::report::chat_list`).
             Self::Model(_) | Self::Skills => HELP,
+            // Answered by the turn, which reads and writes the conversation's rule.
+            Self::Voice(_) => HELP,
+            Self::VoiceUnknown => "Use `/voice on`, `/voice off` or `/voice auto`.",
         }
     }
 }
@@ -158,6 +183,7 @@ Commands:\n\
 • `/rewind [N]` — list checkpoints, or put the files back to one\n\
 • `/model [name]` — the models here; switch to one\n\
 • `/skills` — the skills I can load here\n\
+• `/voice [on|off|auto]` — whether I answer here with voice notes too\n\
 • `/help` — this message";
 
 /// A cancel button's payload for scheduled task `id`: `sc:<id>:x` (well under Telegram's
@@ -361,6 +387,27 @@ mod tests {
             Intent::Command(Command::Unschedule(12))
         );
         assert_eq!(Intent::of(&press("sc:x:x")), Intent::Button(None));
+    }
+
+    #[test]
+    fn voice_switches_on_off_and_back_to_the_profile_and_says_so_for_other_words() {
+        assert_eq!(Command::parse("/voice"), Some(Command::Voice(None)));
+        assert_eq!(
+            Command::parse("/voice ON"),
+            Some(Command::Voice(Some(VoiceSwitch::On)))
+        );
+        assert_eq!(
+            Command::parse("/voice off"),
+            Some(Command::Voice(Some(VoiceSwitch::Off)))
+        );
+        assert_eq!(
+            Command::parse("/voice auto"),
+            Some(Command::Voice(Some(VoiceSwitch::Auto)))
+        );
+        let unknown = Command::parse("/voice loud").expect("a command");
+        assert_eq!(unknown, Command::VoiceUnknown);
+        assert!(unknown.reply().contains("/voice on"));
+        assert!(HELP.contains("/voice"));
     }
 
     #[test]

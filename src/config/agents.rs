@@ -55,6 +55,9 @@ pub struct AgentProfileConfig {
     pub max_tool_iterations: Option<usize>,
     /// Stored messages loaded per turn (default: `[agent] history_limit`).
     pub history_limit: Option<usize>,
+    /// When answers are spoken (default: `[voice] rule`; nothing is spoken without
+    /// `[voice]`).
+    pub voice: Option<super::VoiceRule>,
 }
 
 /// `[agents.<name>.policy]`: the keys given replace `[policy]`'s; approvers and the

@@ -297,6 +297,7 @@ fn validate(config: &Config) -> Vec<Problem> {
     let profiles = super::agents::problems(config);
     let providers = super::providers::problems(config);
     let skills = super::skills::problems(&config.skills);
+    let voice = super::voice::problems(config.voice.as_ref());
     for (key, message) in super::schedules::problems(config)
         .into_iter()
         .chain(config.admin.problems())
@@ -304,6 +305,7 @@ fn validate(config: &Config) -> Vec<Problem> {
         .chain(skills)
         .chain(profiles)
         .chain(providers)
+        .chain(voice)
     {
         problems.push(Problem {
             key,

@@ -30,6 +30,7 @@ mod schedules;
 mod secrets;
 pub mod skills;
 mod transcription;
+pub mod voice;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -46,6 +47,7 @@ pub use memory::{MemoryConfig, MemoryScopeMode};
 pub use schedules::{OperatorJob, SchedulerConfig};
 pub use switchboard_channel::settings::{EnvString, Secret, expand};
 pub use transcription::TranscriptionConfig;
+pub use voice::{VoiceConfig, VoiceRule};
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -81,6 +83,9 @@ pub struct Config {
     /// Voice notes to text (`[transcription]`); absent, they are saved and described only.
     #[serde(default)]
     pub transcription: Option<TranscriptionConfig>,
+    /// Answers spoken as voice notes (`[voice]`); absent, nothing is spoken.
+    #[serde(default)]
+    pub voice: Option<VoiceConfig>,
     /// Workspace checkpoints for `/rewind` (`[checkpoints]`).
     #[serde(default)]
     pub checkpoints: checkpoints::CheckpointsConfig,

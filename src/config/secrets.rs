@@ -26,6 +26,9 @@ impl Config {
             .flat_map(url_password)
             .chain(passwords_in_any_url(self));
         let transcription = self.transcription.as_ref().map(|t| &t.api_key);
+        let speech = (self.voice.as_ref())
+            .and_then(|v| v.http.as_ref())
+            .map(|h| &h.api_key);
         [
             &self.provider.api_key,
             &self.gateway.metrics_token,
@@ -34,6 +37,7 @@ impl Config {
         .into_iter()
         .chain(named.map(|p| &p.api_key))
         .chain(transcription)
+        .chain(speech)
         .chain(channel_secrets)
         .filter_map(Secret::expose)
         .chain(self.mcp.secret_values())

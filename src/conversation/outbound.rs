@@ -20,6 +20,7 @@ use crate::draft::{Draft, DraftOutcome, DraftSettings, PostedHook};
 use crate::governor::Governor;
 use crate::scrub::Scrubber;
 use crate::tools::FilePoster;
+use crate::voice::Speaker;
 
 /// One configured channel as the core sees it: it can tell its limits, and every write to
 /// it goes through [`Outbox`] (the handle inside is private to this module).
@@ -143,6 +144,8 @@ pub struct Outbox {
     scrubber: Arc<Scrubber>,
     /// Draft pacing.
     draft: DraftSettings,
+    /// Speaks answers as voice notes (`[voice]`), when configured.
+    speaker: Option<Arc<Speaker>>,
 }
 
 impl Outbox {
@@ -162,7 +165,20 @@ impl Outbox {
             governor,
             scrubber,
             draft,
+            speaker: None,
         }
+    }
+
+    /// This outbound path, speaking answers through `speaker` when a turn asks it to.
+    #[must_use]
+    pub fn with_voice(mut self, speaker: Option<Arc<Speaker>>) -> Self {
+        self.speaker = speaker;
+        self
+    }
+
+    /// Whether answers can be spoken here (`[voice]` is configured).
+    pub fn speaks(&self) -> bool {
+        self.speaker.is_some()
     }
 
     /// The route to the channel instance named `name`, if configured.
@@ -273,6 +289,38 @@ impl Outbox {
 }
 
 impl Outbox {
+    /// Speak `answer` (markdown, sent as text already) in `key` as a voice note: scrubbed
+    /// before the engine sees it, made speakable, encoded, and posted within the chat's
+    /// budget. Returns the characters spoken, or `None` when nothing was posted: no
+    /// `[voice]`, nothing to say, a channel without voice notes, or a failure, which is
+    /// logged once as a WARN and leaves the text answer as it is.
+    pub async fn speak(&self, route: &Route, key: &ConversationKey, answer: &str) -> Option<u64> {
+        let speaker = self.speaker.as_ref()?;
+        let text = speaker.speakable(&self.scrubber.scrub(answer));
+        if text.is_empty() {
+            return None;
+        }
+        let note = match speaker.speak(&text).await {
+            Ok(note) => note,
+            Err(err) => {
+                tracing::warn!(%key, error = %err, "the answer was not spoken; it went out as text");
+                return None;
+            }
+        };
+        self.governor.take(key, &route.limits_for(key)).await;
+        match route.0.send_voice(key, &note).await {
+            Ok(_) => Some(text.chars().count() as u64),
+            Err(FileError::Unsupported) => {
+                tracing::debug!(%key, "this channel takes no voice notes; the answer went as text");
+                None
+            }
+            Err(err) => {
+                tracing::warn!(%key, error = %err, "the voice note was not delivered; the answer went out as text");
+                None
+            }
+        }
+    }
+
     /// A poster of files into `key` on `route`'s channel.
     pub fn file_poster(&self, route: &Route, key: &ConversationKey) -> FilePoster {
         FilePoster::new(

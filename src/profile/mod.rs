@@ -184,6 +184,10 @@ impl Builder<'_> {
             native_tools: provider.native_tools,
             vision: provider.vision,
             transcription: config.transcription.clone(),
+            voice: match &config.voice {
+                Some(voice) => spec.voice.unwrap_or(voice.rule),
+                None => crate::config::VoiceRule::Off,
+            },
             memory,
             budgets: spec.budgets.unwrap_or(config.budgets),
         };

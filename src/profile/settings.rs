@@ -19,6 +19,8 @@ pub struct TurnSettings {
     pub vision: bool,
     /// `[transcription]`: voice notes become text the turn answers.
     pub transcription: Option<crate::config::TranscriptionConfig>,
+    /// When answers are spoken: the profile's `voice`, else `[voice] rule`, else off.
+    pub voice: crate::config::VoiceRule,
     /// `[memory]`: recall, autosave, compaction.
     pub memory: MemoryConfig,
     /// `[budgets]`: daily limits per conversation and per user.
@@ -36,6 +38,7 @@ impl TurnSettings {
             native_tools: config.provider.native_tools,
             vision: config.provider.vision,
             transcription: config.transcription.clone(),
+            voice: (config.voice.as_ref()).map_or(crate::config::VoiceRule::Off, |v| v.rule),
             memory: config.memory.clone(),
             budgets: config.budgets,
         }

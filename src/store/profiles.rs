@@ -1,5 +1,6 @@
-//! The profile half of the store: the model each conversation chose with `/model`, so the
-//! choice survives restarts and is seen by every replica.
+//! The profile half of the store: the model each conversation chose with `/model` and the
+//! voice rule it set with `/voice`, so each choice survives restarts and is seen by every
+//! replica.
 
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
@@ -7,6 +8,7 @@ use switchboard_channel::ConversationKey;
 
 use super::StoreError;
 use super::backend::{Backend, SqlStore};
+use crate::config::VoiceRule;
 
 /// A conversation's `/model` choice.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +32,17 @@ pub trait ProfileStore: Send + Sync {
 
     /// `key`'s choice, if it made one.
     async fn model_choice(&self, key: &ConversationKey) -> Result<Option<ModelChoice>, StoreError>;
+
+    /// Keep `rule` as `key`'s voice rule, or with `None` go back to its profile's.
+    async fn set_voice(
+        &self,
+        key: &ConversationKey,
+        rule: Option<VoiceRule>,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// `key`'s own voice rule, if it set one.
+    async fn voice_choice(&self, key: &ConversationKey) -> Result<Option<VoiceRule>, StoreError>;
 }
 
 #[async_trait]
@@ -73,5 +86,40 @@ where
         .fetch_optional(&self.pool)
         .await?;
         Ok(row.map(|(profile, model)| ModelChoice { profile, model }))
+    }
+
+    async fn set_voice(
+        &self,
+        key: &ConversationKey,
+        rule: Option<VoiceRule>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let query = match rule {
+            Some(rule) => sqlx::query(
+                "INSERT INTO conversation_voice (conversation_key, rule, updated_at) \
+                 VALUES ($1, $2, $3) ON CONFLICT (conversation_key) DO UPDATE SET \
+                 rule = excluded.rule, updated_at = excluded.updated_at",
+            )
+            .bind(key.to_string())
+            .bind(rule.as_str())
+            .bind(now_ms),
+            None => sqlx::query("DELETE FROM conversation_voice WHERE conversation_key = $1")
+                .bind(key.to_string()),
+        };
+        query.execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn voice_choice(&self, key: &ConversationKey) -> Result<Option<VoiceRule>, StoreError> {
+        let row: Option<(String,)> =
+            sqlx::query_as("SELECT rule FROM conversation_voice WHERE conversation_key = $1")
+                .bind(key.to_string())
+                .fetch_optional(&self.pool)
+                .await?;
+        row.map(|(rule,)| {
+            rule.parse()
+                .map_err(|e: String| StoreError::Corrupt(format!("conversation_voice.rule: {e}")))
+        })
+        .transpose()
     }
 }

@@ -1,4 +1,4 @@
-//! The budget half of the store: LLM tokens and tool runs per scope (a conversation, or a
+//! The budget half of the store: LLM tokens, tool runs and characters spoken per scope (a conversation, or a
 //! user on one channel) per UTC calendar day, added to after each turn and read before the
 //! next. The limits themselves live in `crate::budget`.
 
@@ -17,6 +17,8 @@ pub struct Used {
     pub tokens: i64,
     /// Tool calls run (or refused) on the model's request.
     pub tool_runs: i64,
+    /// Characters of answers spoken as voice notes (`[voice]`); counted, never limited.
+    pub spoken_chars: i64,
 }
 
 /// A turn's usage, to be added to each of `scopes` for `day` (days since the epoch, UTC).
@@ -74,33 +76,40 @@ where
     }
 
     async fn usage(&self, scope: &str, day: i64) -> Result<Used, StoreError> {
-        let row: Option<(i64, i64)> = sqlx::query_as(
-            "SELECT tokens, tool_runs FROM budget_usage WHERE scope = $1 AND day = $2",
+        let row: Option<(i64, i64, i64)> = sqlx::query_as(
+            "SELECT tokens, tool_runs, spoken_chars FROM budget_usage WHERE scope = $1 AND day = $2",
         )
         .bind(scope)
         .bind(day)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row.map_or_else(Used::default, |(tokens, tool_runs)| Used {
-            tokens,
-            tool_runs,
-        }))
+        Ok(
+            row.map_or_else(Used::default, |(tokens, tool_runs, spoken_chars)| Used {
+                tokens,
+                tool_runs,
+                spoken_chars,
+            }),
+        )
     }
 
     async fn usage_since(&self, first_day: i64) -> Result<Vec<ScopeDay>, StoreError> {
-        let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
-            "SELECT scope, day, tokens, tool_runs FROM budget_usage WHERE day >= $1 \
-             ORDER BY day, scope",
+        let rows: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
+            "SELECT scope, day, tokens, tool_runs, spoken_chars FROM budget_usage \
+             WHERE day >= $1 ORDER BY day, scope",
         )
         .bind(first_day)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows
             .into_iter()
-            .map(|(scope, day, tokens, tool_runs)| ScopeDay {
+            .map(|(scope, day, tokens, tool_runs, spoken_chars)| ScopeDay {
                 scope,
                 day,
-                used: Used { tokens, tool_runs },
+                used: Used {
+                    tokens,
+                    tool_runs,
+                    spoken_chars,
+                },
             })
             .collect())
     }
@@ -138,7 +147,8 @@ where
         let mut query = query
             .bind(spent.day)
             .bind(spent.used.tokens)
-            .bind(spent.used.tool_runs);
+            .bind(spent.used.tool_runs)
+            .bind(spent.used.spoken_chars);
         for scope in spent.scopes {
             query = query.bind(scope.as_str());
         }
@@ -146,19 +156,26 @@ where
     }
 }
 
+/// Parameters of [`spent_sql`] before its scopes.
+pub(super) const SPENT_PARAMS: usize = 4;
+
 /// The upsert adding a turn's usage to `scopes` scopes (at least one): a row per scope, the
 /// day and the amounts shared, written only while `guard` holds when there is one. Its
-/// parameters start at `$first`: the day, the tokens, the tool runs, then the scopes
-/// ([`SqlStore::bind_spent`]).
+/// parameters start at `$first`: the day, the tokens, the tool runs, the characters spoken,
+/// then the scopes ([`SqlStore::bind_spent`]; [`SPENT_PARAMS`] before the scopes).
 pub(super) fn spent_sql(first: usize, scopes: usize, guard: Option<&str>) -> String {
-    let (tokens, runs) = (first + 1, first + 2);
+    let (tokens, runs, spoken) = (first + 1, first + 2, first + 3);
     let rows: Vec<String> = (0..scopes)
-        .map(|i| format!("(${}, ${first}, ${tokens}, ${runs})", first + 3 + i))
+        .map(|i| {
+            let scope = first + SPENT_PARAMS + i;
+            format!("(${scope}, ${first}, ${tokens}, ${runs}, ${spoken})")
+        })
         .collect();
     format!(
-        "INSERT INTO budget_usage (scope, day, tokens, tool_runs) {} \
+        "INSERT INTO budget_usage (scope, day, tokens, tool_runs, spoken_chars) {} \
          ON CONFLICT (scope, day) DO UPDATE SET tokens = budget_usage.tokens + excluded.tokens, \
-         tool_runs = budget_usage.tool_runs + excluded.tool_runs",
+         tool_runs = budget_usage.tool_runs + excluded.tool_runs, \
+         spoken_chars = budget_usage.spoken_chars + excluded.spoken_chars",
         insert_rows(&rows.join(", "), guard)
     )
 }

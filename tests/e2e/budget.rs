@@ -139,6 +139,7 @@ async fn usage_adds_up(store: &dyn switchboard::store::Store) {
     let used = Used {
         tokens: 400,
         tool_runs: 2,
+        ..Used::default()
     };
     store.add_usage(&scopes, 20_000, used).await.unwrap();
     store.add_usage(&scopes[1..], 20_000, used).await.unwrap();

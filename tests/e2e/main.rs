@@ -63,6 +63,7 @@ mod stored_secrets;
 mod telegram;
 mod tools;
 mod upgrade;
+mod voice;
 mod web;
 mod whatsapp;
 

@@ -386,6 +386,7 @@ async fn superseded_claim(store: Arc<dyn Store>) {
     let used = store::Used {
         tokens: 120,
         tool_runs: 2,
+        spoken_chars: 57,
     };
     let spent = Some(store::Spent {
         scopes: &scopes,

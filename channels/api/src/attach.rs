@@ -73,6 +73,29 @@ pub struct OutboundFile {
     pub caption: String,
 }
 
+/// A spoken answer the core asks a channel to post as the platform's voice note: Ogg/Opus
+/// (mono, 48 kHz), the one encoding every platform takes as one. It carries no text: the
+/// answer's text is always sent as its own message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VoiceNote {
+    /// The Ogg/Opus file.
+    pub bytes: Vec<u8>,
+    /// Its length in whole seconds, rounded up (Telegram's `duration`, WhatsApp's display).
+    pub duration_secs: u32,
+    /// Its length in milliseconds (Matrix's `info.duration`).
+    pub duration_ms: u64,
+    /// Loudness over time, up to 256 values of 0–255 (Discord's `waveform`, Matrix's
+    /// `org.matrix.msc1767.audio` waveform scaled by the channel).
+    pub waveform: Vec<u8>,
+}
+
+impl VoiceNote {
+    /// The file name platforms show.
+    pub const NAME: &str = "voice.ogg";
+    /// Its MIME type.
+    pub const MIME: &str = "audio/ogg";
+}
+
 impl Attachment {
     /// The URL to fetch this file from: refused when its announced size is over `max_bytes`,
     /// when there is none, or when its host is neither `api_url`'s (a self-hosted API server

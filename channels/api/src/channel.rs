@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::attach::{Attachment, DEFAULT_MAX_ATTACHMENT_BYTES, FileError, OutboundFile};
+use crate::attach::{Attachment, DEFAULT_MAX_ATTACHMENT_BYTES, FileError, OutboundFile, VoiceNote};
 use crate::split::LengthUnit;
 use crate::types::{ButtonPress, ChannelEvent, ConversationKey, MessageRef, Outbound};
 
@@ -288,6 +288,17 @@ pub trait Channel: Send + Sync + 'static {
         &self,
         _key: &ConversationKey,
         _file: &OutboundFile,
+    ) -> Result<MessageRef, FileError> {
+        Err(FileError::Unsupported)
+    }
+
+    /// Post `voice` in conversation `key` as the platform's own voice note (a player with
+    /// its duration, not a file to download). The default posts nothing: the text answer,
+    /// sent anyway, stands alone.
+    async fn send_voice(
+        &self,
+        _key: &ConversationKey,
+        _voice: &VoiceNote,
     ) -> Result<MessageRef, FileError> {
         Err(FileError::Unsupported)
     }

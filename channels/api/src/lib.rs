@@ -50,8 +50,8 @@ pub mod types;
 
 pub use access::{AccessRules, DmPolicy, GroupPolicy, Place};
 pub use attach::{
-    Attachment, AttachmentKind, DEFAULT_MAX_ATTACHMENT_BYTES, FileError, OutboundFile, human_size,
-    read_capped,
+    Attachment, AttachmentKind, DEFAULT_MAX_ATTACHMENT_BYTES, FileError, OutboundFile, VoiceNote,
+    human_size, read_capped,
 };
 pub use auth::{cookie, secrets_match};
 pub use authenticate::{CredentialCheck, authenticate_until_ok};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use switchboard_channel::{
     Attachment, ButtonPress, Channel, ChannelError, ConversationKey, CredentialCheck, EventSink,
-    FileError, Health, LengthUnit, Limits, MessageRef, Outbound, OutboundFile,
+    FileError, Health, LengthUnit, Limits, MessageRef, Outbound, OutboundFile, VoiceNote,
     authenticate_until_ok,
 };
 use tokio_util::sync::CancellationToken;
@@ -63,6 +63,14 @@ impl Channel for DiscordChannel {
         file: &OutboundFile,
     ) -> Result<MessageRef, FileError> {
         self.inner.api.send_file(key, file).await
+    }
+
+    async fn send_voice(
+        &self,
+        key: &ConversationKey,
+        voice: &VoiceNote,
+    ) -> Result<MessageRef, FileError> {
+        self.inner.api.send_voice(key, voice).await
     }
 
     fn limits(&self) -> Limits {

@@ -1,10 +1,14 @@
 //! Files on Discord: message attachments as references (their CDN `url`), their download
 //! (the URL is signed; no token is sent), and uploads as a multipart `POST
-//! /channels/{id}/messages` (`payload_json` + `files[0]`).
+//! /channels/{id}/messages` (`payload_json` + `files[0]`): a file with its caption, or a
+//! voice message (flag `IS_VOICE_MESSAGE`, the attachment's `duration_secs` and
+//! `waveform`), which Discord refuses with any content, so its text is a message of its own.
 
+use base64::Engine as _;
 use serenity::model::channel::Message;
 use switchboard_channel::{
-    Attachment, AttachmentKind, ConversationKey, FileError, MessageRef, OutboundFile, read_capped,
+    Attachment, AttachmentKind, ConversationKey, FileError, MessageRef, OutboundFile, VoiceNote,
+    read_capped,
 };
 
 use crate::api::RestApi;
@@ -13,6 +17,8 @@ use crate::api::RestApi;
 const MAX_UPLOAD_BYTES: usize = 10 * 1024 * 1024;
 /// Longest message content Discord accepts.
 const MAX_CONTENT_CHARS: usize = 2000;
+/// The message flag that makes an Ogg/Opus attachment a voice message.
+const IS_VOICE_MESSAGE: u64 = 1 << 13;
 
 /// The attachments of `msg`, as references.
 pub(crate) fn attachments(msg: &Message) -> Vec<Attachment> {
@@ -65,13 +71,54 @@ impl RestApi {
                 limit: MAX_UPLOAD_BYTES as u64,
             });
         }
-        let boundary = boundary_for(&file.bytes);
         let caption: String = file.caption.chars().take(MAX_CONTENT_CHARS).collect();
         let payload = serde_json::json!({
             "content": caption,
             "attachments": [{ "id": 0, "filename": file.name }],
             "allowed_mentions": { "parse": [] },
         });
+        self.post_with_file(key, &payload, file).await
+    }
+
+    /// Post `voice` in `key`'s channel or thread as a voice message: no content, a player
+    /// with its duration and waveform.
+    pub(crate) async fn send_voice(
+        &self,
+        key: &ConversationKey,
+        voice: &VoiceNote,
+    ) -> Result<MessageRef, FileError> {
+        let file = OutboundFile {
+            name: "voice-message.ogg".into(),
+            bytes: voice.bytes.clone(),
+            mime: Some(VoiceNote::MIME.into()),
+            caption: String::new(),
+        };
+        if file.bytes.len() > MAX_UPLOAD_BYTES {
+            return Err(FileError::TooLarge {
+                limit: MAX_UPLOAD_BYTES as u64,
+            });
+        }
+        let waveform = base64::engine::general_purpose::STANDARD.encode(&voice.waveform);
+        let payload = serde_json::json!({
+            "flags": IS_VOICE_MESSAGE,
+            "attachments": [{
+                "id": 0,
+                "filename": file.name,
+                "duration_secs": voice.duration_ms as f64 / 1000.0,
+                "waveform": waveform,
+            }],
+        });
+        self.post_with_file(key, &payload, &file).await
+    }
+
+    /// `POST /channels/{id}/messages` with `payload` and `file` as a multipart form.
+    async fn post_with_file(
+        &self,
+        key: &ConversationKey,
+        payload: &serde_json::Value,
+        file: &OutboundFile,
+    ) -> Result<MessageRef, FileError> {
+        let boundary = boundary_for(&file.bytes);
         let body = multipart(&boundary, &payload.to_string(), file);
         let url = format!("{}/channels/{}/messages", self.base, key.chat);
         let response = self

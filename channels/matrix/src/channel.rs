@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use switchboard_channel::{
     Attachment, ButtonPress, Channel, ChannelError, ConversationKey, EventSink, FileError, Health,
-    LengthUnit, Limits, MessageRef, Outbound, OutboundFile,
+    LengthUnit, Limits, MessageRef, Outbound, OutboundFile, VoiceNote,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -127,6 +127,14 @@ impl Channel for MatrixChannel {
         file: &OutboundFile,
     ) -> Result<MessageRef, FileError> {
         self.client.send_file(key, file).await
+    }
+
+    async fn send_voice(
+        &self,
+        key: &ConversationKey,
+        voice: &VoiceNote,
+    ) -> Result<MessageRef, FileError> {
+        self.client.send_voice(key, voice).await
     }
 
     fn health(&self) -> Health {

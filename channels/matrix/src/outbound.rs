@@ -3,7 +3,7 @@
 //! files go through the SDK's attachment upload (encrypted in encrypted rooms). Every
 //! message sets an empty `m.mentions`, so nothing the model writes pings anyone.
 
-use matrix_sdk::attachment::AttachmentConfig;
+use matrix_sdk::attachment::{AttachmentConfig, AttachmentInfo, BaseAudioInfo};
 use matrix_sdk::media::{MediaFormat, MediaRequestParameters};
 use matrix_sdk::ruma::api::client::relations::get_relating_events_with_rel_type;
 use matrix_sdk::ruma::events::relation::RelationType;
@@ -12,7 +12,7 @@ use matrix_sdk::ruma::{EventId, OwnedMxcUri};
 use serde_json::{Value, json};
 use switchboard_channel::{
     Attachment, ChannelError, ConversationKey, FileError, MessageRef, Outbound, OutboundFile,
-    Target, human_size, render,
+    Target, VoiceNote, human_size, render,
 };
 
 use crate::choices::{self, Choice, FIELD};
@@ -266,6 +266,40 @@ impl Client {
             )
             .await
             .map_err(|e| FileError::Transient(format!("uploading {}: {e}", file.name)))?;
+        Ok(MessageRef::new(sent.event_id.to_string()))
+    }
+
+    /// Post `voice` in `key` as a voice message: `m.audio` with the voice flag
+    /// (`org.matrix.msc3245.voice`), its duration and waveform (`org.matrix.msc1767.audio`,
+    /// values up to 1024), encrypted like any attachment in an encrypted room.
+    pub(crate) async fn send_voice(
+        &self,
+        key: &ConversationKey,
+        voice: &VoiceNote,
+    ) -> Result<MessageRef, FileError> {
+        let room = self
+            .room(key)
+            .await
+            .map_err(|e| FileError::Fatal(e.to_string()))?;
+        let mime: mime::Mime = VoiceNote::MIME
+            .parse()
+            .map_err(|e| FileError::Fatal(format!("{e}")))?;
+        let info = AttachmentInfo::Voice {
+            audio_info: BaseAudioInfo {
+                duration: Some(std::time::Duration::from_millis(voice.duration_ms)),
+                size: matrix_sdk::ruma::UInt::new(voice.bytes.len() as u64),
+            },
+            waveform: Some(voice.waveform.iter().map(|v| u16::from(*v) * 4).collect()),
+        };
+        let sent = room
+            .send_attachment(
+                VoiceNote::NAME,
+                &mime,
+                voice.bytes.clone(),
+                AttachmentConfig::new().info(info),
+            )
+            .await
+            .map_err(|e| FileError::Transient(format!("uploading the voice note: {e}")))?;
         Ok(MessageRef::new(sent.event_id.to_string()))
     }
 }

@@ -1,12 +1,14 @@
 //! Files on Telegram: the attachments of an incoming message as references (photo,
 //! document, voice note, audio), their download (`getFile`, then
 //! `<api_url>/file/bot<token>/<file_path>`, size-capped) and outgoing files
-//! (`sendPhoto` for images, `sendDocument` for everything else, multipart).
+//! (`sendPhoto` for images, `sendDocument` for everything else, multipart) and spoken
+//! answers (`sendVoice`, an Ogg/Opus file with its duration).
 
 use switchboard_channel::{
-    Attachment, AttachmentKind, ConversationKey, FileError, MessageRef, OutboundFile, read_capped,
+    Attachment, AttachmentKind, ConversationKey, FileError, MessageRef, OutboundFile, VoiceNote,
+    read_capped,
 };
-use teloxide::payloads::{SendDocumentSetters, SendPhotoSetters};
+use teloxide::payloads::{SendDocumentSetters, SendPhotoSetters, SendVoiceSetters};
 use teloxide::prelude::Requester;
 use teloxide::types::{FileId, FileMeta, InputFile, Message};
 
@@ -141,6 +143,30 @@ impl Client {
             request.await
         };
         let msg = sent.map_err(|e| file_error(self.failure(&e)))?;
+        Ok(MessageRef::new(msg.id.0.to_string()))
+    }
+
+    /// Post `voice` in `key` with `sendVoice`: Telegram shows a player with its duration.
+    pub(crate) async fn send_voice(
+        &self,
+        key: &ConversationKey,
+        voice: &VoiceNote,
+    ) -> Result<MessageRef, FileError> {
+        if voice.bytes.len() > MAX_UPLOAD_BYTES {
+            return Err(FileError::TooLarge {
+                limit: MAX_UPLOAD_BYTES as u64,
+            });
+        }
+        let target = Target::of(key).map_err(|e| FileError::Fatal(e.to_string()))?;
+        let input = InputFile::memory(voice.bytes.clone()).file_name(VoiceNote::NAME);
+        let mut request = self
+            .bot
+            .send_voice(target.chat, input)
+            .duration(voice.duration_secs);
+        if let Some(thread) = target.thread {
+            request = request.message_thread_id(thread);
+        }
+        let msg = request.await.map_err(|e| file_error(self.failure(&e)))?;
         Ok(MessageRef::new(msg.id.0.to_string()))
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use switchboard_channel::{
     Attachment, ButtonPress, Channel, ChannelError, ConversationKey, EventSink, FileError, Health,
-    LengthUnit, Limits, MessageRef, Outbound, OutboundFile,
+    LengthUnit, Limits, MessageRef, Outbound, OutboundFile, VoiceNote,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -35,6 +35,37 @@ pub struct WebChannel {
 }
 
 impl WebChannel {
+    /// Keep `file` for `key`'s session and post a message linking it (`voice_ms`: with a
+    /// player).
+    async fn post_file(
+        &self,
+        key: &ConversationKey,
+        file: &OutboundFile,
+        voice_ms: Option<u64>,
+    ) -> Result<MessageRef, FileError> {
+        let session = self
+            .session(key)
+            .map_err(|e| FileError::Fatal(e.to_string()))?;
+        let files = self.hub.files.as_ref().ok_or(FileError::Unsupported)?;
+        let stored = files
+            .put(session, &file.name, file.mime.as_deref(), &file.bytes)
+            .await
+            .map_err(|e| FileError::Transient(format!("could not keep the file: {e}")))?;
+        let meta = files.meta(&stored).await;
+        let link = FileLink {
+            id: stored,
+            name: meta.map_or_else(|| file.name.clone(), |m| m.name),
+            size: file.bytes.len() as u64,
+            voice_ms,
+        };
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let message = Message::new(id.clone(), Role::Bot, file.caption.clone(), Vec::new())
+            .with_files(vec![link]);
+        let keep = self.hub.config.history_messages;
+        self.hub.with(session, |s| s.push(message, keep)).await;
+        Ok(MessageRef::new(id))
+    }
+
     /// A channel named `name` for `config`, served by a gateway listening on `listen`.
     ///
     /// Refuses a configuration without an access token or a `token_file` (unless it is a
@@ -139,26 +170,22 @@ impl Channel for WebChannel {
         key: &ConversationKey,
         file: &OutboundFile,
     ) -> Result<MessageRef, FileError> {
-        let session = self
-            .session(key)
-            .map_err(|e| FileError::Fatal(e.to_string()))?;
-        let files = self.hub.files.as_ref().ok_or(FileError::Unsupported)?;
-        let stored = files
-            .put(session, &file.name, file.mime.as_deref(), &file.bytes)
-            .await
-            .map_err(|e| FileError::Transient(format!("could not keep the file: {e}")))?;
-        let meta = files.meta(&stored).await;
-        let link = FileLink {
-            id: stored,
-            name: meta.map_or_else(|| file.name.clone(), |m| m.name),
-            size: file.bytes.len() as u64,
+        self.post_file(key, file, None).await
+    }
+
+    /// A spoken answer: kept like any file, shown with a player.
+    async fn send_voice(
+        &self,
+        key: &ConversationKey,
+        voice: &VoiceNote,
+    ) -> Result<MessageRef, FileError> {
+        let file = OutboundFile {
+            name: VoiceNote::NAME.into(),
+            bytes: voice.bytes.clone(),
+            mime: Some(VoiceNote::MIME.into()),
+            caption: String::new(),
         };
-        let id = uuid::Uuid::new_v4().simple().to_string();
-        let message = Message::new(id.clone(), Role::Bot, file.caption.clone(), Vec::new())
-            .with_files(vec![link]);
-        let keep = self.hub.config.history_messages;
-        self.hub.with(session, |s| s.push(message, keep)).await;
-        Ok(MessageRef::new(id))
+        self.post_file(key, &file, Some(voice.duration_ms)).await
     }
 
     async fn send(

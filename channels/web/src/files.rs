@@ -60,6 +60,9 @@ pub(crate) struct FileLink {
     pub(crate) name: String,
     /// Its size in bytes.
     pub(crate) size: u64,
+    /// A spoken answer's length in milliseconds: the page shows a player for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) voice_ms: Option<u64>,
 }
 
 /// One web channel's stored files.

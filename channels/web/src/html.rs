@@ -54,7 +54,8 @@ pub(crate) fn user_html(text: &str) -> String {
 }
 
 /// Download links for a message's files (relative to the page, so `files/<id>` resolves
-/// under its path); empty without files. Ids are checked, names escaped.
+/// under its path), a spoken answer's with a player before it; empty without files. Ids are
+/// checked, names escaped.
 pub(crate) fn files_html(files: &[FileLink]) -> String {
     let mut out = String::new();
     let links: Vec<&FileLink> = files.iter().filter(|f| valid_file_id(&f.id)).collect();
@@ -63,7 +64,13 @@ pub(crate) fn files_html(files: &[FileLink]) -> String {
     }
     out.push_str("<ul class=\"files\">");
     for file in links {
-        out.push_str("<li><a class=\"file\" href=\"files/");
+        out.push_str("<li>");
+        if file.voice_ms.is_some() {
+            out.push_str("<audio class=\"voice\" controls preload=\"metadata\" src=\"files/");
+            out.push_str(&file.id);
+            out.push_str("\"></audio> ");
+        }
+        out.push_str("<a class=\"file\" href=\"files/");
         out.push_str(&file.id);
         out.push_str("\" download>📎 ");
         escape_into(&mut out, &file.name);
@@ -119,11 +126,13 @@ mod tests {
                 id: "0123456789abcdef0123456789abcdef".into(),
                 name: "<b>a</b>.csv".into(),
                 size: 1536,
+                voice_ms: None,
             },
             FileLink {
                 id: "../secret".into(),
                 name: "x".into(),
                 size: 1,
+                voice_ms: None,
             },
         ];
         assert_eq!(
@@ -132,6 +141,24 @@ mod tests {
              download>📎 &lt;b&gt;a&lt;/b&gt;.csv</a> <span class=\"size\">1.5 KB</span></li></ul>"
         );
         assert_eq!(files_html(&files[1..]), "");
+    }
+
+    #[test]
+    fn a_spoken_answer_gets_a_player_beside_its_link() {
+        let voice = [FileLink {
+            id: "0123456789abcdef0123456789abcdef".into(),
+            name: "voice.ogg".into(),
+            size: 2048,
+            voice_ms: Some(1500),
+        }];
+        let html = files_html(&voice);
+        assert!(
+            html.starts_with(
+                "<ul class=\"files\"><li><audio class=\"voice\" controls preload=\"metadata\" \
+                 src=\"files/0123456789abcdef0123456789abcdef\"></audio> <a class=\"file\""
+            ),
+            "{html}"
+        );
     }
 
     #[test]

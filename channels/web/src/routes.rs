@@ -40,7 +40,8 @@ const FAVICON_SVG: &str = include_str!("assets/favicon.svg");
 /// Scripts and styles only from the page's own origin, sockets only back to it: even if
 /// markup slipped through the renderer, no inline script or foreign resource would run.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
-                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+                   media-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; \
+                   frame-ancestors 'none'";
 
 #[derive(Clone)]
 struct RouteState {

@@ -186,6 +186,7 @@ impl Conn {
                 id: id.clone(),
                 name: meta.name,
                 size: meta.size,
+                voice_ms: None,
             });
         }
         Some(found)

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use serde_json::json;
 use switchboard_channel::{
     AnswerDelivery, Attachment, ButtonPress, Channel, ChannelError, ConversationKey, EventSink,
-    FileError, Health, LengthUnit, Limits, MessageRef, Outbound, OutboundFile, Target, render,
+    FileError, Health, LengthUnit, Limits, MessageRef, Outbound, OutboundFile, Target, VoiceNote,
+    render,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -138,6 +139,14 @@ impl Channel for WhatsAppChannel {
         file: &OutboundFile,
     ) -> Result<MessageRef, FileError> {
         self.inner.send_file(&key.chat, file).await
+    }
+
+    async fn send_voice(
+        &self,
+        key: &ConversationKey,
+        voice: &VoiceNote,
+    ) -> Result<MessageRef, FileError> {
+        self.inner.send_voice(&key.chat, voice).await
     }
 
     fn undelivered(&self) -> Vec<(&'static str, u64)> {

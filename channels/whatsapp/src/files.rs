@@ -1,19 +1,21 @@
 //! Files in and out. In: an attachment's id is a media id; `GET /<media-id>` gives a URL
 //! that works for a few minutes, fetched with the token (only from Meta's media host or the
 //! configured API's host, so the token never reaches another). An expired URL is looked up
-//! once more. Out: `POST /<phone_number_id>/media` (multipart), then an image or document
-//! message naming the uploaded id.
+//! once more. Out: `POST /<phone_number_id>/media` (multipart), then an image, document or
+//! audio message naming the uploaded id (a spoken answer as audio with `voice: true`, which
+//! WhatsApp shows as a voice message).
 
 use serde_json::json;
 use switchboard_channel::{
-    Attachment, FileError, MessageRef, OutboundFile, Target, read_capped, render,
+    Attachment, FileError, MessageRef, OutboundFile, Target, VoiceNote, read_capped, render,
 };
 
 use crate::api::GraphError;
 use crate::state::Inner;
 
-/// WhatsApp's limit for documents (images are limited to 5 MB).
+/// WhatsApp's limit for documents (images are limited to 5 MB, audio to 16 MB).
 const MAX_UPLOAD_BYTES: u64 = 100 * 1024 * 1024;
+const MAX_AUDIO_BYTES: u64 = 16 * 1024 * 1024;
 const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 /// Longest caption WhatsApp shows.
 const MAX_CAPTION_CHARS: usize = 1024;
@@ -79,28 +81,7 @@ impl Inner {
         if file.bytes.len() as u64 > limit {
             return Err(FileError::TooLarge { limit });
         }
-        let mime = file
-            .mime
-            .clone()
-            .unwrap_or_else(|| "application/octet-stream".into());
-        let part = reqwest::multipart::Part::bytes(file.bytes.clone())
-            .file_name(file.name.clone())
-            .mime_str(&mime)
-            .map_err(|e| FileError::Fatal(e.to_string()))?;
-        let form = reqwest::multipart::Form::new()
-            .text("messaging_product", "whatsapp")
-            .text("type", mime.clone())
-            .part("file", part);
-        let url = format!("{}/{}/media", self.api.base, self.config.phone_number_id);
-        let uploaded = self
-            .api
-            .call(self.api.http.post(url).multipart(form))
-            .await
-            .map_err(file_error)?;
-        let id = uploaded["id"]
-            .as_str()
-            .ok_or_else(|| FileError::Transient("upload answered without an id".into()))?
-            .to_owned();
+        let id = self.upload(file).await?;
         let caption: String = render(&file.caption, Target::WhatsApp)
             .chars()
             .take(MAX_CAPTION_CHARS)
@@ -121,5 +102,58 @@ impl Inner {
             .await
             .map(MessageRef::new)
             .map_err(file_error)
+    }
+
+    /// Upload `voice` and post it in `chat` as a voice message.
+    pub(crate) async fn send_voice(
+        &self,
+        chat: &str,
+        voice: &VoiceNote,
+    ) -> Result<MessageRef, FileError> {
+        if voice.bytes.len() as u64 > MAX_AUDIO_BYTES {
+            return Err(FileError::TooLarge {
+                limit: MAX_AUDIO_BYTES,
+            });
+        }
+        let file = OutboundFile {
+            name: VoiceNote::NAME.into(),
+            bytes: voice.bytes.clone(),
+            mime: Some(VoiceNote::MIME.into()),
+            caption: String::new(),
+        };
+        let id = self.upload(&file).await?;
+        let body = json!({"type": "audio", "audio": {"id": id, "voice": true}});
+        let body = crate::outbound::addressed(chat, body);
+        self.api
+            .send(body)
+            .await
+            .map(MessageRef::new)
+            .map_err(file_error)
+    }
+
+    /// `POST /<phone_number_id>/media`: the uploaded file's media id.
+    async fn upload(&self, file: &OutboundFile) -> Result<String, FileError> {
+        let mime = file
+            .mime
+            .clone()
+            .unwrap_or_else(|| "application/octet-stream".into());
+        let part = reqwest::multipart::Part::bytes(file.bytes.clone())
+            .file_name(file.name.clone())
+            .mime_str(&mime)
+            .map_err(|e| FileError::Fatal(e.to_string()))?;
+        let form = reqwest::multipart::Form::new()
+            .text("messaging_product", "whatsapp")
+            .text("type", mime.clone())
+            .part("file", part);
+        let url = format!("{}/{}/media", self.api.base, self.config.phone_number_id);
+        let uploaded = self
+            .api
+            .call(self.api.http.post(url).multipart(form))
+            .await
+            .map_err(file_error)?;
+        let id = uploaded["id"]
+            .as_str()
+            .ok_or_else(|| FileError::Transient("upload answered without an id".into()))?;
+        Ok(id.to_owned())
     }
 }

@@ -1,6 +1,6 @@
 //! Usage per day as a chart (tokens and tool runs, drawn as inline SVG on the server: no
-//! script, no external asset), then the span's totals per conversation, per user and per
-//! profile (a conversation's usage counted under the profile it uses now).
+//! script, no external asset), then the span's totals (with the characters spoken as voice
+//! notes) per conversation, per user and per profile (a conversation's usage counted under the profile it uses now).
 
 use std::collections::BTreeMap;
 
@@ -70,6 +70,7 @@ pub(super) async fn render(admin: &Admin, query: &PageQuery) -> anyhow::Result<S
 fn add(to: &mut Used, used: Used) {
     to.tokens += used.tokens;
     to.tool_runs += used.tool_runs;
+    to.spoken_chars += used.spoken_chars;
 }
 
 /// A bar per day, scaled to the span's largest figure; each bar's title gives its figure.
@@ -135,12 +136,12 @@ fn totals(html: &mut Html<'_>, title: &str, by: &BTreeMap<String, Used>) {
         html.el("p", "empty", "Nothing used in this span.");
     } else {
         html.raw(
-            "<table><thead><tr><th></th><th>Tokens</th><th>Tool runs</th></tr></thead><tbody>",
+            "<table><thead><tr><th></th><th>Tokens</th><th>Tool runs</th><th>Characters spoken</th></tr></thead><tbody>",
         );
         for (name, used) in rows.into_iter().take(TOP) {
             html.raw("<tr><td>").text(name).raw(&format!(
-                "</td><td>{}</td><td>{}</td></tr>",
-                used.tokens, used.tool_runs
+                "</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                used.tokens, used.tool_runs, used.spoken_chars
             ));
         }
         html.raw("</tbody></table>");
@@ -160,6 +161,7 @@ mod tests {
                 Used {
                     tokens: 100,
                     tool_runs: 0,
+                    ..Used::default()
                 },
             ),
             (
@@ -167,6 +169,7 @@ mod tests {
                 Used {
                     tokens: 50,
                     tool_runs: 2,
+                    ..Used::default()
                 },
             ),
         ];

@@ -12,10 +12,12 @@
 //!   button) and the small handlers.
 //! - `run`: running (or resuming) the agent with a live draft, and storing what it produced.
 //! - `report`: metrics, delivery logs and the user-facing error lines.
+//! - `voice`: whether an answer is spoken, speaking it, and `/voice`.
 
 mod report;
 mod rewind;
 mod run;
+mod voice;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -236,6 +238,11 @@ impl Turn<'_> {
             }
             Command::Skills => {
                 let text = crate::skills::report::chat_list(&self.active.profile().skills);
+                self.draft().finish(&text).await?;
+                return self.done().await;
+            }
+            Command::Voice(switch) => {
+                let text = self.voice_command(*switch).await?;
                 self.draft().finish(&text).await?;
                 return self.done().await;
             }

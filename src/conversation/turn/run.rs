@@ -73,12 +73,17 @@ impl Turn<'_> {
                 tokio::time::sleep(TYPING_EVERY).await;
             }
         };
-        let ((result, meter), drafted) = tokio::select! {
+        let spoken_to = heading.is_some();
+        let ((result, mut meter), drafted) = tokio::select! {
             both = async { tokio::join!(agent_side, draft.drive(rx)) } => both,
             () = typing => unreachable!("the typing loop never ends"),
         };
         log_delivery(&drafted);
         self.count(&result, &drafted, started);
+        if let Ok(run) = &result {
+            // After the text is out: a voice note adds to the answer, never holds it back.
+            self.speak(&run.answer, spoken_to, meter.as_mut()).await;
+        }
         self.store_outcome(user, requester, result, meter.as_ref())
             .await
     }

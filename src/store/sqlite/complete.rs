@@ -14,7 +14,7 @@ use crate::store::StoreError;
 use crate::store::backend::{Backend, Completion, SqlStore};
 use crate::store::cluster::{done_sql, held};
 use crate::store::history::{conversation_sql, messages_sql};
-use crate::store::usage::spent_sql;
+use crate::store::usage::{SPENT_PARAMS, spent_sql};
 
 impl SqlStore<Sqlite> {
     /// The turn's writes as one query ([`completion_sql`]): whether other events of the
@@ -75,7 +75,7 @@ fn completion_sql(begin: &str, messages: usize, scopes: usize) -> String {
     let mut next = 7;
     if scopes > 0 {
         sql = format!("{sql}; {}", spent_sql(next, scopes, Some(&guard)));
-        next += 3 + scopes;
+        next += SPENT_PARAMS + scopes;
     }
     if messages > 0 {
         sql = format!(

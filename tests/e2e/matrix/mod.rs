@@ -13,6 +13,7 @@ mod files;
 mod flood;
 mod rooms;
 mod unreachable;
+mod voice;
 
 use std::time::Duration;
 

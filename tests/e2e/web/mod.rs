@@ -13,6 +13,7 @@ mod host;
 mod operator;
 mod socket;
 mod transcript;
+mod voice;
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -19,6 +19,7 @@ pub mod mail;
 pub mod multipart;
 pub mod proxy;
 pub mod sink;
+pub mod speech;
 pub mod transcribe;
 pub mod wait;
 

@@ -4,7 +4,10 @@
 
 mod chat;
 mod discord;
+mod speech;
 mod web;
+
+pub use speech::{CODE_LINE, TABLE_LINE};
 
 /// A platform's message format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -22,6 +25,9 @@ pub enum Target {
     MatrixHtml,
     /// WhatsApp: `*bold*`, `_italic_`, `~strike~`, ``` blocks; plain text otherwise.
     WhatsApp,
+    /// What a speech engine reads aloud: words only; code blocks and tables as one line
+    /// saying they are in the text, links by their names.
+    Speech,
 }
 
 /// Render `markdown` for `target`.
@@ -36,6 +42,7 @@ pub fn render(markdown: &str, target: Target) -> String {
         Target::WhatsApp => chat::render(markdown, chat::Dialect::WhatsApp),
         Target::DiscordMarkdown => discord::render(markdown),
         Target::WebHtml | Target::MatrixHtml => web::render(markdown),
+        Target::Speech => speech::render(markdown),
     }
 }
 

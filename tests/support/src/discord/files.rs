@@ -1,5 +1,7 @@
 //! Files on the fake Discord: a CDN route serving attachment URLs, and multipart message
-//! posts (`payload_json` + `files[n]`) whose files are kept byte for byte.
+//! posts (`payload_json` + `files[n]`) whose files are kept byte for byte. A voice message
+//! (flag `IS_VOICE_MESSAGE`) is held to Discord's rules: one audio file with its
+//! `duration_secs` and `waveform`, and no content.
 
 use std::sync::Arc;
 
@@ -13,7 +15,7 @@ use super::world::Shared;
 use crate::multipart;
 
 /// A file the bot posted with a message.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SentFile {
     /// The channel it was posted in.
     pub channel_id: String,
@@ -23,6 +25,31 @@ pub struct SentFile {
     pub bytes: Vec<u8>,
     /// The message content posted with it.
     pub content: String,
+    /// The voice message's duration in seconds and base64 waveform, when it was one.
+    pub voice: Option<(f64, String)>,
+}
+
+/// The message flag that makes an attachment a voice message.
+const IS_VOICE_MESSAGE: u64 = 1 << 13;
+
+/// Discord's refusal of a voice message that breaks its rules (code and message), if it
+/// does.
+pub(crate) fn voice_refusal(payload: &Value, files: usize) -> Option<(i64, &'static str)> {
+    if payload["flags"].as_u64().unwrap_or(0) & IS_VOICE_MESSAGE == 0 {
+        return None;
+    }
+    let attachment = &payload["attachments"][0];
+    if !payload["content"].as_str().unwrap_or_default().is_empty() {
+        Some((50159, "Voice messages do not support additional content."))
+    } else if files != 1 {
+        Some((50160, "Voice messages must have a single audio attachment."))
+    } else if attachment["duration_secs"].as_f64().is_none()
+        || attachment["waveform"].as_str().is_none()
+    {
+        Some((50161, "Voice messages must have supporting metadata."))
+    } else {
+        None
+    }
 }
 
 /// A request body as JSON: the JSON body itself, or a multipart form's `payload_json`; and
@@ -53,6 +80,16 @@ pub(crate) fn record(shared: &Shared, path: &str, payload: &Value, files: Vec<mu
         return;
     };
     let content = payload["content"].as_str().unwrap_or_default().to_owned();
+    let voice = (payload["flags"].as_u64().unwrap_or(0) & IS_VOICE_MESSAGE != 0).then(|| {
+        let attachment = &payload["attachments"][0];
+        (
+            attachment["duration_secs"].as_f64().unwrap_or_default(),
+            attachment["waveform"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        )
+    });
     let mut world = shared.world();
     for file in files {
         world.sent_files.push(SentFile {
@@ -60,6 +97,7 @@ pub(crate) fn record(shared: &Shared, path: &str, payload: &Value, files: Vec<mu
             name: file.filename.unwrap_or_default(),
             bytes: file.bytes,
             content: content.clone(),
+            voice: voice.clone(),
         });
     }
 }

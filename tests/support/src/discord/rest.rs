@@ -61,15 +61,23 @@ pub(crate) async fn handle(
         .unwrap_or(uri.path())
         .to_owned();
     let (body, files) = super::files::body(&headers, &body);
-    super::files::record(&shared, &path, &body, files);
+    let refusal = super::files::voice_refusal(&body, files.len());
+    if refusal.is_none() {
+        super::files::record(&shared, &path, &body, files);
+    }
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let mut world = shared.world();
-    let reply = match world.failures.pop_front() {
-        Some(failure) => failed(failure),
-        None => route(
+    let failure = refusal
+        .is_none()
+        .then(|| world.failures.pop_front())
+        .flatten();
+    let reply = match (refusal, failure) {
+        (Some((code, message)), _) => error(400, code, message),
+        (None, Some(failure)) => failed(failure),
+        (None, None) => route(
             &shared,
             &mut world,
             method.as_str(),

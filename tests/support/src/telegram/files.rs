@@ -1,7 +1,8 @@
 //! Files on the fake Bot API: `getFile` (a `file_path` for a stored file, `400 Bad Request:
 //! invalid file_id` for an unknown or expired one), the download route
 //! `/file/bot<token>/<file_path>` (which a test can hold, to stop a gateway mid-download, or
-//! cut midway) and `sendDocument` / `sendPhoto` (multipart uploads kept byte for byte).
+//! cut midway) and `sendDocument` / `sendPhoto` / `sendVoice` (multipart uploads kept byte for
+//! byte; `sendVoice` with its `duration`).
 
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ use crate::multipart;
 /// A file the bot uploaded with `sendDocument` or `sendPhoto`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SentFile {
-    /// `sendDocument` or `sendPhoto`.
+    /// `sendDocument`, `sendPhoto` or `sendVoice`.
     pub method: String,
     /// The chat it was posted in.
     pub chat_id: i64,
@@ -29,6 +30,8 @@ pub struct SentFile {
     pub bytes: Vec<u8>,
     /// The caption, if any.
     pub caption: Option<String>,
+    /// The duration in seconds the bot gave, if any (`sendVoice`).
+    pub duration: Option<i64>,
 }
 
 /// A file users "sent" that the bot can fetch.
@@ -62,6 +65,7 @@ pub(super) fn call(
         "getFile" => get_file(shared, params),
         "sendDocument" => upload(shared, method, "document", params, headers, body),
         "sendPhoto" => upload(shared, method, "photo", params, headers, body),
+        "sendVoice" => upload(shared, method, "voice", params, headers, body),
         _ => return None,
     })
 }
@@ -107,6 +111,7 @@ fn upload(
         name: file.filename.clone().unwrap_or_default(),
         bytes: file.bytes.clone(),
         caption: text(params, "caption"),
+        duration: int(params, "duration"),
     });
     let message_id = next_message_id(&mut world);
     let mut msg = json!({
@@ -120,6 +125,11 @@ fn upload(
         size["width"] = json!(100);
         size["height"] = json!(100);
         msg["photo"] = json!([size]);
+    } else if field == "voice" {
+        let mut voice = meta;
+        voice["duration"] = json!(int(params, "duration").unwrap_or(0));
+        voice["mime_type"] = json!("audio/ogg");
+        msg["voice"] = voice;
     } else {
         msg["document"] = meta;
     }

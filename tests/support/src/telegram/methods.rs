@@ -36,6 +36,7 @@ const METHODS: &[&str] = &[
     "getFile",
     "sendDocument",
     "sendPhoto",
+    "sendVoice",
 ];
 
 /// `method` in the Bot API's spelling (Telegram matches names case-insensitively and
