@@ -2,15 +2,10 @@
 # Multi-stage build: dependencies are compiled in their own layer (cargo-chef), so editing
 # the source rebuilds only Switchboard itself. The image ships the `dist` profile (Cargo.toml:
 # whole-program LTO, stripped), which links far slower than the ordinary release build. The runtime image is Debian slim with only
-# CA certificates (every TLS client is rustls, so no OpenSSL is needed), the time zone
-# database that scheduled tasks read their zones from, and libopus, which encodes spoken
-# answers (`[voice]`) and is linked dynamically.
+# CA certificates (every TLS client is rustls, so no OpenSSL is needed) and the time zone
+# database that scheduled tasks read their zones from.
 
 FROM rust:1-bookworm AS chef
-# libopus for the voice notes' encoder (the `opus` crate finds it through pkg-config).
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends libopus-dev pkg-config \
-    && rm -rf /var/lib/apt/lists/*
 RUN cargo install cargo-chef --locked
 WORKDIR /src
 
@@ -30,7 +25,7 @@ RUN SWITCHBOARD_COMMIT="$SWITCHBOARD_COMMIT" cargo build --profile dist --locked
 
 FROM debian:bookworm-slim AS runtime
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates tzdata libopus0 \
+    && apt-get install -y --no-install-recommends ca-certificates tzdata \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin switchboard \
     && mkdir -p /data /config \

@@ -1,7 +1,8 @@
 //! WAV → the one voice-note encoding: Ogg/Opus, mono, 48 kHz (RFC 7845). Engines such as
 //! espeak-ng and piper write 22 050 Hz, which Opus does not take, so the samples are
-//! resampled first (rubato's FFT resampler); libopus encodes 20 ms frames for speech, and
-//! the `ogg` crate writes the pages. The duration and a waveform come from the same samples.
+//! resampled first (rubato's FFT resampler); `opus-rs` (a pure-Rust port of libopus, so the
+//! build needs no C library) encodes 20 ms frames for speech, and the `ogg` crate writes the
+//! pages. The duration and a waveform come from the same samples.
 
 use std::io::Cursor;
 
@@ -16,6 +17,11 @@ const RATE: u32 = 48_000;
 const FRAME: usize = 960;
 /// The most waveform values a platform takes (Discord).
 const WAVEFORM_MAX: usize = 256;
+/// The encoder's lookahead at 48 kHz (libopus's `OPUS_GET_LOOKAHEAD` for speech: 2.5 ms plus
+/// its 4 ms delay compensation), which decoders skip: the header's pre-skip.
+const PRE_SKIP: u16 = 312;
+/// Room for one encoded 20 ms packet (the format's own bound is 1275 bytes a frame).
+const MAX_PACKET: usize = 4000;
 /// Stream serial number; one logical stream per file, so any fixed value is unique.
 const SERIAL: u32 = 0x5357_4244;
 
@@ -84,13 +90,11 @@ fn resample(samples: &[f32], rate: u32) -> Result<Vec<f32>, String> {
 
 /// 48 kHz mono `samples` as an Ogg/Opus file; `input_rate` is recorded in its header.
 fn ogg_opus(samples: &[f32], input_rate: u32, bitrate: i32) -> Result<Vec<u8>, String> {
-    let fail = |e: opus::Error| format!("the Opus encoder failed: {e}");
+    let fail = |e: &str| format!("the Opus encoder failed: {e}");
     let mut encoder =
-        opus::Encoder::new(RATE, opus::Channels::Mono, opus::Application::Voip).map_err(fail)?;
-    encoder
-        .set_bitrate(opus::Bitrate::Bits(bitrate))
-        .map_err(fail)?;
-    let pre_skip = u16::try_from(encoder.get_lookahead().map_err(fail)?).unwrap_or(0);
+        opus_rs::OpusEncoder::new(RATE as i32, 1, opus_rs::Application::Voip).map_err(fail)?;
+    encoder.bitrate_bps = bitrate;
+    let pre_skip = PRE_SKIP;
     let mut out = Vec::new();
     let mut writer = PacketWriter::new(&mut out);
     write(
@@ -110,7 +114,9 @@ fn ogg_opus(samples: &[f32], input_rate: u32, bitrate: i32) -> Result<Vec<u8>, S
     let frames = padded.len() / FRAME;
     let total = u64::from(pre_skip) + samples.len() as u64;
     for (i, frame) in padded.chunks_exact(FRAME).enumerate() {
-        let packet = encoder.encode_vec_float(frame, 4000).map_err(fail)?;
+        let mut packet = vec![0; MAX_PACKET];
+        let len = encoder.encode(frame, FRAME, &mut packet).map_err(fail)?;
+        packet.truncate(len);
         let last = i + 1 == frames;
         // Samples decoded by the end of this packet, the pre-skip among them; the last
         // packet's is cut back to where the speech ends.
