@@ -237,6 +237,20 @@ impl Draft {
                     None => self.progress.push((id, line)),
                 }
             }
+            AgentEvent::SubTask {
+                call,
+                index,
+                task,
+                state,
+            } => {
+                // One line per sub-task, kept in place as its state changes.
+                let id = format!("{call}/{}", index + 1);
+                let line = sub_task_line(index, &task, state);
+                match self.progress.iter_mut().find(|(pid, _)| *pid == id) {
+                    Some(slot) => slot.1 = line,
+                    None => self.progress.push((id, line)),
+                }
+            }
             AgentEvent::ClearProgress => self.progress.clear(),
             AgentEvent::OfferContinue if self.limits.supports_buttons => {
                 let payload = crate::command::ContinueButton;
@@ -247,6 +261,7 @@ impl Draft {
             }
             AgentEvent::OfferContinue => {}
             AgentEvent::Final(_)
+            | AgentEvent::FromChild { .. }
             | AgentEvent::Usage(_)
             | AgentEvent::ApprovalRequested { .. }
             | AgentEvent::ApprovalResolved { .. } => {}
@@ -321,3 +336,16 @@ impl Draft {
 
 #[cfg(test)]
 mod tests;
+
+/// A sub-task's progress line: its number, state and task.
+fn sub_task_line(index: usize, task: &str, state: crate::agent::Progress) -> String {
+    use crate::agent::Progress;
+    let mark = match state {
+        Progress::Queued => "⬜ queued",
+        Progress::Running => "🔄 running",
+        Progress::Waiting => "🔐 waiting for approval",
+        Progress::Done => "✅ done",
+        Progress::Failed => "❌ failed",
+    };
+    format!("🧩 Sub-task {}: {task} — {mark}", index + 1)
+}
