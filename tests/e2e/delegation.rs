@@ -17,6 +17,9 @@ use crate::helpers::{TestApp, WAIT, key, wait_inbox_idle, wait_transcript};
 /// requester in a private chat.
 const CONFIG: &str = "[tools]\nenabled = [\"shell\", \"file_read\", \"delegate\"]\n[policy]\nmode = \"guarded\"\napproval_timeout_secs = 300\n[policy.approvers]\nfake = [\"admin\"]\n";
 
+/// Every call runs unasked (the gate still judges and audits each).
+const UNASKED: &str = "[tools]\nenabled = [\"shell\", \"file_read\", \"delegate\"]\n[policy]\nmode = \"autonomous\"\n";
+
 async fn spawn(extra: &str) -> TestApp {
     TestApp::spawn_on(buttons_channel(), &format!("{CONFIG}{extra}")).await
 }
@@ -74,7 +77,7 @@ fn sub_task_file(app: &TestApp, chat: &str, n: usize, name: &str) -> std::path::
 
 #[tokio::test]
 async fn three_sub_tasks_run_in_parallel_and_the_turn_answers_with_their_results() {
-    let app = spawn("").await;
+    let app = TestApp::spawn_on(buttons_channel(), UNASKED).await;
     let vendors = ["alpha", "beta", "gamma"];
     let tasks: Vec<String> = vendors.iter().map(|v| format!("study vendor-{v}")).collect();
     let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
@@ -145,7 +148,7 @@ async fn three_sub_tasks_run_in_parallel_and_the_turn_answers_with_their_results
 #[tokio::test]
 async fn a_sub_task_gets_only_the_parents_tools_whatever_its_profile_or_the_model_asks() {
     // The `wide` profile offers the shell and file writes; this conversation has neither.
-    let config = "[tools]\nenabled = [\"file_read\", \"delegate\"]\n[agents.wide]\ntools = [\"shell\", \"file_read\", \"file_write\"]\nsystem_prompt = \"You are wide.\"\n";
+    let config = "[tools]\nenabled = [\"file_read\", \"delegate\"]\n[policy]\nmode = \"autonomous\"\n[agents.wide]\ntools = [\"shell\", \"file_read\", \"file_write\"]\nsystem_prompt = \"You are wide.\"\n";
     let app = TestApp::spawn_on(buttons_channel(), config).await;
     let asks_wide = json!({"tasks": [{"task": "wide-job: look around", "profile": "wide"}]});
     app.llm.push(Reply::tool_call("delegate", asks_wide));
@@ -282,7 +285,11 @@ async fn two_sub_tasks_wait_at_once_and_each_prompt_decides_only_its_own() {
     let chat = key("two");
     app.channel.say(&chat, "alice", "both").await.unwrap();
     let prompts = |t: &[String]| t.iter().filter(|m| m.contains("Approval needed")).count();
-    wait_transcript(&app.channel, &chat, |t| prompts(t) == 2).await;
+    let t = wait_transcript(&app.channel, &chat, |t| prompts(t) == 2).await;
+    assert_eq!(
+        t[0], "⏸ Waiting for approval: `shell` (sub-task 1), `shell` (sub-task 2)…",
+        "the draft says which sub-tasks wait"
+    );
     let pending = app.store().pending_approvals().await.unwrap();
     assert_eq!(pending.len(), 2);
     let reason_of = |marker: &str| pending.iter().find(|a| a.reason.contains(marker)).unwrap();
@@ -408,7 +415,8 @@ async fn a_gateway_killed_while_sub_tasks_run_answers_the_turn_once_after_restar
 
 #[tokio::test]
 async fn a_budget_the_sub_tasks_use_up_stops_the_turn_cleanly() {
-    let app = spawn("[budgets]\nconversation_tool_runs_per_day = 2\n").await;
+    let config = format!("{UNASKED}[budgets]\nconversation_tool_runs_per_day = 2\n");
+    let app = TestApp::spawn_on(buttons_channel(), &config).await;
     app.llm.push(delegate(&["spend-1", "spend-2", "spend-3"]));
     for (n, marker) in ["spend-1", "spend-2", "spend-3"].iter().enumerate() {
         let call = Reply::tool_call("shell", json!({"command": format!("echo {n}")}));

@@ -1,7 +1,8 @@
 //! The agent loop on its own, as a program using this crate alone would run it: a real
 //! OpenAI-compatible HTTP client against the in-process LLM stand-in, tool calls, unknown
 //! tools, arguments checked against the schema, the iteration cap, concurrency of read-only
-//! calls, a gate that suspends a call. (Inside the gateway: `tests/e2e/agent_loop.rs`.)
+//! calls, a gate that suspends a call, a delegated sub-task. (Inside the gateway:
+//! `tests/e2e/agent_loop.rs`.)
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -298,4 +299,138 @@ async fn a_gated_call_suspends_and_resumes_with_the_decision_carried_on_its_even
             "the rule stays with the call"
         );
     }
+}
+
+/// Asks before `add`; lets everything else (the `delegate` call itself) run.
+struct AskForAdd;
+
+#[async_trait]
+impl Gate for AskForAdd {
+    async fn check(&self, call: &ToolCall, read_only: bool) -> Decision {
+        if call.name == "add" {
+            return AskEveryCall.check(call, read_only).await;
+        }
+        Decision::ungated()
+    }
+}
+
+/// Makes every child with `add` and a `mul` the parent does not have.
+struct Children {
+    provider: Arc<dyn Provider>,
+}
+
+impl switchboard_agent::Spawner for Children {
+    fn child(
+        &self,
+        _profile: Option<&str>,
+        _index: usize,
+    ) -> Result<switchboard_agent::ChildAgent, String> {
+        let mul = Add::new(true, Duration::ZERO);
+        Ok(switchboard_agent::ChildAgent {
+            provider: Arc::clone(&self.provider),
+            system_prompt: "You are a helper.".into(),
+            tools: vec![Add::new(false, Duration::ZERO), Arc::new(Renamed("mul", mul))],
+            offload: None,
+        })
+    }
+}
+
+/// A tool under another name.
+struct Renamed(&'static str, Arc<Add>);
+
+#[async_trait]
+impl Tool for Renamed {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn description(&self) -> &str {
+        self.1.description()
+    }
+    fn parameters_schema(&self) -> Value {
+        self.1.parameters_schema()
+    }
+    async fn execute(&self, args: Value) -> ToolResult {
+        self.1.execute(args).await
+    }
+}
+
+#[tokio::test]
+async fn a_sub_task_that_asks_suspends_its_parent_and_resumes_on_its_own_with_only_the_parents_tools()
+ {
+    let llm = FakeLlm::start().await;
+    let provider = provider_for(&llm);
+    llm.push(Reply::tool_call(
+        "delegate",
+        json!({"tasks": [{"task": "sum-job: add 1 and 2"}]}),
+    ))
+    .push(Reply::tool_call("add", json!({"a": 1, "b": 2})))
+    .push(Reply::text("The helper found 3."))
+    .push(Reply::text("Done: 3."));
+    let delegation = switchboard_agent::Delegation {
+        spawner: Arc::new(Children {
+            provider: Arc::clone(&provider),
+        }),
+        limits: switchboard_agent::DelegationLimits::default(),
+        depth: 0,
+    };
+    let agent = AgentLoop::builder()
+        .tool(Add::new(false, Duration::ZERO))
+        .gate(Arc::new(AskForAdd))
+        .delegation(delegation)
+        .build();
+    let mut events = Vec::new();
+    let suspended = agent
+        .run(provider.as_ref(), user("delegate it"), |e| events.push(e))
+        .await;
+    let Err(AgentError::Suspended(suspension)) = suspended else {
+        panic!("expected a suspension, got {suspended:?}");
+    };
+    assert_eq!(suspension.pending.name, "delegate");
+    let children = suspension.delegation.clone().expect("its children");
+    let waiting = children.waiting();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!((waiting[0].0.as_slice(), waiting[0].1.pending.name.as_str()), ([0].as_slice(), "add"));
+    assert_eq!(children.tasks[0].tools, ["add"], "`mul` is not the parent's");
+    let child_tools: Vec<&str> = llm.requests()[1]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(child_tools, ["add"], "no `mul`, and no `delegate` at depth 1");
+    assert!(events.iter().any(|e| matches!(
+        e.innermost().1,
+        AgentEvent::ApprovalRequested { name, .. } if name == "add"
+    )));
+
+    let approved = Resolution::Approved { by: "alice".into() };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut events = Vec::new();
+    let run = agent
+        .resume_at(provider.as_ref(), *suspension, &[0], approved, &cancel, |e| {
+            events.push(e)
+        })
+        .await
+        .unwrap();
+    assert_eq!(run.answer, "Done: 3.");
+    let chained: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e.innermost() {
+            (chain, AgentEvent::ToolCompleted { id, .. }) => Some(format!("{chain}{id}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        chained,
+        ["call_0_delegate/1/call_0_add", "call_0_delegate"],
+        "the child's call, then the delegation: {events:#?}"
+    );
+    let result = llm.requests()[3]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .unwrap();
+    assert_eq!(result, "## Sub-task 1: sum-job: add 1 and 2\nThe helper found 3.");
 }
