@@ -391,7 +391,8 @@ async fn a_sub_task_that_asks_suspends_its_parent_and_resumes_on_its_own_with_on
     assert_eq!(waiting.len(), 1);
     assert_eq!((waiting[0].0.as_slice(), waiting[0].1.pending.name.as_str()), ([0].as_slice(), "add"));
     assert_eq!(children.tasks[0].tools, ["add"], "`mul` is not the parent's");
-    let child_tools: Vec<&str> = llm.requests()[1]["tools"]
+    let requests = llm.requests();
+    let child_tools: Vec<&str> = requests[1]["tools"]
         .as_array()
         .unwrap()
         .iter()

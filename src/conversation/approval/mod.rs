@@ -108,11 +108,14 @@ impl Approvals {
         Ok(unseen)
     }
 
-    /// Store a suspended turn and post its prompt. Returns the approval id. With a `fence`
-    /// (the claim of the turn) the request is stored and the turn's inbox row marked done in
-    /// one fenced transaction, before anything is shown: a replica dying after it leaves a
+    /// Store a suspended turn and post its prompt (one per waiting sub-task of a delegation,
+    /// each naming its sub-task). Returns the new approvals' ids. With a `fence` (the claim
+    /// of the turn) the requests are stored and the turn's inbox row marked done in one
+    /// fenced transaction, before anything is shown: a replica dying after it leaves a
     /// request whose prompt the next holder of the conversation posts ([`Self::post_unseen`]),
-    /// never a second run of the message.
+    /// never a second run of the message. When one sub-task of a delegation was decided and
+    /// others still wait, their pending approvals keep their prompts and get the turn's new
+    /// state.
     #[allow(
         clippy::too_many_arguments,
         reason = "each is a different part of one suspension (where to post, whose, what, fenced on which claim); a struct would only rename them"
