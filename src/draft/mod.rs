@@ -232,10 +232,7 @@ impl Draft {
                     (true, _) => format!("✅ {name} ({secs:.1} s)"),
                     (false, e) => format!("❌ {name} ({secs:.1} s): {}", e.unwrap_or_default()),
                 };
-                match self.progress.iter_mut().find(|(pid, _)| *pid == id) {
-                    Some(slot) => slot.1 = line,
-                    None => self.progress.push((id, line)),
-                }
+                self.set_progress(id, line);
             }
             AgentEvent::SubTask {
                 call,
@@ -244,12 +241,8 @@ impl Draft {
                 state,
             } => {
                 // One line per sub-task, kept in place as its state changes.
-                let id = format!("{call}/{}", index + 1);
                 let line = sub_task_line(index, &task, state);
-                match self.progress.iter_mut().find(|(pid, _)| *pid == id) {
-                    Some(slot) => slot.1 = line,
-                    None => self.progress.push((id, line)),
-                }
+                self.set_progress(format!("{call}/{}", index + 1), line);
             }
             AgentEvent::ClearProgress => self.progress.clear(),
             AgentEvent::OfferContinue if self.limits.supports_buttons => {
@@ -265,6 +258,14 @@ impl Draft {
             | AgentEvent::Usage(_)
             | AgentEvent::ApprovalRequested { .. }
             | AgentEvent::ApprovalResolved { .. } => {}
+        }
+    }
+
+    /// Replace the progress line of `id` (a call, a sub-task), or add it at the end.
+    fn set_progress(&mut self, id: String, line: String) {
+        match self.progress.iter_mut().find(|(pid, _)| *pid == id) {
+            Some(slot) => slot.1 = line,
+            None => self.progress.push((id, line)),
         }
     }
 

@@ -228,11 +228,12 @@ where
         id: &ApprovalId,
         state: &str,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query("UPDATE approvals SET state = $1 WHERE id = $2 AND status = 'pending'")
-            .bind(state)
-            .bind(id.as_str())
-            .execute(&self.pool)
-            .await?;
+        let done =
+            sqlx::query("UPDATE approvals SET state = $1 WHERE id = $2 AND status = 'pending'")
+                .bind(state)
+                .bind(id.as_str())
+                .execute(&self.pool)
+                .await?;
         Ok(DB::rows_affected(&done) == 1)
     }
 

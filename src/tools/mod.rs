@@ -78,10 +78,9 @@ impl Toolbox {
     /// other conversation's), never inside it.
     pub fn sub_task_workspace(&self, key: &ConversationKey, index: usize) -> PathBuf {
         let conversation = self.workspace(key);
-        let name = conversation.file_name().map_or_else(
-            || "_".to_owned(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let name = conversation
+            .file_name()
+            .map_or_else(|| "_".to_owned(), |n| n.to_string_lossy().into_owned());
         conversation.with_file_name(format!("{name}~sub{}", index + 1))
     }
 

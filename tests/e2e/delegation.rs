@@ -79,7 +79,10 @@ fn sub_task_file(app: &TestApp, chat: &str, n: usize, name: &str) -> std::path::
 async fn three_sub_tasks_run_in_parallel_and_the_turn_answers_with_their_results() {
     let app = TestApp::spawn_on(buttons_channel(), UNASKED).await;
     let vendors = ["alpha", "beta", "gamma"];
-    let tasks: Vec<String> = vendors.iter().map(|v| format!("study vendor-{v}")).collect();
+    let tasks: Vec<String> = vendors
+        .iter()
+        .map(|v| format!("study vendor-{v}"))
+        .collect();
     let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
     app.llm.push(delegate(&tasks));
     for v in vendors {
@@ -106,13 +109,21 @@ async fn three_sub_tasks_run_in_parallel_and_the_turn_answers_with_their_results
         .expect("the delegate call's result");
     for (n, v) in vendors.iter().enumerate() {
         assert!(
-            result.contains(&format!("## Sub-task {}: study vendor-{v}\n{v} is fine", n + 1)),
+            result.contains(&format!(
+                "## Sub-task {}: study vendor-{v}\n{v} is fine",
+                n + 1
+            )),
             "{result}"
         );
     }
-    // Each child's shell call ran in its own sibling workspace and was audited under the
-    // turn, its call id naming the chain: delegate call → sub-task → call.
-    let audit = wait_audit(&app, &chat, 4).await;
+    audited_under_the_turn(&app, &chat).await;
+    drafted_and_counted(&app, &chat).await;
+}
+
+/// Each child's shell call of [`three_sub_tasks_run_in_parallel_and_the_turn_answers_with_their_results`]
+/// was audited under the turn, its call id naming the chain: delegate call → sub-task → call.
+async fn audited_under_the_turn(app: &TestApp, chat: &ConversationKey) {
+    let audit = wait_audit(app, chat, 4).await;
     wait_inbox_idle(&app.store()).await;
     let inbox = audit[0].inbox_id;
     assert!(audit.iter().all(|a| a.inbox_id == inbox), "{audit:#?}");
@@ -124,19 +135,28 @@ async fn three_sub_tasks_run_in_parallel_and_the_turn_answers_with_their_results
         assert_eq!((row.tool.as_str(), row.status.as_str()), ("shell", "ok"));
         assert!(row.output.contains("-facts"), "{row:?}");
     }
-    assert!(audit.iter().any(|a| a.call_id == delegate_id && a.tool == "delegate"));
-    // The draft showed a line per sub-task while they ran.
+    assert!(
+        audit
+            .iter()
+            .any(|a| a.call_id == delegate_id && a.tool == "delegate")
+    );
+}
+
+/// The draft of the same test showed a line per sub-task while they ran, and `/usage` counts
+/// the children's runs (three shells and the delegation) and tokens.
+async fn drafted_and_counted(app: &TestApp, chat: &ConversationKey) {
     let writes = app.channel.writes();
     for n in 1..=3 {
         let line = format!("🧩 Sub-task {n}: study vendor-");
         assert!(
-            writes.iter().any(|w| w.key == chat && w.text.contains(&line)),
+            writes
+                .iter()
+                .any(|w| &w.key == chat && w.text.contains(&line)),
             "no draft line for sub-task {n}: {writes:#?}"
         );
     }
-    // `/usage` counts the children's runs (three shells and the delegation) and tokens.
-    app.channel.say(&chat, "alice", "/usage").await.unwrap();
-    let t = wait_transcript(&app.channel, &chat, |t| {
+    app.channel.say(chat, "alice", "/usage").await.unwrap();
+    let t = wait_transcript(&app.channel, chat, |t| {
         t.last().is_some_and(|m| m.contains("Usage today"))
     })
     .await;
@@ -171,9 +191,16 @@ async fn a_sub_task_gets_only_the_parents_tools_whatever_its_profile_or_the_mode
     let offered = tools_offered_to(&app, "wide-job");
     assert!(!offered.is_empty());
     for tools in &offered {
-        assert_eq!(tools, &["file_read"], "the child saw only the parent's tools");
+        assert_eq!(
+            tools,
+            &["file_read"],
+            "the child saw only the parent's tools"
+        );
     }
-    assert!(tools_offered_to(&app, "shell-job").is_empty(), "never started");
+    assert!(
+        tools_offered_to(&app, "shell-job").is_empty(),
+        "never started"
+    );
     let messages = last_request(&app);
     let results: Vec<&str> = messages
         .iter()
@@ -251,7 +278,10 @@ async fn a_sub_tasks_shell_call_asks_in_the_chat_survives_a_crash_and_runs_once(
     .await;
     wait_inbox_idle(&app.store()).await;
     let log = std::fs::read_to_string(sub_task_file(&app, "crash", 1, "log.txt")).unwrap();
-    assert_eq!(log, "run\n", "the child's call ran exactly once, in its workspace");
+    assert_eq!(
+        log, "run\n",
+        "the child's call ran exactly once, in its workspace"
+    );
     assert!(app.store().pending_approvals().await.unwrap().is_empty());
     let answered = app.channel.transcript(&chat);
     let finals = answered
@@ -279,7 +309,7 @@ async fn two_sub_tasks_wait_at_once_and_each_prompt_decides_only_its_own() {
         let write = json!({"command": format!("echo x > {file}")});
         app.llm
             .push_for(marker, Reply::tool_call("shell", write))
-            .push_for(marker, Reply::text(&format!("{marker} finished")));
+            .push_for(marker, Reply::text(format!("{marker} finished")));
     }
     app.llm.push(Reply::text("Both settled."));
     let chat = key("two");
@@ -302,11 +332,12 @@ async fn two_sub_tasks_wait_at_once_and_each_prompt_decides_only_its_own() {
         if n == 1 { Ok(()) } else { Err(n) }
     })
     .await;
-    assert!(!app
-        .channel
-        .transcript(&chat)
-        .iter()
-        .any(|m| m == "Both settled."));
+    assert!(
+        !app.channel
+            .transcript(&chat)
+            .iter()
+            .any(|m| m == "Both settled.")
+    );
     let once = payload_like(&app, &chat, left.id.as_str(), "Approve once").expect("left's buttons");
     app.channel.press(&chat, "alice", &once).await.unwrap();
     wait_transcript(&app.channel, &chat, |t| {
@@ -356,11 +387,18 @@ async fn slash_stop_during_the_sub_tasks_ends_them_all() {
         app.llm.push_for(marker, call);
     }
     let chat = key("stop");
-    app.channel.say(&chat, "alice", "sleep thrice").await.unwrap();
-    eventually(WAIT, "the three sleeps to start", async || match sleeps_running() {
-        3 => Ok(()),
-        n => Err(n),
-    })
+    app.channel
+        .say(&chat, "alice", "sleep thrice")
+        .await
+        .unwrap();
+    eventually(
+        WAIT,
+        "the three sleeps to start",
+        async || match sleeps_running() {
+            3 => Ok(()),
+            n => Err(n),
+        },
+    )
     .await;
     let started = std::time::Instant::now();
     app.channel.say(&chat, "alice", "/stop").await.unwrap();
@@ -368,9 +406,11 @@ async fn slash_stop_during_the_sub_tasks_ends_them_all() {
         t.last().is_some_and(|m| m == "⏹ Stopped.")
     })
     .await;
-    eventually(WAIT, "every sleep to end", async || match sleeps_running() {
-        0 => Ok(()),
-        n => Err(n),
+    eventually(WAIT, "every sleep to end", async || {
+        match sleeps_running() {
+            0 => Ok(()),
+            n => Err(n),
+        }
     })
     .await;
     assert!(started.elapsed() < Duration::from_secs(10), "stop waited");
@@ -385,7 +425,8 @@ async fn a_gateway_killed_while_sub_tasks_run_answers_the_turn_once_after_restar
     let mut app = builder.killable().start().await;
     app.llm.push(delegate(&["slow-a", "slow-b"]));
     for marker in ["slow-a", "slow-b"] {
-        app.llm.push_for(marker, Reply::Stall(Duration::from_secs(20)));
+        app.llm
+            .push_for(marker, Reply::Stall(Duration::from_secs(20)));
     }
     let chat = key("rerun");
     let channel = std::sync::Arc::clone(&app.channel);
@@ -396,7 +437,8 @@ async fn a_gateway_killed_while_sub_tasks_run_answers_the_turn_once_after_restar
     // The restarted turn runs again from its stored event: the children run anew.
     app.llm.push(delegate(&["slow-a", "slow-b"]));
     for marker in ["slow-a", "slow-b"] {
-        app.llm.push_for(marker, Reply::text(&format!("{marker} ok")));
+        app.llm
+            .push_for(marker, Reply::text(format!("{marker} ok")));
     }
     app.llm.push(Reply::text("Answered once."));
     app.start().await;
@@ -406,9 +448,16 @@ async fn a_gateway_killed_while_sub_tasks_run_answers_the_turn_once_after_restar
     .await;
     wait_inbox_idle(&app.store()).await;
     let t = app.channel.transcript(&chat);
-    assert_eq!(t.iter().filter(|m| *m == "Answered once.").count(), 1, "{t:?}");
+    assert_eq!(
+        t.iter().filter(|m| *m == "Answered once.").count(),
+        1,
+        "{t:?}"
+    );
     let history = app.store().history(&chat, 20).await.unwrap();
-    let users = history.iter().filter(|m| m.content == "two slow ones").count();
+    let users = history
+        .iter()
+        .filter(|m| m.content == "two slow ones")
+        .count();
     assert_eq!(users, 1, "stored once: {history:#?}");
     app.shutdown().await;
 }
@@ -463,9 +512,16 @@ async fn a_long_sub_task_result_is_offloaded_to_the_conversations_workspace() {
         .map(|m| m["content"].as_str().unwrap_or("").to_owned())
         .unwrap();
     assert!(result.len() < 4096, "bounded: {} bytes", result.len());
-    let at = result.find("tool-output/delegate-").expect("the file is named");
+    let at = result
+        .find("tool-output/delegate-")
+        .expect("the file is named");
     let path = &result[at..at + result[at..].find('`').unwrap()];
-    let file = app.config.gateway.data_dir.join("workspaces/fake/long").join(path);
+    let file = app
+        .config
+        .gateway
+        .data_dir
+        .join("workspaces/fake/long")
+        .join(path);
     let saved = std::fs::read_to_string(file).unwrap();
     assert!(saved.contains("line 1\n") && saved.contains("line 2000"));
 }

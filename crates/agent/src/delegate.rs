@@ -344,8 +344,13 @@ impl AgentLoop {
             let child = &children.tasks[first];
             let start = ChildStart::Resume(waiting, rest.to_vec(), resolution);
             match self.job(first, child, start) {
-                Ok(job) => self.run_jobs(&s.pending.id, vec![job], &mut children, on_event).await,
-                Err(refusal) => children.tasks[first].state = ChildState::Done(ToolResult::err(refusal)),
+                Ok(job) => {
+                    self.run_jobs(&s.pending.id, vec![job], &mut children, on_event)
+                        .await
+                }
+                Err(refusal) => {
+                    children.tasks[first].state = ChildState::Done(ToolResult::err(refusal))
+                }
             }
         }
         if children.any_waiting() {
@@ -599,7 +604,9 @@ fn settled(result: Result<AgentRun, AgentError>) -> ChildState {
         Err(AgentError::Suspended(s)) => ChildState::Waiting(s),
         Err(err) => {
             let why = err.paused().unwrap_or_else(|| err.to_string());
-            ChildState::Done(ToolResult::err(format!("the sub-task did not finish: {why}")))
+            ChildState::Done(ToolResult::err(format!(
+                "the sub-task did not finish: {why}"
+            )))
         }
     }
 }

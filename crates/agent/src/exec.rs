@@ -63,6 +63,17 @@ impl AgentLoop {
                 children: None,
             };
         }
+        self.execute_in_order(calls, decisions, on_event).await
+    }
+
+    /// Run `calls` one after another as `decisions` say, stopping at the first that waits
+    /// for a person (or whose sub-task does).
+    async fn execute_in_order(
+        &self,
+        calls: &[ToolCall],
+        decisions: Vec<Decision>,
+        on_event: &mut impl FnMut(AgentEvent),
+    ) -> Batch {
         let mut results = Vec::new();
         for (index, (call, decision)) in calls.iter().zip(decisions).enumerate() {
             match decision.verdict {
@@ -141,7 +152,12 @@ impl AgentLoop {
         self.completed(call, result, on_event)
     }
 
-    pub(super) fn started(&self, call: &ToolCall, decision: Decision, on_event: &mut impl FnMut(AgentEvent)) {
+    pub(super) fn started(
+        &self,
+        call: &ToolCall,
+        decision: Decision,
+        on_event: &mut impl FnMut(AgentEvent),
+    ) {
         let args = self.scrubber.scrub_json(&call.args);
         if call.name == TODO_TOOL
             && let Ok(plan) = Plan::from_args(&args)

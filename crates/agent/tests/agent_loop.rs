@@ -329,7 +329,10 @@ impl switchboard_agent::Spawner for Children {
         Ok(switchboard_agent::ChildAgent {
             provider: Arc::clone(&self.provider),
             system_prompt: "You are a helper.".into(),
-            tools: vec![Add::new(false, Duration::ZERO), Arc::new(Renamed("mul", mul))],
+            tools: vec![
+                Add::new(false, Duration::ZERO),
+                Arc::new(Renamed("mul", mul)),
+            ],
             offload: None,
         })
     }
@@ -354,30 +357,50 @@ impl Tool for Renamed {
     }
 }
 
+/// A loop with `add` (gated) that delegates to [`Children`] on `provider`.
+fn delegating_agent(provider: &Arc<dyn Provider>) -> AgentLoop {
+    let delegation = switchboard_agent::Delegation {
+        spawner: Arc::new(Children {
+            provider: Arc::clone(provider),
+        }),
+        limits: switchboard_agent::DelegationLimits::default(),
+        depth: 0,
+    };
+    AgentLoop::builder()
+        .tool(Add::new(false, Duration::ZERO))
+        .gate(Arc::new(AskForAdd))
+        .delegation(delegation)
+        .build()
+}
+
+/// The chained id of a completed call (`<delegate call>/<sub-task>/<id>` for a child's).
+fn completed_call(event: &AgentEvent) -> Option<String> {
+    match event.innermost() {
+        (chain, AgentEvent::ToolCompleted { id, .. }) => Some(format!("{chain}{id}")),
+        _ => None,
+    }
+}
+
+/// The names of the tools offered in `request`.
+fn offered(request: &Value) -> Vec<String> {
+    let tools = request["tools"].as_array().cloned().unwrap_or_default();
+    tools
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
 #[tokio::test]
 async fn a_sub_task_that_asks_suspends_its_parent_and_resumes_on_its_own_with_only_the_parents_tools()
  {
     let llm = FakeLlm::start().await;
     let provider = provider_for(&llm);
-    llm.push(Reply::tool_call(
-        "delegate",
-        json!({"tasks": [{"task": "sum-job: add 1 and 2"}]}),
-    ))
-    .push(Reply::tool_call("add", json!({"a": 1, "b": 2})))
-    .push(Reply::text("The helper found 3."))
-    .push(Reply::text("Done: 3."));
-    let delegation = switchboard_agent::Delegation {
-        spawner: Arc::new(Children {
-            provider: Arc::clone(&provider),
-        }),
-        limits: switchboard_agent::DelegationLimits::default(),
-        depth: 0,
-    };
-    let agent = AgentLoop::builder()
-        .tool(Add::new(false, Duration::ZERO))
-        .gate(Arc::new(AskForAdd))
-        .delegation(delegation)
-        .build();
+    let task = json!({"tasks": [{"task": "sum-job: add 1 and 2"}]});
+    llm.push(Reply::tool_call("delegate", task))
+        .push(Reply::tool_call("add", json!({"a": 1, "b": 2})))
+        .push(Reply::text("The helper found 3."))
+        .push(Reply::text("Done: 3."));
+    let agent = delegating_agent(&provider);
     let mut events = Vec::new();
     let suspended = agent
         .run(provider.as_ref(), user("delegate it"), |e| events.push(e))
@@ -388,17 +411,18 @@ async fn a_sub_task_that_asks_suspends_its_parent_and_resumes_on_its_own_with_on
     assert_eq!(suspension.pending.name, "delegate");
     let children = suspension.delegation.clone().expect("its children");
     let waiting = children.waiting();
-    assert_eq!(waiting.len(), 1);
-    assert_eq!((waiting[0].0.as_slice(), waiting[0].1.pending.name.as_str()), ([0].as_slice(), "add"));
-    assert_eq!(children.tasks[0].tools, ["add"], "`mul` is not the parent's");
-    let requests = llm.requests();
-    let child_tools: Vec<&str> = requests[1]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .collect();
-    assert_eq!(child_tools, ["add"], "no `mul`, and no `delegate` at depth 1");
+    let (path, asked) = (&waiting[0].0, &waiting[0].1.pending.name);
+    assert_eq!(
+        (waiting.len(), path.as_slice(), asked.as_str()),
+        (1, [0].as_slice(), "add")
+    );
+    assert_eq!(
+        children.tasks[0].tools,
+        ["add"],
+        "`mul` is not the parent's"
+    );
+    let child = offered(&llm.requests()[1]);
+    assert_eq!(child, ["add"], "no `mul`, and no `delegate` at depth 1");
     assert!(events.iter().any(|e| matches!(
         e.innermost().1,
         AgentEvent::ApprovalRequested { name, .. } if name == "add"
@@ -407,31 +431,22 @@ async fn a_sub_task_that_asks_suspends_its_parent_and_resumes_on_its_own_with_on
     let approved = Resolution::Approved { by: "alice".into() };
     let cancel = tokio_util::sync::CancellationToken::new();
     let mut events = Vec::new();
-    let run = agent
-        .resume_at(provider.as_ref(), *suspension, &[0], approved, &cancel, |e| {
-            events.push(e)
-        })
-        .await
-        .unwrap();
-    assert_eq!(run.answer, "Done: 3.");
-    let chained: Vec<String> = events
-        .iter()
-        .filter_map(|e| match e.innermost() {
-            (chain, AgentEvent::ToolCompleted { id, .. }) => Some(format!("{chain}{id}")),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        chained,
-        ["call_0_delegate/1/call_0_add", "call_0_delegate"],
-        "the child's call, then the delegation: {events:#?}"
+    let on_event = |e| events.push(e);
+    let resumed = agent.resume_at(
+        provider.as_ref(),
+        *suspension,
+        &[0],
+        approved,
+        &cancel,
+        on_event,
     );
-    let result = llm.requests()[3]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_owned())
-        .unwrap();
-    assert_eq!(result, "## Sub-task 1: sum-job: add 1 and 2\nThe helper found 3.");
+    assert_eq!(resumed.await.unwrap().answer, "Done: 3.");
+    let chained: Vec<String> = events.iter().filter_map(completed_call).collect();
+    let expected = ["call_0_delegate/1/call_0_add", "call_0_delegate"];
+    assert_eq!(chained, expected, "the child's call, then the delegation");
+    let requests = llm.requests();
+    let messages = requests[3]["messages"].as_array().unwrap();
+    let result = messages.iter().find(|m| m["role"] == "tool").unwrap();
+    let expected = "## Sub-task 1: sum-job: add 1 and 2\nThe helper found 3.";
+    assert_eq!(result["content"], expected);
 }

@@ -150,7 +150,10 @@ impl Approvals {
         }
         // The sub-tasks still waiting keep their prompts; their stored turn is this one now.
         for (path, id) in waiting {
-            let mine = Suspended { path, ..state.clone() };
+            let mine = Suspended {
+                path,
+                ..state.clone()
+            };
             let json = serde_json::to_string(&mine)?;
             let update = || self.store.update_approval_state(&id, &json);
             durable.write("sub-task approval state", update).await?;
@@ -180,7 +183,8 @@ impl Approvals {
             let Ok(theirs) = serde_json::from_str::<Suspended>(&approval.state) else {
                 continue;
             };
-            if !theirs.path.is_empty() && theirs.suspension.pending.id == state.suspension.pending.id
+            if !theirs.path.is_empty()
+                && theirs.suspension.pending.id == state.suspension.pending.id
             {
                 found.push((theirs.path, approval.id));
             }
@@ -254,7 +258,10 @@ impl Approvals {
             .and_then(|d| d.task_at(path))
         {
             let n = path[0] + 1;
-            reason = format!("🧩 Asked by sub-task {n} ({}). {reason}", fence::inline_code(task));
+            reason = format!(
+                "🧩 Asked by sub-task {n} ({}). {reason}",
+                fence::inline_code(task)
+            );
         }
         let mine = Suspended {
             path: path.to_vec(),
