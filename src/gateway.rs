@@ -219,6 +219,7 @@ impl Gateway {
             .with_tools(self.tools.clone())
             .with_context(self.context.clone())
             .with_mcp(mcp)
+            .with_delegation(config.delegation.limits())
             .with_checkpoints(self.checkpoints());
         let access = Arc::new(Access::new(config, store.clone(), self.clock.clone()));
         let (approvals, expiries) = Approvals::new(

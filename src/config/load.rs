@@ -301,6 +301,7 @@ fn validate(config: &Config) -> Vec<Problem> {
     for (key, message) in super::schedules::problems(config)
         .into_iter()
         .chain(config.admin.problems())
+        .chain(config.delegation.problems())
         .chain(mcp)
         .chain(skills)
         .chain(profiles)

@@ -7,7 +7,7 @@
 //! overrides and the checks serde cannot express; `locate` finding a key's line for a problem
 //! found after parsing; `providers` the `[providers.<name>]` tables; `agents` the
 //! `[agents.<name>]` profiles and the `agent` keys routing channels and chats to them;
-//! `secrets` every secret value the config holds; `skills` the `[skills]` section;
+//! `delegation` the `[delegation]` caps on sub-tasks; `secrets` every secret value the config holds; `skills` the `[skills]` section;
 //! `deprecated` the renamed and removed keys, still read with a warning for one minor
 //! version, and their rewrite for `switchboard config migrate`. `${VAR}` expansion and the
 //! redacting [`Secret`] live in `switchboard_channel::settings`, so core keys and channel
@@ -20,6 +20,7 @@ pub mod budgets;
 mod channels;
 pub mod checkpoints;
 mod cluster;
+pub mod delegation;
 pub mod deprecated;
 mod load;
 mod locate;
@@ -113,6 +114,9 @@ pub struct Config {
     /// The operator's dashboard (`[admin]`).
     #[serde(default)]
     pub admin: admin::AdminConfig,
+    /// Sub-tasks the `delegate` tool hands to child agents (`[delegation]`).
+    #[serde(default)]
+    pub delegation: delegation::DelegationConfig,
     /// Agent profiles by name (`[agents.<name>]`).
     #[serde(default)]
     pub agents: BTreeMap<String, agents::AgentProfileConfig>,
@@ -241,6 +245,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "http_fetch",
     "todo",
     "send_file",
+    "delegate",
 ];
 
 /// `[tools]`.

@@ -9,7 +9,8 @@ use switchboard_channel::ConversationKey;
 
 use super::FilePoster;
 use super::approval::PolicyGate;
-use crate::agent::{AgentLoop, ContextProvider, Offload, Tool};
+use super::sub_tasks::SubTasks;
+use crate::agent::{AgentLoop, ContextProvider, Delegation, DelegationLimits, Offload, Tool};
 use crate::checkpoint::{Checkpointer, Checkpoints};
 use crate::clock::Clock;
 use crate::memory::{Recall, memory_tools, scope_for};
@@ -25,10 +26,13 @@ const MEMORY_TOOL_NAMES: &[&str] = &["memory_store", "memory_recall", "memory_fo
 
 /// Builds each conversation's agent loop.
 pub struct Agents {
-    /// Every agent profile and which conversation uses which.
-    profiles: Profiles,
-    /// Built-in tools, made per conversation (each has its own workspace).
-    toolbox: Toolbox,
+    /// Every agent profile and which conversation uses which (shared with sub-tasks).
+    profiles: Arc<Profiles>,
+    /// Built-in tools, made per conversation (each has its own workspace); shared with
+    /// sub-tasks, which get workspaces of their own.
+    toolbox: Arc<Toolbox>,
+    /// `[delegation]`: the limits of a profile that offers `delegate`.
+    delegation: DelegationLimits,
     /// Tools added programmatically (`Gateway::tool`), offered in every conversation.
     extra_tools: Vec<Arc<dyn Tool>>,
     /// Context providers run before each turn.
@@ -62,8 +66,9 @@ impl Agents {
         clock: Clock,
     ) -> Self {
         Self {
-            profiles,
-            toolbox,
+            profiles: Arc::new(profiles),
+            toolbox: Arc::new(toolbox),
+            delegation: DelegationLimits::default(),
             extra_tools: Vec::new(),
             context: Vec::new(),
             scrubber,
@@ -71,6 +76,12 @@ impl Agents {
             checkpoints: None,
             mcp: None,
         }
+    }
+
+    /// Let sub-tasks of `delegate` go as far as `limits` (default: `[delegation]`'s defaults).
+    pub fn with_delegation(mut self, limits: DelegationLimits) -> Self {
+        self.delegation = limits;
+        self
     }
 
     /// Also offer the tools of `mcp`'s servers in every conversation.
@@ -210,6 +221,9 @@ impl Agents {
             .into_iter())
         .chain(self.toolbox.send_file(key, files))
         .filter(|tool| profile.offers(tool.name()));
+        if profile.offers(crate::agent::DELEGATE_TOOL) {
+            builder = builder.delegation(self.delegation(active, key));
+        }
         if !skills.is_empty() {
             builder = builder
                 .tool(Arc::new(SkillTool::new(Arc::clone(skills))))
@@ -224,5 +238,24 @@ impl Agents {
             .native_tools(settings.native_tools)
             .gate(Arc::new(gate))
             .build()
+    }
+}
+
+impl Agents {
+    /// What lets `key`'s loop hand sub-tasks to children.
+    fn delegation(&self, active: &Active, key: &ConversationKey) -> Delegation {
+        let spawner = SubTasks {
+            profiles: Arc::clone(&self.profiles),
+            toolbox: Arc::clone(&self.toolbox),
+            extra_tools: self.extra_tools.clone(),
+            parent: active.shared_profile(),
+            parent_provider: active.provider(),
+            key: key.clone(),
+        };
+        Delegation {
+            spawner: Arc::new(spawner),
+            limits: self.delegation,
+            depth: 0,
+        }
     }
 }

@@ -45,14 +45,17 @@ impl AuditRecorder {
 
     /// Record what `event` says about a call (arguments and output already scrubbed by the
     /// agent loop): a completed run, or a call that never ran because its approval was
-    /// denied or expired.
-    pub(super) fn observe(&mut self, event: &AgentEvent) {
+    /// denied or expired. `chain` is empty for the turn's own calls; for a sub-task's it
+    /// names the `delegate` call and the sub-task (see `AgentEvent::innermost`), and heads
+    /// the call id the row keeps, so the audit reads turn → sub-task → call.
+    pub(super) fn observe(&mut self, chain: &str, event: &AgentEvent) {
+        let chained = |id: &String| format!("{chain}{id}");
         match event {
             AgentEvent::ToolStarted {
                 id, args, decision, ..
             } => {
                 self.started
-                    .insert(id.clone(), (args.to_string(), decision.clone()));
+                    .insert(chained(id), (args.to_string(), decision.clone()));
             }
             AgentEvent::ApprovalResolved {
                 id,
@@ -66,7 +69,8 @@ impl AuditRecorder {
                     Resolution::Denied { .. } => ApprovalStatus::Denied,
                     Resolution::Expired => ApprovalStatus::Expired,
                 };
-                let row = Row::refused(id, name, args.to_string(), decision.clone());
+                let id = chained(id);
+                let row = Row::refused(&id, name, args.to_string(), decision.clone());
                 self.write(row, &status.to_string());
             }
             AgentEvent::ToolCompleted {
@@ -77,6 +81,7 @@ impl AuditRecorder {
                 error,
                 output,
             } => {
+                let id = &chained(id);
                 let Some((args, decision)) = self.started.remove(id) else {
                     tracing::error!(call = %id, "a tool completed that never started; not audited");
                     return;

@@ -11,7 +11,8 @@
 //! - `turn`: one claimed event processed to completion.
 //! - the parts a turn uses, each owning its behaviour: `agents` ([`Agents`], [`TurnSettings`]),
 //!   `approval` ([`Approvals`], [`Expiries`]), `outbound` ([`Outbox`]), `lifecycle`
-//!   ([`Lifecycle`]); `audit` records tool calls as they happen.
+//!   ([`Lifecycle`]); `audit` records tool calls as they happen; `sub_tasks` builds the
+//!   children of a `delegate` call.
 
 mod actor;
 mod agents;
@@ -21,6 +22,7 @@ mod inbox;
 mod lifecycle;
 mod outbound;
 mod registry;
+mod sub_tasks;
 mod turn;
 
 use std::sync::Arc;

@@ -232,10 +232,17 @@ impl Draft {
                     (true, _) => format!("✅ {name} ({secs:.1} s)"),
                     (false, e) => format!("❌ {name} ({secs:.1} s): {}", e.unwrap_or_default()),
                 };
-                match self.progress.iter_mut().find(|(pid, _)| *pid == id) {
-                    Some(slot) => slot.1 = line,
-                    None => self.progress.push((id, line)),
-                }
+                self.set_progress(id, line);
+            }
+            AgentEvent::SubTask {
+                call,
+                index,
+                task,
+                state,
+            } => {
+                // One line per sub-task, kept in place as its state changes.
+                let line = sub_task_line(index, &task, state);
+                self.set_progress(format!("{call}/{}", index + 1), line);
             }
             AgentEvent::ClearProgress => self.progress.clear(),
             AgentEvent::OfferContinue if self.limits.supports_buttons => {
@@ -247,9 +254,18 @@ impl Draft {
             }
             AgentEvent::OfferContinue => {}
             AgentEvent::Final(_)
+            | AgentEvent::FromChild { .. }
             | AgentEvent::Usage(_)
             | AgentEvent::ApprovalRequested { .. }
             | AgentEvent::ApprovalResolved { .. } => {}
+        }
+    }
+
+    /// Replace the progress line of `id` (a call, a sub-task), or add it at the end.
+    fn set_progress(&mut self, id: String, line: String) {
+        match self.progress.iter_mut().find(|(pid, _)| *pid == id) {
+            Some(slot) => slot.1 = line,
+            None => self.progress.push((id, line)),
         }
     }
 
@@ -321,3 +337,16 @@ impl Draft {
 
 #[cfg(test)]
 mod tests;
+
+/// A sub-task's progress line: its number, state and task.
+fn sub_task_line(index: usize, task: &str, state: crate::agent::Progress) -> String {
+    use crate::agent::Progress;
+    let mark = match state {
+        Progress::Queued => "⬜ queued",
+        Progress::Running => "🔄 running",
+        Progress::Waiting => "🔐 waiting for approval",
+        Progress::Done => "✅ done",
+        Progress::Failed => "❌ failed",
+    };
+    format!("🧩 Sub-task {}: {task} — {mark}", index + 1)
+}

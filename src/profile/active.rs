@@ -53,6 +53,11 @@ impl Profiles {
 }
 
 impl Active {
+    /// The profile, shared (a sub-task without a profile of its own runs under it).
+    pub fn shared_profile(&self) -> Arc<Profile> {
+        Arc::clone(&self.profile)
+    }
+
     /// An active `profile` on `model` (no stored choice read).
     pub fn new(profile: Arc<Profile>, model: String) -> Self {
         Self {

@@ -124,6 +124,25 @@ impl Profiles {
             .map_or_else(|| Arc::clone(&self.default), Arc::clone)
     }
 
+    /// The profile called `name` (`default` is the default one), for a sub-task that names
+    /// one.
+    pub fn by_name(&self, name: &str) -> Option<Arc<Profile>> {
+        match self.named.get(name) {
+            Some(profile) => Some(Arc::clone(profile)),
+            None if name == DEFAULT_AGENT => Some(Arc::clone(&self.default)),
+            None => None,
+        }
+    }
+
+    /// The names of every profile, for an error naming the known ones.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.named.keys().map(String::as_str).collect();
+        if !self.named.contains_key(DEFAULT_AGENT) {
+            names.insert(0, DEFAULT_AGENT);
+        }
+        names
+    }
+
     /// The default profile.
     pub fn default_profile(&self) -> &Arc<Profile> {
         self.named.get(DEFAULT_AGENT).unwrap_or(&self.default)

@@ -84,16 +84,21 @@ impl ApprovalCounts {
 pub trait ApprovalStore: Send + Sync {
     /// Store a new pending approval.
     async fn create_approval(&self, approval: &Approval) -> Result<(), StoreError>;
-    /// Suspend a turn: store its pending `approval` and mark the inbox row it was claimed
-    /// under done, in one transaction fenced on `claim` (nothing is stored when the claim or
-    /// its conversation lease moved on: `Fenced` or `Superseded`). A replica that dies
-    /// right after leaves a suspended turn, never a second run of the same message.
+    /// Suspend a turn: store its pending `approvals` (one, or one per waiting sub-task of a
+    /// delegation) and mark the inbox row it was claimed under done, in one transaction
+    /// fenced on `claim` (nothing is stored when the claim or its conversation lease moved
+    /// on: `Fenced` or `Superseded`). A replica that dies right after leaves a suspended
+    /// turn, never a second run of the same message.
     async fn suspend_turn(
         &self,
         claim: Claim,
-        approval: &Approval,
+        approvals: &[Approval],
         now_ms: i64,
     ) -> Result<(), StoreError>;
+    /// Replace the suspended turn a still pending approval keeps (another sub-task of the
+    /// same delegation moved on); `false` when it is no longer pending.
+    async fn update_approval_state(&self, id: &ApprovalId, state: &str)
+    -> Result<bool, StoreError>;
     /// One approval by id.
     async fn approval(&self, id: &ApprovalId) -> Result<Option<Approval>, StoreError>;
     /// The pending approval of a conversation, if any.
@@ -202,7 +207,7 @@ where
     async fn suspend_turn(
         &self,
         claim: Claim,
-        approval: &Approval,
+        approvals: &[Approval],
         now_ms: i64,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
@@ -211,9 +216,25 @@ where
             tx.rollback().await?;
             return Err(self.refusal(claim).await);
         }
-        Self::insert_approval(&mut tx, approval).await?;
+        for approval in approvals {
+            Self::insert_approval(&mut tx, approval).await?;
+        }
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn update_approval_state(
+        &self,
+        id: &ApprovalId,
+        state: &str,
+    ) -> Result<bool, StoreError> {
+        let done =
+            sqlx::query("UPDATE approvals SET state = $1 WHERE id = $2 AND status = 'pending'")
+                .bind(state)
+                .bind(id.as_str())
+                .execute(&self.pool)
+                .await?;
+        Ok(DB::rows_affected(&done) == 1)
     }
 
     async fn approval(&self, id: &ApprovalId) -> Result<Option<Approval>, StoreError> {

@@ -73,6 +73,30 @@ impl Toolbox {
         self.root.join(sanitize(&key.channel)).join(name)
     }
 
+    /// The workspace of sub-task `index` (from 0) of `key`'s delegations: a sibling of the
+    /// conversation's, `<chat>~sub<n>` (a sanitized chat name holds no `~`, so it is no
+    /// other conversation's), never inside it.
+    pub fn sub_task_workspace(&self, key: &ConversationKey, index: usize) -> PathBuf {
+        let conversation = self.workspace(key);
+        let name = conversation
+            .file_name()
+            .map_or_else(|| "_".to_owned(), |n| n.to_string_lossy().into_owned());
+        conversation.with_file_name(format!("{name}~sub{}", index + 1))
+    }
+
+    /// The enabled tools for sub-task `index` of `key`'s delegations, bound to its sibling
+    /// workspace (no `schedule`: a sub-task answers its parent, not the chat), and that
+    /// workspace's handle.
+    pub fn for_sub_task(
+        &self,
+        key: &ConversationKey,
+        index: usize,
+        skills: &[PathBuf],
+    ) -> (Vec<Arc<dyn Tool>>, WorkspaceDir) {
+        let ws = self.sub_task_workspace(key, index);
+        (self.built_in(&ws, skills), self.dir(&ws))
+    }
+
     /// The enabled tools, bound to `key`'s workspace; `skills` (verified skill copies) are
     /// readable by the file tools and mounted read-only for the shell.
     pub fn for_conversation(
@@ -81,6 +105,17 @@ impl Toolbox {
         skills: &[PathBuf],
     ) -> Vec<Arc<dyn Tool>> {
         let ws = self.workspace(key);
+        self.built_in(&ws, skills)
+            .into_iter()
+            .chain(self.schedules.iter().map(|s| -> Arc<dyn Tool> {
+                Arc::new(ScheduleTool::new(Arc::clone(s), key.clone()))
+            }))
+            .collect()
+    }
+
+    /// The enabled built-in tools bound to workspace `ws`.
+    fn built_in(&self, ws: &Path, skills: &[PathBuf]) -> Vec<Arc<dyn Tool>> {
+        let ws = ws.to_path_buf();
         let file = |op| {
             let mounts = skills.iter().map(|root| self.dir(root)).collect();
             Arc::new(FileTool::new(op, self.dir(&ws)).with_read_only(mounts))
@@ -108,9 +143,6 @@ impl Toolbox {
                     _ => return None,
                 })
             })
-            .chain(self.schedules.iter().map(|s| -> Arc<dyn Tool> {
-                Arc::new(ScheduleTool::new(Arc::clone(s), key.clone()))
-            }))
             .collect()
     }
 }

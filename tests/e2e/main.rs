@@ -24,6 +24,7 @@ mod config;
 mod config_flag;
 mod config_migrate;
 mod db_faults;
+mod delegation;
 mod docker_image;
 mod doctor;
 mod email;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use serde_json::Value;
 
+use super::delegate::Children;
 use super::{AgentEvent, AgentLoop, Resolution, Tool, ToolResult};
 use crate::plan::{Plan, TODO_TOOL};
 use crate::provider::{ChatMessage, ToolCall};
@@ -20,8 +21,11 @@ const EVENT_OUTPUT_CHARS: usize = 4000;
 /// What a batch produced: results for the calls before any suspension, in order.
 pub(super) struct Batch {
     pub results: Vec<ToolResult>,
-    /// Index of the call waiting for approval, and the gate's `Ask` decision about it.
+    /// Index of the call waiting for approval, and the gate's `Ask` decision about it (or,
+    /// for a `delegate` call whose sub-task waits, its own decision).
     pub suspended: Option<(usize, Decision)>,
+    /// The sub-tasks of a suspended `delegate` call.
+    pub children: Option<Children>,
 }
 
 impl AgentLoop {
@@ -41,7 +45,7 @@ impl AgentLoop {
         let concurrent = calls.len() > 1
             && calls
                 .iter()
-                .all(|c| self.find(&c.name).is_some_and(|t| t.read_only()))
+                .all(|c| self.find(&c.name).is_some_and(|t| t.read_only()) && !self.delegates(c))
             && decisions.iter().all(|d| d.verdict == Verdict::Allow);
         if concurrent {
             for (call, decision) in calls.iter().zip(decisions) {
@@ -56,8 +60,20 @@ impl AgentLoop {
             return Batch {
                 results,
                 suspended: None,
+                children: None,
             };
         }
+        self.execute_in_order(calls, decisions, on_event).await
+    }
+
+    /// Run `calls` one after another as `decisions` say, stopping at the first that waits
+    /// for a person (or whose sub-task does).
+    async fn execute_in_order(
+        &self,
+        calls: &[ToolCall],
+        decisions: Vec<Decision>,
+        on_event: &mut impl FnMut(AgentEvent),
+    ) -> Batch {
         let mut results = Vec::new();
         for (index, (call, decision)) in calls.iter().zip(decisions).enumerate() {
             match decision.verdict {
@@ -70,6 +86,7 @@ impl AgentLoop {
                     return Batch {
                         results,
                         suspended: Some((index, decision)),
+                        children: None,
                     };
                 }
                 Verdict::Deny => {
@@ -78,12 +95,30 @@ impl AgentLoop {
                     self.started(call, decision, on_event);
                     results.push(self.completed(call, (refused, Duration::ZERO), on_event));
                 }
+                Verdict::Allow if self.delegates(call) => {
+                    let started = Instant::now();
+                    self.started(call, decision.clone(), on_event);
+                    match self.delegate(call, on_event).await {
+                        Ok(result) => {
+                            let took = started.elapsed();
+                            results.push(self.completed(call, (result, took), on_event));
+                        }
+                        Err(children) => {
+                            return Batch {
+                                results,
+                                suspended: Some((index, decision)),
+                                children: Some(children),
+                            };
+                        }
+                    }
+                }
                 Verdict::Allow => results.push(self.run_unchecked(call, decision, on_event).await),
             }
         }
         Batch {
             results,
             suspended: None,
+            children: None,
         }
     }
 
@@ -117,7 +152,12 @@ impl AgentLoop {
         self.completed(call, result, on_event)
     }
 
-    fn started(&self, call: &ToolCall, decision: Decision, on_event: &mut impl FnMut(AgentEvent)) {
+    pub(super) fn started(
+        &self,
+        call: &ToolCall,
+        decision: Decision,
+        on_event: &mut impl FnMut(AgentEvent),
+    ) {
         let args = self.scrubber.scrub_json(&call.args);
         if call.name == TODO_TOOL
             && let Ok(plan) = Plan::from_args(&args)
@@ -153,7 +193,7 @@ impl AgentLoop {
         });
     }
 
-    fn completed(
+    pub(super) fn completed(
         &self,
         call: &ToolCall,
         (mut result, duration): (ToolResult, Duration),
@@ -202,7 +242,7 @@ impl AgentLoop {
     }
 
     /// Offload a large output (scrubbed first: the file is as safe to show as the history).
-    async fn bound(&self, call: &ToolCall, mut result: ToolResult) -> ToolResult {
+    pub(super) async fn bound(&self, call: &ToolCall, mut result: ToolResult) -> ToolResult {
         let Some(offload) = self.offload.clone() else {
             return result;
         };

@@ -3,6 +3,7 @@
 //! back, repeat until the model answers without tool calls (or a cap is hit).
 
 mod call;
+pub mod delegate;
 mod exec;
 mod guard;
 mod offload;
@@ -17,6 +18,10 @@ pub mod workspace;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use delegate::{
+    Child, ChildAgent, ChildState, Children, DELEGATE_TOOL, DelegateTool, Delegation,
+    DelegationLimits, Progress, Spawner,
+};
 pub use guard::DraftGuard;
 pub use offload::{DEFAULT_OFFLOAD_BYTES, OUTPUT_DIR, Offload};
 pub use parse::{MALFORMED_CALL, Parsed, parse_tool_calls};
@@ -105,6 +110,47 @@ pub enum AgentEvent {
     OfferContinue,
     /// The complete final answer.
     Final(String),
+    /// A sub-task of a `delegate` call changed state (the draft shows a line per sub-task).
+    SubTask {
+        /// The `delegate` call's id.
+        call: String,
+        /// The sub-task's index in the call (from 0).
+        index: usize,
+        /// Its task's first line.
+        task: String,
+        /// Where it stands now.
+        state: Progress,
+    },
+    /// Something a child loop of a `delegate` call reported (its usage, tool calls and
+    /// approvals; never its text): counted, audited and measured as the turn's own.
+    FromChild {
+        /// The `delegate` call's id.
+        call: String,
+        /// The sub-task's index in the call (from 0).
+        index: usize,
+        /// What the child reported.
+        event: Box<AgentEvent>,
+    },
+}
+
+impl AgentEvent {
+    /// The event as its own loop reported it, however many children deep, with the chain of
+    /// calls that led to it (`"<delegate call>/<sub-task from 1>/"` per level; empty for
+    /// the turn's own events), so a child's call ids stay unique within the turn.
+    pub fn innermost(&self) -> (String, &AgentEvent) {
+        let mut chain = String::new();
+        let mut event = self;
+        while let Self::FromChild {
+            call,
+            index,
+            event: inner,
+        } = event
+        {
+            chain.push_str(&format!("{call}/{}/", index + 1));
+            event = inner;
+        }
+        (chain, event)
+    }
 }
 
 /// A finished turn.
@@ -228,6 +274,7 @@ pub struct AgentLoopBuilder {
     offload: Option<Offload>,
     before_change: Option<Arc<dyn BeforeChange>>,
     scope: Option<Arc<dyn ToolScope>>,
+    delegation: Option<Delegation>,
 }
 
 impl AgentLoopBuilder {
@@ -294,8 +341,18 @@ impl AgentLoopBuilder {
         self
     }
 
+    /// Offer the `delegate` tool: sub-tasks run as child loops `delegation` builds (default:
+    /// no delegation).
+    pub fn delegation(mut self, delegation: Delegation) -> Self {
+        self.delegation = Some(delegation);
+        self
+    }
+
     /// Finish.
-    pub fn build(self) -> AgentLoop {
+    pub fn build(mut self) -> AgentLoop {
+        if self.delegation.is_some() && !self.tools.iter().any(|t| t.name() == DELEGATE_TOOL) {
+            self.tools.push(Arc::new(DelegateTool));
+        }
         AgentLoop {
             tools: self.tools,
             context: self.context,
@@ -306,6 +363,7 @@ impl AgentLoopBuilder {
             offload: self.offload,
             before_change: self.before_change,
             scope: self.scope,
+            delegation: self.delegation,
         }
     }
 }
@@ -323,6 +381,8 @@ pub struct AgentLoop {
     /// What narrows a turn's tools (the profile's skills, whose `allowed-tools` narrow a turn
     /// that loaded one).
     scope: Option<Arc<dyn ToolScope>>,
+    /// Who builds children for `delegate`, within which limits (`None`: no delegation).
+    delegation: Option<Delegation>,
 }
 
 impl AgentLoop {

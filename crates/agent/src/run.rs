@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use super::delegate::Children;
 use super::exec::Batch;
 use super::{
     AgentError, AgentEvent, AgentLoop, AgentRun, MAX_IDENTICAL_FAILURES, Tool, ToolResult,
@@ -34,6 +35,10 @@ pub struct Suspension {
     pub iterations: usize,
     /// Calls run so far.
     pub tool_calls: usize,
+    /// When `pending` is a `delegate` call: its sub-tasks, one or more of them waiting for
+    /// an approval (the `decision` is then the gate's about the `delegate` call itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegation: Option<Children>,
 }
 
 /// A suspension's decision as stored: typed, or the bare reason of older rows.
@@ -126,9 +131,43 @@ impl AgentLoop {
         suspension: Suspension,
         resolution: Resolution,
         cancel: &CancellationToken,
+        on_event: impl FnMut(AgentEvent),
+    ) -> Result<AgentRun, AgentError> {
+        self.resume_at(provider, suspension, &[], resolution, cancel, on_event)
+            .await
+    }
+
+    /// [`AgentLoop::resume`] for the call waiting at `path`: empty for the turn's own
+    /// pending call, else the sub-task indexes down to the child whose call was decided
+    /// (see [`Children::waiting`]). While another sub-task still waits, the turn stays
+    /// suspended (`AgentError::Suspended` with the children's new state).
+    pub async fn resume_at(
+        &self,
+        provider: &dyn Provider,
+        suspension: Suspension,
+        path: &[usize],
+        resolution: Resolution,
+        cancel: &CancellationToken,
         mut on_event: impl FnMut(AgentEvent),
     ) -> Result<AgentRun, AgentError> {
-        let s = suspension;
+        let mut s = suspension;
+        let delegated = if s.delegation.is_some() && !path.is_empty() {
+            // The `delegate` call goes on: one sub-task resumes, and while another still
+            // waits the turn stays suspended.
+            let started = std::time::Instant::now();
+            let resumed = tokio::select! {
+                r = self.resume_child(&mut s, path, resolution.clone(), &mut on_event) => Some(r),
+                () = cancel.cancelled() => None,
+            };
+            let Some(result) = resumed else {
+                return Err(cancelled_resume(s));
+            };
+            let result = result?;
+            self.started(&s.pending, s.decision.clone(), &mut on_event);
+            Some(self.completed(&s.pending, (result, started.elapsed()), &mut on_event))
+        } else {
+            None
+        };
         let mut state = LoopState {
             messages: s.messages,
             run: AgentRun {
@@ -139,19 +178,13 @@ impl AgentLoop {
             },
             failures: HashMap::new(),
         };
-        let decision = resolution.decide(s.decision);
-        self.resolved(&s.pending, &resolution, &decision, &mut on_event);
-        let result = match &resolution {
-            Resolution::Approved { .. } => {
-                self.run_unchecked(&s.pending, decision, &mut on_event)
+        let result = match delegated {
+            Some(result) => result,
+            None => {
+                let asked = s.decision.clone();
+                self.decided(&s.pending, asked, resolution, &mut on_event)
                     .await
             }
-            Resolution::Denied { by } => ToolResult::err(format!(
-                "the user ({by}) denied this action; do not retry it"
-            )),
-            Resolution::Expired => ToolResult::err(
-                "not approved: nobody answered the approval request in time (it was not denied); ask the user before trying again",
-            ),
         };
         record(&mut state, &s.pending, result);
         if !s.remaining.is_empty() {
@@ -164,6 +197,27 @@ impl AgentLoop {
             }
         }
         self.drive(provider, state, cancel, on_event).await
+    }
+
+    /// The pending call's result once a person (or the clock) decided it.
+    async fn decided(
+        &self,
+        pending: &ToolCall,
+        asked: Decision,
+        resolution: Resolution,
+        on_event: &mut impl FnMut(AgentEvent),
+    ) -> ToolResult {
+        let decision = resolution.decide(asked);
+        self.resolved(pending, &resolution, &decision, on_event);
+        match &resolution {
+            Resolution::Approved { .. } => self.run_unchecked(pending, decision, on_event).await,
+            Resolution::Denied { by } => ToolResult::err(format!(
+                "the user ({by}) denied this action; do not retry it"
+            )),
+            Resolution::Expired => ToolResult::err(
+                "not approved: nobody answered the approval request in time (it was not denied); ask the user before trying again",
+            ),
+        }
     }
 
     async fn drive(
@@ -282,6 +336,7 @@ impl AgentLoop {
                 remaining: calls[index + 1..].to_vec(),
                 iterations: state.run.iterations,
                 tool_calls: state.run.tool_calls,
+                delegation: batch.children,
             }))));
         }
         match looping {
@@ -351,6 +406,22 @@ fn cancelled(mut state: LoopState, calls: &[ToolCall]) -> AgentError {
         partial: state.run.messages,
     }
 }
+/// A delegated turn cancelled while a sub-task resumed: the `delegate` call and every call
+/// after it get a result, as [`cancelled`] gives them.
+fn cancelled_resume(s: Suspension) -> AgentError {
+    let mut partial = s.turn;
+    for call in std::iter::once(&s.pending).chain(&s.remaining) {
+        partial.push(ChatMessage::tool_result(
+            &call.id,
+            "error: cancelled by the user",
+        ));
+    }
+    AgentError::Cancelled {
+        text: String::new(),
+        partial,
+    }
+}
+
 /// Append the tool list and the call format to the first system message (prompt-guided mode).
 fn describe_tools(messages: &mut Vec<ChatMessage>, specs: &[crate::provider::ToolSpec]) {
     let mut text = String::from(

@@ -1,7 +1,8 @@
 //! The agent loop on its own, as a program using this crate alone would run it: a real
 //! OpenAI-compatible HTTP client against the in-process LLM stand-in, tool calls, unknown
 //! tools, arguments checked against the schema, the iteration cap, concurrency of read-only
-//! calls, a gate that suspends a call. (Inside the gateway: `tests/e2e/agent_loop.rs`.)
+//! calls, a gate that suspends a call, a delegated sub-task. (Inside the gateway:
+//! `tests/e2e/agent_loop.rs`.)
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -298,4 +299,154 @@ async fn a_gated_call_suspends_and_resumes_with_the_decision_carried_on_its_even
             "the rule stays with the call"
         );
     }
+}
+
+/// Asks before `add`; lets everything else (the `delegate` call itself) run.
+struct AskForAdd;
+
+#[async_trait]
+impl Gate for AskForAdd {
+    async fn check(&self, call: &ToolCall, read_only: bool) -> Decision {
+        if call.name == "add" {
+            return AskEveryCall.check(call, read_only).await;
+        }
+        Decision::ungated()
+    }
+}
+
+/// Makes every child with `add` and a `mul` the parent does not have.
+struct Children {
+    provider: Arc<dyn Provider>,
+}
+
+impl switchboard_agent::Spawner for Children {
+    fn child(
+        &self,
+        _profile: Option<&str>,
+        _index: usize,
+    ) -> Result<switchboard_agent::ChildAgent, String> {
+        let mul = Add::new(true, Duration::ZERO);
+        Ok(switchboard_agent::ChildAgent {
+            provider: Arc::clone(&self.provider),
+            system_prompt: "You are a helper.".into(),
+            tools: vec![
+                Add::new(false, Duration::ZERO),
+                Arc::new(Renamed("mul", mul)),
+            ],
+            offload: None,
+        })
+    }
+}
+
+/// A tool under another name.
+struct Renamed(&'static str, Arc<Add>);
+
+#[async_trait]
+impl Tool for Renamed {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn description(&self) -> &str {
+        self.1.description()
+    }
+    fn parameters_schema(&self) -> Value {
+        self.1.parameters_schema()
+    }
+    async fn execute(&self, args: Value) -> ToolResult {
+        self.1.execute(args).await
+    }
+}
+
+/// A loop with `add` (gated) that delegates to [`Children`] on `provider`.
+fn delegating_agent(provider: &Arc<dyn Provider>) -> AgentLoop {
+    let delegation = switchboard_agent::Delegation {
+        spawner: Arc::new(Children {
+            provider: Arc::clone(provider),
+        }),
+        limits: switchboard_agent::DelegationLimits::default(),
+        depth: 0,
+    };
+    AgentLoop::builder()
+        .tool(Add::new(false, Duration::ZERO))
+        .gate(Arc::new(AskForAdd))
+        .delegation(delegation)
+        .build()
+}
+
+/// The chained id of a completed call (`<delegate call>/<sub-task>/<id>` for a child's).
+fn completed_call(event: &AgentEvent) -> Option<String> {
+    match event.innermost() {
+        (chain, AgentEvent::ToolCompleted { id, .. }) => Some(format!("{chain}{id}")),
+        _ => None,
+    }
+}
+
+/// The names of the tools offered in `request`.
+fn offered(request: &Value) -> Vec<String> {
+    let tools = request["tools"].as_array().cloned().unwrap_or_default();
+    tools
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_sub_task_that_asks_suspends_its_parent_and_resumes_on_its_own_with_only_the_parents_tools()
+ {
+    let llm = FakeLlm::start().await;
+    let provider = provider_for(&llm);
+    let task = json!({"tasks": [{"task": "sum-job: add 1 and 2"}]});
+    llm.push(Reply::tool_call("delegate", task))
+        .push(Reply::tool_call("add", json!({"a": 1, "b": 2})))
+        .push(Reply::text("The helper found 3."))
+        .push(Reply::text("Done: 3."));
+    let agent = delegating_agent(&provider);
+    let mut events = Vec::new();
+    let suspended = agent
+        .run(provider.as_ref(), user("delegate it"), |e| events.push(e))
+        .await;
+    let Err(AgentError::Suspended(suspension)) = suspended else {
+        panic!("expected a suspension, got {suspended:?}");
+    };
+    assert_eq!(suspension.pending.name, "delegate");
+    let children = suspension.delegation.clone().expect("its children");
+    let waiting = children.waiting();
+    let (path, asked) = (&waiting[0].0, &waiting[0].1.pending.name);
+    assert_eq!(
+        (waiting.len(), path.as_slice(), asked.as_str()),
+        (1, [0].as_slice(), "add")
+    );
+    assert_eq!(
+        children.tasks[0].tools,
+        ["add"],
+        "`mul` is not the parent's"
+    );
+    let child = offered(&llm.requests()[1]);
+    assert_eq!(child, ["add"], "no `mul`, and no `delegate` at depth 1");
+    assert!(events.iter().any(|e| matches!(
+        e.innermost().1,
+        AgentEvent::ApprovalRequested { name, .. } if name == "add"
+    )));
+
+    let approved = Resolution::Approved { by: "alice".into() };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut events = Vec::new();
+    let on_event = |e| events.push(e);
+    let resumed = agent.resume_at(
+        provider.as_ref(),
+        *suspension,
+        &[0],
+        approved,
+        &cancel,
+        on_event,
+    );
+    assert_eq!(resumed.await.unwrap().answer, "Done: 3.");
+    let chained: Vec<String> = events.iter().filter_map(completed_call).collect();
+    let expected = ["call_0_delegate/1/call_0_add", "call_0_delegate"];
+    assert_eq!(chained, expected, "the child's call, then the delegation");
+    let requests = llm.requests();
+    let messages = requests[3]["messages"].as_array().unwrap();
+    let result = messages.iter().find(|m| m["role"] == "tool").unwrap();
+    let expected = "## Sub-task 1: sum-job: add 1 and 2\nThe helper found 3.";
+    assert_eq!(result["content"], expected);
 }

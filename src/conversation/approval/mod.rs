@@ -45,6 +45,12 @@ pub struct Suspended {
     pub user: ChatMessage,
     /// The agent loop's state, with the gate's `Ask` decision.
     pub suspension: Suspension,
+    /// For a sub-task's call: the path to the waiting child in `suspension.delegation`
+    /// (empty: the turn's own pending call). Several approvals of one turn may wait at once,
+    /// one per waiting sub-task; each keeps the whole turn, brought up to date whenever
+    /// another of them is decided.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<usize>,
 }
 
 /// Approval requests: who may answer them, how long they wait, and when they expire.
@@ -102,11 +108,14 @@ impl Approvals {
         Ok(unseen)
     }
 
-    /// Store a suspended turn and post its prompt. Returns the approval id. With a `fence`
-    /// (the claim of the turn) the request is stored and the turn's inbox row marked done in
-    /// one fenced transaction, before anything is shown: a replica dying after it leaves a
+    /// Store a suspended turn and post its prompt (one per waiting sub-task of a delegation,
+    /// each naming its sub-task). Returns the new approvals' ids. With a `fence` (the claim
+    /// of the turn) the requests are stored and the turn's inbox row marked done in one
+    /// fenced transaction, before anything is shown: a replica dying after it leaves a
     /// request whose prompt the next holder of the conversation posts ([`Self::post_unseen`]),
-    /// never a second run of the message.
+    /// never a second run of the message. When one sub-task of a delegation was decided and
+    /// others still wait, their pending approvals keep their prompts and get the turn's new
+    /// state.
     #[allow(
         clippy::too_many_arguments,
         reason = "each is a different part of one suspension (where to post, whose, what, fenced on which claim); a struct would only rename them"
@@ -120,18 +129,67 @@ impl Approvals {
         state: Suspended,
         durable: &Durable,
         fence: Option<Claim>,
-    ) -> anyhow::Result<ApprovalId> {
-        let approval = self.request(key, requester, &state, out)?;
+    ) -> anyhow::Result<Vec<ApprovalId>> {
+        let waiting = self.still_waiting(key, &state).await?;
+        let mut approvals = Vec::new();
+        for (path, asked) in asking(&state) {
+            if !waiting.iter().any(|(p, _)| *p == path) {
+                approvals.push(self.request(key, requester, &state, &path, asked, out)?);
+            }
+        }
         match fence {
             Some(claim) => {
                 let now = self.clock.now_ms();
-                self.store.suspend_turn(claim, &approval, now).await?;
+                self.store.suspend_turn(claim, &approvals, now).await?;
             }
-            None => self.store.create_approval(&approval).await?,
+            None => {
+                for approval in &approvals {
+                    self.store.create_approval(approval).await?;
+                }
+            }
         }
-        let _ = self.expiry.send(approval.clone());
-        self.post_prompt(out, channel, &approval, durable).await?;
-        Ok(approval.id)
+        // The sub-tasks still waiting keep their prompts; their stored turn is this one now.
+        for (path, id) in waiting {
+            let mine = Suspended {
+                path,
+                ..state.clone()
+            };
+            let json = serde_json::to_string(&mine)?;
+            let update = || self.store.update_approval_state(&id, &json);
+            durable.write("sub-task approval state", update).await?;
+        }
+        for approval in &approvals {
+            let _ = self.expiry.send(approval.clone());
+            self.post_prompt(out, channel, approval, durable).await?;
+        }
+        Ok(approvals.into_iter().map(|a| a.id).collect())
+    }
+
+    /// The approvals of `state`'s delegation still pending from before (a sub-task of the
+    /// same `delegate` call), by path, when one of its sub-tasks was just decided.
+    async fn still_waiting(
+        &self,
+        key: &ConversationKey,
+        state: &Suspended,
+    ) -> anyhow::Result<Vec<(Vec<usize>, ApprovalId)>> {
+        if state.suspension.delegation.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut found = Vec::new();
+        for approval in self.store.pending_approvals().await? {
+            if &approval.conversation != key {
+                continue;
+            }
+            let Ok(theirs) = serde_json::from_str::<Suspended>(&approval.state) else {
+                continue;
+            };
+            if !theirs.path.is_empty()
+                && theirs.suspension.pending.id == state.suspension.pending.id
+            {
+                found.push((theirs.path, approval.id));
+            }
+        }
+        Ok(found)
     }
 
     /// Post the prompt of `approval` if nobody has seen it: the replica that suspended the
@@ -177,33 +235,62 @@ impl Approvals {
         Ok(())
     }
 
-    /// The pending request for `state`'s call.
+    /// The pending request for the call `asked` waits on (the turn's own, or the sub-task's
+    /// at `path`).
     fn request(
         &self,
         key: &ConversationKey,
         requester: &str,
         state: &Suspended,
+        path: &[usize],
+        asked: &Suspension,
         out: &Outbox,
     ) -> anyhow::Result<Approval> {
-        let call = &state.suspension.pending;
+        let call = &asked.pending;
         let now = self.clock.now_ms();
         // Everything but `state` is shown or kept: only `state` holds the raw call.
         let scrubbed = |text: &str| out.scrubber().scrub(text).into_owned();
+        let mut reason = asked.decision.reason.clone();
+        if let Some(task) = state
+            .suspension
+            .delegation
+            .as_ref()
+            .and_then(|d| d.task_at(path))
+        {
+            let n = path[0] + 1;
+            reason = format!(
+                "🧩 Asked by sub-task {n} ({}). {reason}",
+                fence::inline_code(task)
+            );
+        }
+        let mine = Suspended {
+            path: path.to_vec(),
+            ..state.clone()
+        };
         Ok(Approval {
             id: ApprovalId::random(),
             conversation: key.clone(),
             tool: call.name.clone(),
             args: scrubbed(&shown_args(call)),
             rule: scrubbed(&narrowest_rule(&call.name, &call.args)),
-            reason: scrubbed(&state.suspension.decision.reason),
+            reason: scrubbed(&reason),
             requester: requester.to_owned(),
             status: ApprovalStatus::Pending,
             decided_by: None,
             prompt_ref: None,
-            state: serde_json::to_string(state)?,
+            state: serde_json::to_string(&mine)?,
             created_at: now,
             expires_at: now + self.timeout.as_millis() as i64,
         })
+    }
+}
+
+/// Each call of a suspended turn that waits for a person, with its path: the turn's own
+/// pending call, or every waiting sub-task's.
+fn asking(state: &Suspended) -> Vec<(Vec<usize>, &Suspension)> {
+    match &state.suspension.delegation {
+        Some(children) => children.waiting(),
+        None => vec![(Vec::new(), &state.suspension)],
     }
 }
 

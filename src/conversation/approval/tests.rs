@@ -115,7 +115,9 @@ fn suspended() -> Suspended {
             remaining: Vec::new(),
             iterations: 1,
             tool_calls: 0,
+            delegation: None,
         },
+        path: Vec::new(),
     }
 }
 
@@ -154,6 +156,7 @@ impl Fixture {
             )
             .await
             .unwrap()
+            .remove(0)
     }
 
     async fn answer(&self, id: &ApprovalId, action: Action) -> Option<Decided> {

@@ -295,10 +295,11 @@ impl Turn<'_> {
         {
             None => self.done().await,
             Some(decided) => {
-                let start = Start::Resume(Box::new(decided.state.suspension), decided.resolution);
+                let state = decided.state;
+                let start =
+                    Start::Resume(Box::new(state.suspension), state.path, decided.resolution);
                 let requester = &decided.approval.requester;
-                self.run(decided.state.user, requester, start, None, cancel)
-                    .await?;
+                self.run(state.user, requester, start, None, cancel).await?;
                 // The call has run (or was refused): its raw arguments are no longer kept.
                 let id = &decided.approval.id;
                 let forget = || self.deps.store.forget_approval_call(id);

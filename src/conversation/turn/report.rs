@@ -94,7 +94,15 @@ pub(super) fn error_reply(err: &AgentError, trace: &str) -> String {
         AgentError::Stopped { reason, .. } => reason.clone(),
         AgentError::Cancelled { text, .. } if text.trim().is_empty() => "⏹ Stopped.".into(),
         AgentError::Cancelled { text, .. } => format!("{text}\n\n_(stopped)_"),
-        AgentError::Suspended(s) => format!("⏸ Waiting for approval to run `{}`…", s.pending.name),
+        AgentError::Suspended(s) => match &s.delegation {
+            Some(children) => {
+                let asks: Vec<String> = (children.waiting().iter())
+                    .map(|(path, w)| format!("`{}` (sub-task {})", w.pending.name, path[0] + 1))
+                    .collect();
+                format!("⏸ Waiting for approval: {}…", asks.join(", "))
+            }
+            None => format!("⏸ Waiting for approval to run `{}`…", s.pending.name),
+        },
     }
 }
 

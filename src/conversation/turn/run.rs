@@ -26,8 +26,9 @@ const TYPING_EVERY: Duration = Duration::from_secs(4);
 pub(super) enum Start {
     /// A new user message over this context.
     Fresh(Vec<ChatMessage>),
-    /// A suspended turn whose pending call was decided.
-    Resume(Box<Suspension>, Resolution),
+    /// A suspended turn whose pending call was decided: the turn's own (an empty path) or
+    /// a sub-task's (its path in the suspension's delegation).
+    Resume(Box<Suspension>, Vec<usize>, Resolution),
 }
 
 impl Turn<'_> {
@@ -109,10 +110,17 @@ impl Turn<'_> {
             AuditRecorder::new(deps.store.clone(), self.key().clone(), self.row.id, clock);
         let mut first_text = true;
         let on_event = |event: AgentEvent| {
-            self.observe(&event, &mut first_text, started);
-            audit.observe(&event);
+            // A sub-task's calls and tokens are the turn's: metered, measured and audited
+            // (under the chain of calls that led to them) like its own.
+            let (chain, inner) = event.innermost();
+            if chain.is_empty() {
+                self.observe(inner, &mut first_text, started);
+            } else {
+                self.observe(inner, &mut false, started);
+            }
+            audit.observe(&chain, inner);
             if let Some(meter) = meter.as_mut() {
-                self.spend(&event, meter, &stop, &mut reached);
+                self.spend(inner, meter, &stop, &mut reached);
             }
             let _ = tx.send(event);
         };
@@ -120,9 +128,9 @@ impl Turn<'_> {
         let provider = provider.as_ref();
         let result = match start {
             Start::Fresh(messages) => agent.run_until(provider, messages, &stop, on_event).await,
-            Start::Resume(s, resolution) => {
+            Start::Resume(s, path, resolution) => {
                 agent
-                    .resume(provider, *s, resolution, &stop, on_event)
+                    .resume_at(provider, *s, &path, resolution, &stop, on_event)
                     .await
             }
         };
@@ -165,8 +173,9 @@ impl Turn<'_> {
                 let state = Suspended {
                     user,
                     suspension: *suspension,
+                    path: Vec::new(),
                 };
-                let id = deps
+                let ids = deps
                     .approvals
                     .suspend(
                         &deps.outbound,
@@ -179,7 +188,8 @@ impl Turn<'_> {
                     )
                     .await?;
                 // The inbox row was marked done with the request, in one transaction.
-                tracing::info!(approval = %id, "turn waits for approval");
+                let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+                tracing::info!(approvals = %ids.join(","), "turn waits for approval");
                 return Ok(());
             }
             Err(err) => {

@@ -107,6 +107,9 @@ pub enum Protocol {
 #[derive(Default)]
 struct LlmState {
     script: Mutex<VecDeque<Reply>>,
+    /// Replies for requests whose last user message contains a marker, by marker: several
+    /// conversations (or sub-tasks) asking at once each get their own script.
+    routed: Mutex<Vec<(String, VecDeque<Reply>)>>,
     requests: Mutex<Vec<(Protocol, HeaderMap, Value)>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
@@ -145,6 +148,18 @@ impl FakeLlm {
     /// Queue replies for the next requests, in order.
     pub fn push(&self, reply: Reply) -> &Self {
         self.state.script.lock().unwrap().push_back(reply);
+        self
+    }
+
+    /// Queue `reply` for the next request whose last user message contains `marker` (such
+    /// requests take these replies before the shared queue's, in order).
+    pub fn push_for(&self, marker: &str, reply: Reply) -> &Self {
+        let mut routed = self.state.routed.lock().unwrap();
+        match routed.iter_mut().find(|(m, _)| m == marker) {
+            Some((_, queue)) => queue.push_back(reply),
+            None => routed.push((marker.to_owned(), VecDeque::from([reply]))),
+        }
+        drop(routed);
         self
     }
 
@@ -213,7 +228,15 @@ async fn anthropic(
 }
 
 fn respond(state: Arc<LlmState>, protocol: Protocol, headers: HeaderMap, body: Value) -> Response {
-    let echo = format!("You said: {}", last_user_text(protocol, &body));
+    let last_user = last_user_text(protocol, &body);
+    let echo = format!("You said: {last_user}");
+    let routed = state
+        .routed
+        .lock()
+        .unwrap()
+        .iter_mut()
+        .find(|(marker, queue)| !queue.is_empty() && last_user.contains(marker.as_str()))
+        .and_then(|(_, queue)| queue.pop_front());
     let model = body["model"].as_str().unwrap_or_default().to_owned();
     let sent_key = errors::key_of(protocol, &headers);
     state
@@ -231,12 +254,10 @@ fn respond(state: Arc<LlmState>, protocol: Protocol, headers: HeaderMap, body: V
             Some(_) => {}
         }
     }
-    let reply = state
-        .script
-        .lock()
-        .unwrap()
-        .pop_front()
-        .unwrap_or_else(|| Reply::text(echo));
+    let reply = routed.unwrap_or_else(|| {
+        let next = state.script.lock().unwrap().pop_front();
+        next.unwrap_or_else(|| Reply::text(echo))
+    });
     match reply {
         Reply::Status(code, retry_after) => {
             return errors::refuse(protocol, Refusal::Status(code), &model, retry_after);
