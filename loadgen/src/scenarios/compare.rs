@@ -45,6 +45,9 @@ pub struct Peer {
     pub config: Option<std::path::PathBuf>,
 }
 
+/// One figure of the table: its name, its unit, and where each side's value is.
+type Row = (String, &'static str, fn(&Side) -> f64);
+
 /// What one side measured.
 struct Side {
     start_ms: f64,
@@ -80,7 +83,7 @@ pub async fn run(env: &Env, run: usize) -> anyhow::Result<Vec<Measurement>> {
     };
     let wait = env.settings.idle_wait_secs;
     let n = env.settings.compare_chats;
-    let rows: [(String, &'static str, fn(&Side) -> f64); 8] = [
+    let rows: [Row; 8] = [
         ("spawn → first getUpdates".into(), "ms", |s| s.start_ms),
         (format!("RSS anonymous, idle {wait} s"), "MB", |s| {
             s.idle_anon
