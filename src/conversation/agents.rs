@@ -12,7 +12,7 @@ use super::approval::PolicyGate;
 use crate::agent::{AgentLoop, ContextProvider, Offload, Tool};
 use crate::checkpoint::{Checkpointer, Checkpoints};
 use crate::clock::Clock;
-use crate::memory::{Recall, memory_tools, scope_for};
+use crate::memory::{Recall, Recaller, Semantic, memory_tools, scope_for};
 use crate::profile::{Active, Profiles};
 use crate::provider::{ChatMessage, Role};
 use crate::scrub::Scrubber;
@@ -41,6 +41,8 @@ pub struct Agents {
     checkpoints: Option<Arc<Checkpoints>>,
     /// MCP servers whose tools every turn offers (`[mcp]`).
     mcp: Option<Arc<crate::mcp::Mcp>>,
+    /// Recall by meaning (`[memory.embeddings]`), shared with its background task.
+    semantic: Option<Arc<Semantic>>,
 }
 
 impl Agents {
@@ -70,7 +72,19 @@ impl Agents {
             clock,
             checkpoints: None,
             mcp: None,
+            semantic: None,
         }
+    }
+
+    /// Recall by meaning as well as by full text.
+    pub fn with_semantic(mut self, semantic: Option<Arc<Semantic>>) -> Self {
+        self.semantic = semantic;
+        self
+    }
+
+    /// Recall by meaning, when configured.
+    pub fn semantic(&self) -> Option<&Arc<Semantic>> {
+        self.semantic.as_ref()
     }
 
     /// Also offer the tools of `mcp`'s servers in every conversation.
@@ -182,14 +196,20 @@ impl Agents {
         let memory = &settings.memory;
         if memory.enabled {
             let scope = scope_for(memory, key, user_id);
+            let recaller = Recaller {
+                store: store.clone(),
+                semantic: self.semantic.clone(),
+                clock: self.clock.clone(),
+            };
+            let tools = memory_tools(store, &recaller, &scope, key, memory.max_per_scope);
             builder = builder
                 .context(Arc::new(Recall {
-                    store: store.clone(),
-                    scope: scope.clone(),
+                    recaller,
+                    scope,
                     limit: memory.recall_limit,
                     max_chars: memory.recall_max_chars,
                 }))
-                .tools(memory_tools(&(store.clone() as _), &scope, &self.clock));
+                .tools(tools);
         }
         let offload = Offload {
             dir: self.toolbox.workspace_dir(key),
