@@ -64,11 +64,22 @@ impl SqlStore<Postgres> {
     ) -> Result<Vec<(i64, f32)>, StoreError> {
         let dims = model.dims;
         let mut tx = self.pool.begin().await?;
-        // Without it, the index yields the nearest of every scope and the scope's own are
-        // filtered out of those (pgvector 0.8).
-        sqlx::query("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        // The index yields the nearest of every scope, and the scope's own are filtered out
+        // of those: pgvector 0.8's iterative scan goes on until enough are found; before it,
+        // the widest candidate list has to do. (Whichever this server has; the savepoint
+        // keeps the transaction usable when the setting is unknown.)
+        sqlx::query("SAVEPOINT nearest").execute(&mut *tx).await?;
+        let iterative = sqlx::query("SET LOCAL hnsw.iterative_scan = relaxed_order")
             .execute(&mut *tx)
-            .await?;
+            .await;
+        if iterative.is_err() {
+            sqlx::query("ROLLBACK TO SAVEPOINT nearest")
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("SET LOCAL hnsw.ef_search = 1000")
+                .execute(&mut *tx)
+                .await?;
+        }
         let rows = sqlx::query(&format!(
             "SELECT memory_id, (1 - (vector::vector({dims}) <=> $3::real[]::vector({dims})))::real AS similarity \
              FROM memory_vectors WHERE scope = $1 AND model = $2 AND dims = {dims} \
