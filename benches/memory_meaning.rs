@@ -97,23 +97,7 @@ async fn evaluation() {
         ("exact (40)", paraphrase.len(), &exact),
     ];
     for (name, offset, set) in offsets {
-        let mut hits = [0usize; 3];
-        for (i, (_, question)) in set.iter().enumerate() {
-            let want = format!("case{}", i + offset);
-            let text = store.recall(&scope(), question, 5).await.unwrap();
-            let vector = semantic
-                .query_vector(question)
-                .await
-                .expect("the model answers");
-            let near = store
-                .recall_by_vector(&scope(), semantic.model(), &vector, 5)
-                .await
-                .unwrap();
-            let hybrid = recaller.recall(&scope(), question, 5).await.unwrap();
-            hits[0] += usize::from(text.iter().any(|m| m.key == want));
-            hits[1] += usize::from(near.iter().any(|(m, _)| m.key == want));
-            hits[2] += usize::from(hybrid.iter().any(|m| m.key == want));
-        }
+        let hits = score(&recaller, &semantic, set, offset).await;
         let n = set.len() as f64;
         let pct = |h: usize| format!("{:.0} % ({h})", h as f64 * 100.0 / n);
         println!(
@@ -123,6 +107,35 @@ async fn evaluation() {
             pct(hits[2])
         );
     }
+}
+
+/// Hits at 5 of one set of cases (their facts stored as `case<offset + i>`): by full text,
+/// by vectors, hybrid.
+async fn score(
+    recaller: &Recaller,
+    semantic: &Semantic,
+    set: &[(String, String)],
+    offset: usize,
+) -> [usize; 3] {
+    let store = &recaller.store;
+    let mut hits = [0usize; 3];
+    for (i, (_, question)) in set.iter().enumerate() {
+        let want = format!("case{}", i + offset);
+        let text = store.recall(&scope(), question, 5).await.unwrap();
+        let vector = semantic
+            .query_vector(question)
+            .await
+            .expect("the model answers");
+        let near = store
+            .recall_by_vector(&scope(), semantic.model(), &vector, 5)
+            .await
+            .unwrap();
+        let hybrid = recaller.recall(&scope(), question, 5).await.unwrap();
+        hits[0] += usize::from(text.iter().any(|m| m.key == want));
+        hits[1] += usize::from(near.iter().any(|(m, _)| m.key == want));
+        hits[2] += usize::from(hybrid.iter().any(|m| m.key == want));
+    }
+    hits
 }
 
 /// Words of the generated memories (a query matches a realistic share of them).

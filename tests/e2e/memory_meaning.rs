@@ -58,7 +58,7 @@ async fn embed_all(semantic: &Semantic, store: &dyn Store) -> usize {
 async fn pgvector_url() -> Option<String> {
     use sqlx::Connection;
     let Ok(admin) = std::env::var("SWITCHBOARD_TEST_PGVECTOR") else {
-        let why = "SWITCHBOARD_TEST_PGVECTOR is not set (tests/embeddings/pgvector.sh starts one)";
+        let why = "SWITCHBOARD_TEST_PGVECTOR is not set (tests/pgvector/start starts one)";
         if std::env::var("SWITCHBOARD_REQUIRE_PGVECTOR").as_deref() == Ok("1") {
             panic!("SWITCHBOARD_REQUIRE_PGVECTOR=1 but {why}");
         }
