@@ -25,6 +25,7 @@ use crate::draft::DraftSettings;
 use crate::governor::Governor;
 use crate::http::{self, HealthState};
 use crate::leader::{LeaderSettings, Leaders};
+use crate::memory::{Embedder, Semantic};
 use crate::metrics::Metrics;
 use crate::profile::Profiles;
 use crate::provider::{self, Provider};
@@ -140,6 +141,7 @@ impl Gateway {
         let deps = Arc::new(deps);
         let turns = TaskTracker::new();
         let background = TaskTracker::new();
+        start_embedding(&deps, &store, &background, &shutdown).await?;
         let registry = Registry::new(Arc::clone(&deps), turns.clone());
         let sink: Arc<dyn EventSink> = Inbox::new(Arc::clone(&registry));
         self.leaders.set_holder(registry.deps().lifecycle.owner());
@@ -216,6 +218,7 @@ impl Gateway {
         let mcp = mcp(config, toolbox.sandbox(), &metrics, shutdown);
         let speaker = speaker(config, toolbox.sandbox());
         let agents = Agents::new(profiles, toolbox, Arc::clone(&scrubber), self.clock.clone())
+            .with_semantic(semantic(config, &metrics)?)
             .with_tools(self.tools.clone())
             .with_context(self.context.clone())
             .with_mcp(mcp)
@@ -306,6 +309,38 @@ fn speaker(
         Arc::clone(sandbox),
         data_dir,
     )))
+}
+
+/// Recall by meaning, when `[memory.embeddings]` is set.
+fn semantic(config: &Config, metrics: &Metrics) -> anyhow::Result<Option<Arc<Semantic>>> {
+    let Some(embeddings) = &config.memory.embeddings else {
+        return Ok(None);
+    };
+    let embedder = Embedder::new(embeddings, &config.provider)
+        .context("[memory.embeddings]: building its HTTP client")?;
+    let semantic = Semantic::new(embedder, embeddings.min_similarity)
+        .with_metrics(metrics.memory_embedding_failures.clone());
+    Ok(Some(Arc::new(semantic)))
+}
+
+/// With recall by meaning: make the database ready for its vectors (a PostgreSQL without
+/// pgvector stops start-up here, naming it) and start the task that embeds saved memories.
+async fn start_embedding(
+    deps: &Deps,
+    store: &Arc<dyn Store>,
+    background: &TaskTracker,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    let Some(semantic) = deps.agents.semantic() else {
+        return Ok(());
+    };
+    store
+        .prepare_vectors(semantic.model())
+        .await
+        .context("[memory.embeddings]: preparing the database for vectors")?;
+    let task = Arc::clone(semantic).run(Arc::clone(store) as _, shutdown.child_token());
+    background.spawn(task);
+    Ok(())
 }
 
 /// The `[mcp]` servers, stopped when `shutdown` fires.

@@ -45,6 +45,9 @@ pub struct Metrics {
     pub llm_fallbacks: IntCounterVec,
     /// Messages a platform refused for good, by channel and reason (set at scrape).
     pub channel_undelivered: IntGaugeVec,
+    /// Failed calls to the `[memory.embeddings]` endpoint, by stage (`query`: a recall fell
+    /// back to full text; `save`: memories wait for their vectors).
+    pub memory_embedding_failures: IntCounterVec,
 }
 
 impl Default for Metrics {
@@ -119,6 +122,12 @@ impl Metrics {
             mcp_calls: mcp_counter(&r),
             llm_fallbacks: fallback_counter(&r),
             channel_undelivered: undelivered_gauge(&r),
+            memory_embedding_failures: counter(
+                &r,
+                "switchboard_memory_embedding_failures_total",
+                "Failed calls to the memory embedding endpoint, by stage (query, save).",
+                &["stage"],
+            ),
             registry: r,
         }
     }

@@ -134,6 +134,14 @@ pub enum MemoryAction {
         #[arg(long)]
         key: Option<String>,
     },
+    /// Embed every memory that has no vector of the `[memory.embeddings]` model.
+    Reindex {
+        /// Drop every vector first and embed all memories again.
+        #[arg(long)]
+        all: bool,
+    },
+    /// How many memories there are, embedded and waiting for their vector.
+    Stats,
 }
 
 /// `switchboard check` options.
@@ -384,8 +392,17 @@ pub async fn healthcheck(config: &ConfigArgs, args: HealthcheckArgs) -> anyhow::
 /// `switchboard memory`.
 pub async fn memory(config: &ConfigArgs, args: MemoryArgs) -> anyhow::Result<ExitCode> {
     let config = config.load()?;
+    match args.action {
+        MemoryAction::Reindex { all } => crate::memory::cli::reindex(&config, all).await,
+        MemoryAction::Stats => crate::memory::cli::stats(&config).await,
+        action => browse_memory(&config, action).await,
+    }
+}
+
+/// `switchboard memory list`, `search` and `forget`.
+async fn browse_memory(config: &Config, action: MemoryAction) -> anyhow::Result<ExitCode> {
     let store = store::connect(&config.gateway.database_url).await?;
-    let shown = match args.action {
+    let shown = match action {
         MemoryAction::List { scope, limit } => store.memories(scope.as_ref(), limit).await?,
         MemoryAction::Search { scope, query } => store.recall(&scope, &query, 20).await?,
         MemoryAction::Forget {
@@ -407,6 +424,7 @@ pub async fn memory(config: &ConfigArgs, args: MemoryArgs) -> anyhow::Result<Exi
             println!("forgot {} memories", store.forget_scope(&scope).await?);
             return Ok(ExitCode::SUCCESS);
         }
+        MemoryAction::Reindex { .. } | MemoryAction::Stats => Vec::new(),
     };
     if shown.is_empty() {
         println!("no memories");

@@ -44,7 +44,7 @@ pub use args::{ConfigArgs, DEFAULT_CONFIG, EXAMPLE_CONFIG};
 pub use channels::{ChannelConfig, KINDS, ROUTES};
 pub use cluster::ClusterConfig;
 pub use load::{ConfigError, Problem, load, parse};
-pub use memory::{MemoryConfig, MemoryScopeMode};
+pub use memory::{EmbeddingsConfig, MemoryConfig, MemoryScopeMode};
 pub use schedules::{OperatorJob, SchedulerConfig};
 pub use switchboard_channel::settings::{EnvString, Secret, expand};
 pub use transcription::TranscriptionConfig;

@@ -13,7 +13,7 @@ use super::sub_tasks::SubTasks;
 use crate::agent::{AgentLoop, ContextProvider, Delegation, DelegationLimits, Offload, Tool};
 use crate::checkpoint::{Checkpointer, Checkpoints};
 use crate::clock::Clock;
-use crate::memory::{Recall, memory_tools, scope_for};
+use crate::memory::{Recall, Recaller, Semantic, memory_tools, scope_for};
 use crate::profile::{Active, Profiles};
 use crate::provider::{ChatMessage, Role};
 use crate::scrub::Scrubber;
@@ -45,6 +45,8 @@ pub struct Agents {
     checkpoints: Option<Arc<Checkpoints>>,
     /// MCP servers whose tools every turn offers (`[mcp]`).
     mcp: Option<Arc<crate::mcp::Mcp>>,
+    /// Recall by meaning (`[memory.embeddings]`), shared with its background task.
+    semantic: Option<Arc<Semantic>>,
 }
 
 impl Agents {
@@ -75,6 +77,7 @@ impl Agents {
             clock,
             checkpoints: None,
             mcp: None,
+            semantic: None,
         }
     }
 
@@ -82,6 +85,17 @@ impl Agents {
     pub fn with_delegation(mut self, limits: DelegationLimits) -> Self {
         self.delegation = limits;
         self
+    }
+
+    /// Recall by meaning as well as by full text.
+    pub fn with_semantic(mut self, semantic: Option<Arc<Semantic>>) -> Self {
+        self.semantic = semantic;
+        self
+    }
+
+    /// Recall by meaning, when configured.
+    pub fn semantic(&self) -> Option<&Arc<Semantic>> {
+        self.semantic.as_ref()
     }
 
     /// Also offer the tools of `mcp`'s servers in every conversation.
@@ -193,14 +207,20 @@ impl Agents {
         let memory = &settings.memory;
         if memory.enabled {
             let scope = scope_for(memory, key, user_id);
+            let recaller = Recaller {
+                store: store.clone(),
+                semantic: self.semantic.clone(),
+                clock: self.clock.clone(),
+            };
+            let tools = memory_tools(store, &recaller, &scope, key, memory.max_per_scope);
             builder = builder
                 .context(Arc::new(Recall {
-                    store: store.clone(),
-                    scope: scope.clone(),
+                    recaller,
+                    scope,
                     limit: memory.recall_limit,
                     max_chars: memory.recall_max_chars,
                 }))
-                .tools(memory_tools(&(store.clone() as _), &scope, &self.clock));
+                .tools(tools);
         }
         let offload = Offload {
             dir: self.toolbox.workspace_dir(key),

@@ -1,16 +1,29 @@
 //! Memory: what the agent keeps across turns and restarts. Recall runs as a context provider
 //! before each turn, user messages are autosaved after it, the model has memory tools, and
 //! long histories are compacted into a summary so the context never overflows.
+//!
+//! Files: `hybrid.rs` (recall: full text, and vectors fused with it when configured),
+//! `semantic.rs` (the embedder's health, the background embedding of saved memories),
+//! `embeddings.rs` (the OpenAI-compatible `/embeddings` client), `bound.rs` (`[memory]
+//! max_per_scope`), `cli.rs` (`switchboard memory reindex` and `stats`), `tools.rs`,
+//! `compaction.rs`.
 
+mod bound;
+pub mod cli;
 mod compaction;
+mod embeddings;
+mod hybrid;
+mod semantic;
 mod tools;
-
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use switchboard_channel::ConversationKey;
 
+pub use bound::enforce_bound;
 pub use compaction::{Compaction, compact_if_needed};
+pub use embeddings::{EmbedError, Embedder};
+pub use hybrid::{Recaller, fuse};
+pub use semantic::{Semantic, Step};
 pub use tools::memory_tools;
 
 use crate::agent::ContextProvider;
@@ -18,7 +31,7 @@ use crate::clock::Clock;
 use crate::config::{MemoryConfig, MemoryScopeMode};
 use crate::ids::MemoryScope;
 use crate::provider::{ChatMessage, Role};
-use crate::store::{Memory, MemoryStore, StoreError};
+use crate::store::{Memory, Store, StoreError};
 
 /// Starts the system message recall injects; text containing it is never saved again.
 pub const RECALL_HEADER: &str = "Relevant memory:";
@@ -35,8 +48,8 @@ pub fn scope_for(config: &MemoryConfig, key: &ConversationKey, user_id: &str) ->
 
 /// Recall for one turn: the best matches for the newest user message, in its scope only.
 pub struct Recall {
-    /// Where memories live.
-    pub store: Arc<dyn MemoryStore>,
+    /// How memories are found.
+    pub recaller: Recaller,
     /// The turn's scope.
     pub scope: MemoryScope,
     /// How many to inject.
@@ -52,7 +65,7 @@ impl ContextProvider for Recall {
             return Ok(String::new());
         };
         let found = self
-            .store
+            .recaller
             .recall(&self.scope, &last.content, self.limit)
             .await?;
         let mut text = String::from(RECALL_HEADER);
@@ -71,15 +84,25 @@ impl ContextProvider for Recall {
     }
 }
 
+/// Where a memory is saved from: its conversation, and recall by meaning to tell.
+pub struct SavedIn<'a> {
+    /// The conversation (the audit names it when the scope's bound forgets memories).
+    pub key: &'a ConversationKey,
+    /// Told that a memory waits for its vector.
+    pub semantic: Option<&'a Semantic>,
+}
+
 /// Save a user message as a memory when it is long enough and is the user's own words
 /// (not a command — anything starting with `/` — nor text the gateway injected). Exact
-/// duplicates are saved once.
+/// duplicates are saved once. A new memory wakes the embedder and keeps the scope within
+/// `max_per_scope`.
 pub async fn autosave(
-    store: &dyn MemoryStore,
+    store: &dyn Store,
     config: &MemoryConfig,
     scope: &MemoryScope,
     text: &str,
     clock: &Clock,
+    saved_in: SavedIn<'_>,
 ) -> Result<bool, StoreError> {
     let text = text.trim();
     let injected = text.contains(RECALL_HEADER) || text.contains(SUMMARY_HEADER);
@@ -97,7 +120,14 @@ pub async fn autosave(
         category: "conversation".into(),
         updated_at: clock.now_ms(),
     };
-    store.remember(&memory, true).await
+    let new = store.remember(&memory, true).await?;
+    if new {
+        if let Some(semantic) = saved_in.semantic {
+            semantic.wake();
+        }
+        enforce_bound(store, scope, config.max_per_scope, saved_in.key, clock).await;
+    }
+    Ok(new)
 }
 
 /// FNV-1a: a stable hash for autosave keys (std's hasher may change between releases).

@@ -7,10 +7,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use switchboard_channel::ConversationKey;
+
+use super::{Recaller, enforce_bound};
 use crate::agent::{Tool, ToolResult};
-use crate::clock::Clock;
 use crate::ids::MemoryScope;
-use crate::store::{Memory, MemoryStore};
+use crate::store::{Memory, Store};
 
 /// Which memory operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,26 +25,42 @@ enum Op {
 /// One memory tool, bound to one scope.
 pub struct MemoryTool {
     op: Op,
-    store: Arc<dyn MemoryStore>,
-    scope: MemoryScope,
-    /// Stamps `updated_at` (recall prefers fresher facts on ties).
-    clock: Clock,
+    place: Arc<Place>,
 }
 
-/// The three memory tools for `scope`.
+/// What the three tools of one conversation share.
+struct Place {
+    store: Arc<dyn Store>,
+    /// Recall (hybrid when configured); its clock stamps `updated_at` (recall prefers
+    /// fresher facts on ties).
+    recaller: Recaller,
+    scope: MemoryScope,
+    /// The conversation, named in the audit when the scope's bound forgets memories.
+    key: ConversationKey,
+    max_per_scope: usize,
+}
+
+/// The three memory tools for `scope`, used in the conversation `key`.
 pub fn memory_tools(
-    store: &Arc<dyn MemoryStore>,
+    store: &Arc<dyn Store>,
+    recaller: &Recaller,
     scope: &MemoryScope,
-    clock: &Clock,
+    key: &ConversationKey,
+    max_per_scope: usize,
 ) -> Vec<Arc<dyn Tool>> {
+    let place = Arc::new(Place {
+        store: Arc::clone(store),
+        recaller: recaller.clone(),
+        scope: scope.clone(),
+        key: key.clone(),
+        max_per_scope,
+    });
     [Op::Store, Op::Recall, Op::Forget]
         .into_iter()
         .map(|op| {
             Arc::new(MemoryTool {
                 op,
-                store: Arc::clone(store),
-                scope: scope.clone(),
-                clock: clock.clone(),
+                place: Arc::clone(&place),
             }) as Arc<dyn Tool>
         })
         .collect()
@@ -88,24 +106,30 @@ impl Tool for MemoryTool {
 
     async fn execute(&self, args: Value) -> ToolResult {
         let text = |k: &str| args[k].as_str().unwrap_or_default().to_owned();
+        let p = &*self.place;
         let result = match self.op {
             Op::Store => {
                 let memory = Memory {
-                    scope: self.scope.clone(),
+                    scope: p.scope.clone(),
                     key: text("key"),
                     content: text("content"),
                     category: "core".into(),
-                    updated_at: self.clock.now_ms(),
+                    updated_at: p.recaller.clock.now_ms(),
                 };
-                self.store
-                    .remember(&memory, false)
-                    .await
-                    .map(|_| format!("remembered {:?}", memory.key))
+                let stored = p.store.remember(&memory, false).await;
+                if stored.is_ok() {
+                    if let Some(semantic) = &p.recaller.semantic {
+                        semantic.wake();
+                    }
+                    let clock = &p.recaller.clock;
+                    enforce_bound(p.store.as_ref(), &p.scope, p.max_per_scope, &p.key, clock).await;
+                }
+                stored.map(|_| format!("remembered {:?}", memory.key))
             }
             Op::Recall => {
                 let limit = args["limit"].as_u64().unwrap_or(5) as usize;
-                self.store
-                    .recall(&self.scope, &text("query"), limit)
+                p.recaller
+                    .recall(&p.scope, &text("query"), limit)
                     .await
                     .map(|found| {
                         if found.is_empty() {
@@ -119,17 +143,13 @@ impl Tool for MemoryTool {
                         }
                     })
             }
-            Op::Forget => self
-                .store
-                .forget(&self.scope, &text("key"))
-                .await
-                .map(|existed| {
-                    if existed {
-                        "forgotten".to_owned()
-                    } else {
-                        "there was no such memory".to_owned()
-                    }
-                }),
+            Op::Forget => p.store.forget(&p.scope, &text("key")).await.map(|existed| {
+                if existed {
+                    "forgotten".to_owned()
+                } else {
+                    "there was no such memory".to_owned()
+                }
+            }),
         };
         result.map_or_else(
             |e| ToolResult::err(format!("memory is unavailable: {e}")),

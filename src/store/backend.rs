@@ -20,6 +20,7 @@ use sqlx::{Database, Pool, Transaction};
 use switchboard_channel::ConversationKey;
 
 use super::inbox::PendingInsert;
+use super::memory::{Unembedded, VectorModel};
 use super::{Claim, Memory, Spent, StoreError, Timeouts, Writable};
 use crate::provider::ChatMessage;
 
@@ -115,6 +116,32 @@ pub trait Backend: Database + HasStatementCache + sealed::Sealed {
         store: &SqlStore<Self>,
         memory: &Memory,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Make the database ready for vectors of `model` (see
+    /// [`MemoryStore::prepare_vectors`](super::MemoryStore::prepare_vectors)).
+    fn prepare_vectors(
+        store: &SqlStore<Self>,
+        model: &VectorModel,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Store `memory`'s vector of `model` (of the model's length) while the memory still
+    /// holds the text it was made from; whether it was stored.
+    fn save_vector(
+        store: &SqlStore<Self>,
+        memory: &Unembedded,
+        model: &VectorModel,
+        vector: &[f32],
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// The ids of the `limit` memories of `scope` whose vectors of `model` are most similar
+    /// (cosine) to `query`, best first, with their similarity.
+    fn nearest_vectors(
+        store: &SqlStore<Self>,
+        scope: &str,
+        model: &VectorModel,
+        query: &[f32],
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(i64, f32)>, StoreError>> + Send;
 
     /// Write something that changes nothing but must reach the disk, to learn whether the
     /// database takes writes again after it refused them (see `writable.rs`).

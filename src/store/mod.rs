@@ -71,7 +71,10 @@ pub use checkpoints::{Checkpoint, CheckpointStore, NewCheckpoint};
 pub use cluster::{ClusterStore, INBOX_CHANNEL, Instance, LeaseRow};
 pub use durable::Durable;
 pub use history::window;
-pub use memory::{Memory, MemoryStore, search_words};
+pub use memory::{
+    Memory, MemoryStore, Nearest, Unembedded, VectorCounts, VectorModel, nearest, search_words,
+    to_blob,
+};
 pub use postgres::PostgresStore;
 pub use profiles::{ModelChoice, ProfileStore};
 pub use schedules::{JobSource, NewSchedule, Schedule, ScheduleStore, Timing};
@@ -110,6 +113,10 @@ pub enum StoreError {
     /// The process is stopping; a write [`Durable`] was retrying was not stored.
     #[error("stopping before the write was stored")]
     Stopped,
+    /// The database lacks something the configuration needs (an extension), named in the
+    /// message with how to add it.
+    #[error("{0}")]
+    Unavailable(String),
     /// The database refuses writes for a reason that lasts until someone acts (where it
     /// lives, what happened, the fix): a full disk, a read-only file or session.
     #[error("cannot write to {0}: {1}; fix: {2}")]
@@ -128,6 +135,7 @@ impl StoreError {
             | Self::Corrupt(_)
             | Self::Superseded(_)
             | Self::Fenced(_)
+            | Self::Unavailable(_)
             | Self::Stopped => false,
         }
     }

@@ -177,6 +177,25 @@ pub(super) struct MemoryRecord {
     updated_at: i64,
 }
 
+impl MemoryRecord {
+    /// A record from columns read one by one (a query that also selects the row's id).
+    pub(super) fn new(
+        scope: String,
+        key: String,
+        content: String,
+        category: String,
+        updated_at: i64,
+    ) -> Self {
+        Self {
+            scope,
+            key,
+            content,
+            category,
+            updated_at,
+        }
+    }
+}
+
 impl TryFrom<MemoryRecord> for Memory {
     type Error = StoreError;
 

@@ -36,6 +36,7 @@ mod logs;
 mod matrix;
 mod mcp;
 mod memory;
+mod memory_meaning;
 mod memory_store;
 mod offload;
 mod pause;

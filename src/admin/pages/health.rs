@@ -87,11 +87,26 @@ async fn work(admin: &Admin, html: &mut Html<'_>) -> anyhow::Result<()> {
         ("conversations live here", admin.registry.active() as i64),
     ];
     html.raw("<section><h2>Work</h2><dl class=\"figures\">");
-    for (label, n) in figures {
+    for (label, n) in figures.into_iter().chain(memories(admin).await?) {
         html.raw(&format!("<div><dt>{label}</dt><dd>{n}</dd></div>"));
     }
     html.raw("</dl></section>");
     Ok(())
+}
+
+/// With recall by meaning: memories embedded with the configured model, and those waiting
+/// for their vector (saved while the endpoint was down, or before a change of model).
+async fn memories(admin: &Admin) -> anyhow::Result<Vec<(&'static str, i64)>> {
+    let Some(semantic) = admin.registry.deps().agents.semantic() else {
+        return Ok(Vec::new());
+    };
+    let counts = admin.store.vector_counts(semantic.model()).await?;
+    let down = i64::from(semantic.is_down());
+    Ok(vec![
+        ("memories embedded", counts.embedded as i64),
+        ("memories waiting for a vector", counts.pending() as i64),
+        ("embedding endpoint down", down),
+    ])
 }
 
 /// Every replica's heartbeat row (PostgreSQL); on SQLite the process is alone.

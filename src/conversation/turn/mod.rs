@@ -28,7 +28,7 @@ use tracing::Instrument;
 use super::approval::Request;
 use super::{Deps, OPERATOR_USER, Route};
 use crate::command::{Action, ApprovalButton, Command, Intent};
-use crate::memory::{autosave, compact_if_needed, scope_for};
+use crate::memory::{SavedIn, autosave, compact_if_needed, scope_for};
 use crate::profile::Active;
 use crate::provider::{ChatMessage, Role};
 use crate::store::{Durable, InboxRow, Spent, StoreError};
@@ -370,7 +370,11 @@ impl Turn<'_> {
         let scope = scope_for(memory, key, &inbound.user.id);
         let clock = deps.lifecycle.clock();
         let text = deps.outbound.scrubber().scrub(&inbound.text);
-        let saved = autosave(deps.store.as_ref(), memory, &scope, &text, clock).await;
+        let saved_in = SavedIn {
+            key,
+            semantic: deps.agents.semantic().map(AsRef::as_ref),
+        };
+        let saved = autosave(deps.store.as_ref(), memory, &scope, &text, clock, saved_in).await;
         if let Err(err) = saved {
             tracing::warn!(error = %err, "autosave failed");
         }

@@ -2,7 +2,10 @@
 //! matches ranked here by BM25 within the scope; PostgreSQL tsvector + ts_rank; each recall
 //! query is in its database's `Dialect`).
 //! Queries are built from the words of free text only, so no user input reaches either
-//! search syntax.
+//! search syntax. Vectors for recall by meaning, and the bound on a scope's size, are in
+//! `vectors.rs`.
+
+mod vectors;
 
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
@@ -10,8 +13,10 @@ use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Type};
 use super::StoreError;
 use super::backend::{Backend, SqlStore};
 use super::rows::{MemoryRecord, convert};
+
 use super::text;
 use crate::ids::MemoryScope;
+pub use vectors::{Nearest, Unembedded, VectorCounts, nearest, to_blob};
 
 /// One remembered fact.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +31,16 @@ pub struct Memory {
     pub category: String,
     /// Last change, Unix ms.
     pub updated_at: i64,
+}
+
+/// The embedding model vectors come from: only vectors of the same model and length are
+/// ever compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VectorModel {
+    /// The model's name as configured.
+    pub name: String,
+    /// The length of its vectors.
+    pub dims: usize,
 }
 
 /// Memory persistence.
@@ -51,6 +66,52 @@ pub trait MemoryStore: Send + Sync {
         scope: Option<&MemoryScope>,
         limit: usize,
     ) -> Result<Vec<Memory>, StoreError>;
+    /// Make the database ready to store and search vectors of `model` (PostgreSQL: the
+    /// `vector` extension and an index for the model's length); a database that cannot is
+    /// an error naming what is missing.
+    async fn prepare_vectors(&self, model: &VectorModel) -> Result<(), StoreError>;
+    /// Up to `limit` memories with no vector of `model`, oldest first.
+    async fn unembedded(
+        &self,
+        model: &VectorModel,
+        limit: usize,
+    ) -> Result<Vec<Unembedded>, StoreError>;
+    /// Store `memory`'s vector of `model`, replacing one of another model; nothing is
+    /// stored when the memory changed or went meanwhile. Whether it was stored.
+    async fn save_vector(
+        &self,
+        memory: &Unembedded,
+        model: &VectorModel,
+        vector: &[f32],
+    ) -> Result<bool, StoreError>;
+    /// The `limit` memories of `scope` whose vectors of `model` are most similar to
+    /// `query`, best first, each with its cosine similarity.
+    async fn recall_by_vector(
+        &self,
+        scope: &MemoryScope,
+        model: &VectorModel,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(Memory, f32)>, StoreError>;
+    /// How many memories there are, and how many have a vector of `model`.
+    async fn vector_counts(&self, model: &VectorModel) -> Result<VectorCounts, StoreError>;
+    /// Drop every vector (all memories are embedded again); how many were dropped.
+    async fn drop_vectors(&self) -> Result<u64, StoreError>;
+    /// Stamp `keys` of `scope` as recalled at `now_ms` (eviction keeps those recalled
+    /// lately).
+    async fn stamp_recalled(
+        &self,
+        scope: &MemoryScope,
+        keys: &[String],
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+    /// Forget `scope`'s memories beyond `keep`, the least recently recalled first (never
+    /// recalled counts as oldest), the oldest among equals; the keys forgotten.
+    async fn evict_beyond(
+        &self,
+        scope: &MemoryScope,
+        keep: usize,
+    ) -> Result<Vec<String>, StoreError>;
 }
 
 /// The search words of `text`: letters and digits only, lowercased, at most 16, each at
@@ -231,6 +292,79 @@ where
         .fetch_all(&self.pool)
         .await?;
         convert(rows)
+    }
+
+    async fn prepare_vectors(&self, model: &VectorModel) -> Result<(), StoreError> {
+        DB::prepare_vectors(self, model).await
+    }
+
+    async fn unembedded(
+        &self,
+        model: &VectorModel,
+        limit: usize,
+    ) -> Result<Vec<Unembedded>, StoreError> {
+        SqlStore::unembedded(self, model, limit).await
+    }
+
+    async fn save_vector(
+        &self,
+        memory: &Unembedded,
+        model: &VectorModel,
+        vector: &[f32],
+    ) -> Result<bool, StoreError> {
+        if vector.len() != model.dims {
+            return Err(StoreError::Corrupt(format!(
+                "a vector of {} values for a model of {}",
+                vector.len(),
+                model.dims
+            )));
+        }
+        DB::save_vector(self, memory, model, vector).await
+    }
+
+    async fn recall_by_vector(
+        &self,
+        scope: &MemoryScope,
+        model: &VectorModel,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(Memory, f32)>, StoreError> {
+        if query.len() != model.dims {
+            return Ok(Vec::new());
+        }
+        let ranked = DB::nearest_vectors(self, &scope.to_string(), model, query, limit).await?;
+        let ids: Vec<i64> = ranked.iter().map(|(id, _)| *id).collect();
+        let similarity: std::collections::HashMap<_, _> = ranked.into_iter().collect();
+        let found = self.memories_by_id(&ids).await?;
+        Ok(found
+            .into_iter()
+            .map(|(id, m)| (m, similarity.get(&id).copied().unwrap_or_default()))
+            .collect())
+    }
+
+    async fn vector_counts(&self, model: &VectorModel) -> Result<VectorCounts, StoreError> {
+        SqlStore::vector_counts(self, model).await
+    }
+
+    async fn drop_vectors(&self) -> Result<u64, StoreError> {
+        SqlStore::drop_vectors(self).await
+    }
+
+    async fn stamp_recalled(
+        &self,
+        scope: &MemoryScope,
+        keys: &[String],
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        SqlStore::stamp_recalled(self, scope, keys, now_ms).await
+    }
+
+    async fn evict_beyond(
+        &self,
+        scope: &MemoryScope,
+        keep: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        SqlStore::evict_beyond(self, scope, keep).await
     }
 }
 

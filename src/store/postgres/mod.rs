@@ -4,6 +4,7 @@
 //! tsvector + ts_rank) here, the sequenced and announced inbox insert in `insert.rs`.
 
 mod insert;
+mod vectors;
 
 use std::str::FromStr;
 
@@ -12,7 +13,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult};
 
 use super::backend::{Backend, Completion, Dialect, SqlStore};
 use super::inbox::PendingInsert;
-use super::memory::websearch_query;
+use super::memory::{Unembedded, VectorModel, websearch_query};
 use super::timeouts::migrate_at_startup;
 use super::{Memory, StoreError, Timeouts};
 
@@ -67,6 +68,34 @@ impl Backend for Postgres {
     /// replicas share the table.
     async fn autosave(store: &SqlStore<Postgres>, memory: &Memory) -> Result<bool, StoreError> {
         store.remember_one(memory, true).await
+    }
+
+    /// The `vector` extension and an index for the model's length (`vectors.rs`).
+    async fn prepare_vectors(
+        store: &SqlStore<Postgres>,
+        model: &VectorModel,
+    ) -> Result<(), StoreError> {
+        store.prepare_pgvector(model).await
+    }
+
+    async fn save_vector(
+        store: &SqlStore<Postgres>,
+        memory: &Unembedded,
+        model: &VectorModel,
+        vector: &[f32],
+    ) -> Result<bool, StoreError> {
+        store.save_array(memory, model, vector).await
+    }
+
+    /// Ranked by pgvector (`vectors.rs`).
+    async fn nearest_vectors(
+        store: &SqlStore<Postgres>,
+        scope: &str,
+        model: &VectorModel,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(i64, f32)>, StoreError> {
+        store.nearest_pgvector(scope, model, query, limit).await
     }
 
     /// Nothing to do: PostgreSQL's write-ahead log is not in the data directory a tool or a

@@ -7,6 +7,7 @@
 mod autosave;
 mod complete;
 mod grouped;
+mod vectors;
 mod wal;
 
 use std::cell::Cell;
@@ -25,7 +26,7 @@ use self::wal::{WalBounds, WalCheckpointer};
 use super::backend::{Backend, Completion, Dialect, SqlStore};
 use super::history::ROWS_PER_INSERT;
 use super::inbox::PendingInsert;
-use super::memory::fts5_query;
+use super::memory::{Unembedded, VectorModel, fts5_query};
 use super::timeouts::migrate_at_startup;
 use super::{Memory, StoreError, Timeouts};
 
@@ -104,6 +105,32 @@ impl Backend for Sqlite {
     /// Grouped with the autosaves of turns that end together (`autosave.rs`).
     async fn autosave(store: &SqlStore<Sqlite>, memory: &Memory) -> Result<bool, StoreError> {
         store.autosave_grouped(memory).await
+    }
+
+    /// Nothing to prepare: vectors are blobs, searched by the store (`vectors.rs`).
+    async fn prepare_vectors(_: &SqlStore<Sqlite>, _: &VectorModel) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn save_vector(
+        store: &SqlStore<Sqlite>,
+        memory: &Unembedded,
+        model: &VectorModel,
+        vector: &[f32],
+    ) -> Result<bool, StoreError> {
+        store.save_blob(memory, model, vector).await
+    }
+
+    /// SQLite has no vector index of its own: the scope's vectors are read and ranked here
+    /// (`vectors.rs`).
+    async fn nearest_vectors(
+        store: &SqlStore<Sqlite>,
+        scope: &str,
+        model: &VectorModel,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(i64, f32)>, StoreError> {
+        store.nearest_blobs(scope, model, query, limit).await
     }
 
     /// The WAL keeps the overwritten page until a checkpoint copies it back (`wal.rs`).

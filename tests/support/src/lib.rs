@@ -11,6 +11,7 @@ pub mod slack;
 pub mod telegram;
 pub mod whatsapp;
 
+pub mod embeddings;
 pub mod fake_channel;
 pub mod files;
 pub mod headers;
