@@ -10,9 +10,12 @@ use switchboard_channel::ConversationKey;
 use super::FilePoster;
 use super::approval::PolicyGate;
 use super::sub_tasks::SubTasks;
-use crate::agent::{AgentLoop, ContextProvider, Delegation, DelegationLimits, Offload, Tool};
+use crate::agent::{
+    AgentLoop, AgentLoopBuilder, ContextProvider, Delegation, DelegationLimits, Offload, Tool,
+};
 use crate::checkpoint::{Checkpointer, Checkpoints};
 use crate::clock::Clock;
+use crate::config::MemoryConfig;
 use crate::memory::{Recall, Recaller, Semantic, memory_tools, scope_for};
 use crate::profile::{Active, Profiles};
 use crate::provider::{ChatMessage, Role};
@@ -206,21 +209,7 @@ impl Agents {
         let settings = active.settings();
         let memory = &settings.memory;
         if memory.enabled {
-            let scope = scope_for(memory, key, user_id);
-            let recaller = Recaller {
-                store: store.clone(),
-                semantic: self.semantic.clone(),
-                clock: self.clock.clone(),
-            };
-            let tools = memory_tools(store, &recaller, &scope, key, memory.max_per_scope);
-            builder = builder
-                .context(Arc::new(Recall {
-                    recaller,
-                    scope,
-                    limit: memory.recall_limit,
-                    max_chars: memory.recall_max_chars,
-                }))
-                .tools(tools);
+            builder = self.with_memory(builder, memory, store, key, user_id);
         }
         let offload = Offload {
             dir: self.toolbox.workspace_dir(key),
@@ -258,6 +247,32 @@ impl Agents {
             .native_tools(settings.native_tools)
             .gate(Arc::new(gate))
             .build()
+    }
+
+    /// `builder` with this conversation's recall (a context provider) and memory tools.
+    fn with_memory(
+        &self,
+        builder: AgentLoopBuilder,
+        memory: &MemoryConfig,
+        store: &Arc<dyn Store>,
+        key: &ConversationKey,
+        user_id: &str,
+    ) -> AgentLoopBuilder {
+        let scope = scope_for(memory, key, user_id);
+        let recaller = Recaller {
+            store: store.clone(),
+            semantic: self.semantic.clone(),
+            clock: self.clock.clone(),
+        };
+        let tools = memory_tools(store, &recaller, &scope, key, memory.max_per_scope);
+        builder
+            .context(Arc::new(Recall {
+                recaller,
+                scope,
+                limit: memory.recall_limit,
+                max_chars: memory.recall_max_chars,
+            }))
+            .tools(tools)
     }
 }
 
