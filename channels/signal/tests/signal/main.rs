@@ -2,6 +2,7 @@
 //! `RecordingSink`: where the stream resumes after an event that was read but not stored,
 //! within one run and across a gateway that died before storing it.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +21,7 @@ struct Running {
 }
 
 impl Running {
-    fn start(fake: &FakeSignal, data_dir: &std::path::Path, sink: Arc<RecordingSink>) -> Self {
+    fn start(fake: &FakeSignal, data_dir: &Path, sink: Arc<RecordingSink>) -> Self {
         let mut config = SignalConfig::new(FAKE_ACCOUNT);
         config.daemon_url = fake.daemon_url();
         config.allowed_users = vec!["*".into()];
@@ -66,12 +67,13 @@ fn alice() -> Person {
     Person::new(1, "Alice")
 }
 
-#[tokio::test]
-async fn an_event_the_store_refused_is_sent_again_after_the_last_stored_events_id() {
-    let fake = FakeSignal::start().await;
-    let dir = tempfile::tempdir().unwrap();
+/// A receive loop on `dir` that stored "one", then read "two" while its store refused it.
+async fn one_stored_and_two_refused(
+    fake: &FakeSignal,
+    dir: &Path,
+) -> (Arc<RecordingSink>, Running) {
     let sink = RecordingSink::new();
-    let running = Running::start(&fake, dir.path(), Arc::clone(&sink));
+    let running = Running::start(fake, dir, Arc::clone(&sink));
     eventually(WAIT, "the stream open", async || {
         if fake.listening() { Ok(()) } else { Err(()) }
     })
@@ -81,13 +83,21 @@ async fn an_event_the_store_refused_is_sent_again_after_the_last_stored_events_i
     sink.set_failing(true);
     let two = fake.dm(&alice(), "two");
     let two_id = format!("{}:{two}", alice().number);
-    eventually(WAIT, "a failed attempt", async || {
+    eventually(WAIT, "a refused attempt to store it", async || {
         match sink.attempts_for(&two_id) {
             0 => Err(0),
             n => Ok(n),
         }
     })
     .await;
+    (sink, running)
+}
+
+#[tokio::test]
+async fn an_event_the_store_refused_is_sent_again_after_the_last_stored_events_id() {
+    let fake = FakeSignal::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (sink, running) = one_stored_and_two_refused(&fake, dir.path()).await;
     sink.set_failing(false);
     wait_texts(&sink, &["one", "two"]).await;
     let opens = fake.stream_opens();
@@ -106,24 +116,7 @@ async fn an_event_the_store_refused_is_sent_again_after_the_last_stored_events_i
 async fn a_gateway_that_died_before_storing_an_event_gets_it_again_at_its_next_start() {
     let fake = FakeSignal::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let first = RecordingSink::new();
-    let running = Running::start(&fake, dir.path(), Arc::clone(&first));
-    eventually(WAIT, "the stream open", async || {
-        if fake.listening() { Ok(()) } else { Err(()) }
-    })
-    .await;
-    fake.dm(&alice(), "one");
-    wait_texts(&first, &["one"]).await;
-    first.set_failing(true);
-    let two = fake.dm(&alice(), "two");
-    let two_id = format!("{}:{two}", alice().number);
-    eventually(WAIT, "the event read", async || {
-        match first.attempts_for(&two_id) {
-            0 => Err(0),
-            n => Ok(n),
-        }
-    })
-    .await;
+    let (_, running) = one_stored_and_two_refused(&fake, dir.path()).await;
     running.kill().await;
 
     let second = RecordingSink::new();
