@@ -298,6 +298,7 @@ fn validate(config: &Config) -> Vec<Problem> {
     let providers = super::providers::problems(config);
     let skills = super::skills::problems(&config.skills);
     let voice = super::voice::problems(config.voice.as_ref());
+    let memory = config.memory.problems(&config.gateway.database_url);
     for (key, message) in super::schedules::problems(config)
         .into_iter()
         .chain(config.admin.problems())
@@ -307,6 +308,7 @@ fn validate(config: &Config) -> Vec<Problem> {
         .chain(profiles)
         .chain(providers)
         .chain(voice)
+        .chain(memory)
     {
         problems.push(Problem {
             key,

@@ -104,3 +104,93 @@ impl Default for MemoryConfig {
         }
     }
 }
+
+/// The longest vector pgvector's HNSW index takes (`vector` columns); the gateway's index on
+/// PostgreSQL is one, so a longer configured length would stop start-up there.
+const PGVECTOR_HNSW_MAX_DIMS: usize = 2_000;
+
+impl MemoryConfig {
+    /// What is wrong with these values, by key; `database_url` decides what a vector's
+    /// length may be.
+    pub fn problems(&self, database_url: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut problem = |key: &str, message: String| out.push((format!("memory.{key}"), message));
+        if self.max_per_scope == 0 {
+            problem("max_per_scope", "must be at least 1".into());
+        }
+        let Some(embeddings) = &self.embeddings else {
+            return out;
+        };
+        let postgres = database_url.starts_with("postgres");
+        match embeddings.dimensions {
+            0 => problem(
+                "embeddings.dimensions",
+                "must be at least 1: the length of the model's vectors (384 for all-MiniLM-L6-v2, 1536 for text-embedding-3-small)".into(),
+            ),
+            n if postgres && n > PGVECTOR_HNSW_MAX_DIMS => problem(
+                "embeddings.dimensions",
+                format!("{n} is more than pgvector's index takes ({PGVECTOR_HNSW_MAX_DIMS}); ask the model for {PGVECTOR_HNSW_MAX_DIMS} or fewer (text-embedding-3 models shorten theirs)"),
+            ),
+            _ => {}
+        }
+        if embeddings.timeout_secs == 0 {
+            problem("embeddings.timeout_secs", "must be at least 1".into());
+        }
+        if !(-1.0..=1.0).contains(&embeddings.min_similarity) {
+            problem(
+                "embeddings.min_similarity",
+                "must be a cosine similarity, between -1 and 1".into(),
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(embeddings: &str) -> MemoryConfig {
+        toml::from_str(&format!("[embeddings]\nmodel = \"m\"\n{embeddings}\n")).unwrap()
+    }
+
+    fn keys(found: Vec<(String, String)>) -> Vec<String> {
+        found.into_iter().map(|(key, _)| key).collect::<Vec<_>>()
+    }
+
+    #[test]
+    fn a_vector_of_no_values_is_refused_on_either_database() {
+        let memory = with("dimensions = 0");
+        for url in ["sqlite://data/s.db", "postgres://db/sb"] {
+            assert_eq!(keys(memory.problems(url)), ["memory.embeddings.dimensions"]);
+        }
+    }
+
+    #[test]
+    fn a_length_pgvector_cannot_index_is_refused_only_on_postgresql() {
+        let memory = with("dimensions = 3072");
+        assert!(memory.problems("sqlite://data/s.db").is_empty());
+        let found = memory.problems("postgres://db/sb");
+        assert_eq!(found.len(), 1);
+        assert!(found[0].1.contains("2000"), "{found:?}");
+        assert!(
+            with("dimensions = 1536")
+                .problems("postgres://db/sb")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_zero_timeout_an_impossible_similarity_and_an_empty_scope_are_named() {
+        let mut memory = with("dimensions = 8\ntimeout_secs = 0\nmin_similarity = 1.5");
+        memory.max_per_scope = 0;
+        assert_eq!(
+            keys(memory.problems("sqlite://data/s.db")),
+            [
+                "memory.max_per_scope",
+                "memory.embeddings.timeout_secs",
+                "memory.embeddings.min_similarity"
+            ]
+        );
+    }
+}

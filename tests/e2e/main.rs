@@ -37,6 +37,7 @@ mod matrix;
 mod mcp;
 mod memory;
 mod memory_meaning;
+mod memory_ops;
 mod memory_store;
 mod offload;
 mod pause;
