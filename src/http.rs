@@ -104,6 +104,15 @@ async fn metrics(
         m.approvals_pending.set(counts.pending);
     }
     m.active_conversations.set(state.registry.active() as i64);
+    for (provider, bound) in state.registry.deps().agents.profiles().in_flight() {
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        m.llm_in_flight
+            .with_label_values(&[provider])
+            .set(count(bound.in_flight()));
+        m.llm_waiting
+            .with_label_values(&[provider])
+            .set(count(bound.waiting()));
+    }
     for (channel, reason, n) in state.channels.undelivered() {
         m.channel_undelivered
             .with_label_values(&[channel.as_str(), reason])

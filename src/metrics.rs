@@ -48,6 +48,10 @@ pub struct Metrics {
     /// Failed calls to the `[memory.embeddings]` endpoint, by stage (`query`: a recall fell
     /// back to full text; `save`: memories wait for their vectors).
     pub memory_embedding_failures: IntCounterVec,
+    /// LLM calls in flight, by provider (set at scrape).
+    pub llm_in_flight: IntGaugeVec,
+    /// LLM calls waiting for one in flight to end, by provider (set at scrape).
+    pub llm_waiting: IntGaugeVec,
 }
 
 impl Default for Metrics {
@@ -128,6 +132,16 @@ impl Metrics {
                 "Failed calls to the memory embedding endpoint, by stage (query, save).",
                 &["stage"],
             ),
+            llm_in_flight: provider_gauge(
+                &r,
+                "switchboard_llm_calls_in_flight",
+                "LLM calls in flight, by provider (at most its max_in_flight).",
+            ),
+            llm_waiting: provider_gauge(
+                &r,
+                "switchboard_llm_calls_waiting",
+                "LLM calls waiting for a place under the provider's max_in_flight.",
+            ),
             registry: r,
         }
     }
@@ -164,6 +178,15 @@ fn undelivered_gauge(registry: &Registry) -> IntGaugeVec {
 }
 
 /// `switchboard_llm_fallbacks_total{from, to}`: moves along a profile's provider chain.
+/// A gauge family by provider name, registered in `registry`.
+fn provider_gauge(registry: &Registry, name: &str, help: &str) -> IntGaugeVec {
+    let g = IntGaugeVec::new(Opts::new(name, help), &["provider"]).expect("valid metric");
+    registry
+        .register(Box::new(g.clone()))
+        .expect("unique metric");
+    g
+}
+
 fn fallback_counter(registry: &Registry) -> IntCounterVec {
     let help = "LLM calls moved on to the next provider before any token, by provider.";
     counter(

@@ -51,12 +51,21 @@ pub(super) fn problems(config: &Config) -> Vec<(String, String)> {
                 "must name a model".into(),
             ));
         }
+        if provider.max_in_flight == 0 {
+            problems.push((
+                format!("providers.{name}.max_in_flight"),
+                "must be at least 1".into(),
+            ));
+        }
         if provider.kind == ProviderKind::Anthropic && provider.max_tokens == 0 {
             problems.push((
                 format!("providers.{name}.max_tokens"),
                 "Anthropic requires max_tokens > 0".into(),
             ));
         }
+    }
+    if config.provider.max_in_flight == 0 {
+        problems.push(("provider.max_in_flight".into(), "must be at least 1".into()));
     }
     problems
 }

@@ -24,7 +24,7 @@ use crate::config::agents::{AgentProfileConfig, DEFAULT_AGENT, Routing};
 use crate::config::providers::DEFAULT_PROVIDER;
 use crate::config::{Config, EnvString, TOOL_NAMES};
 use crate::policy::Policy;
-use crate::provider::{self, Fallback, Link, Provider};
+use crate::provider::{self, Fallback, InFlight, Limited, Link, Provider};
 use crate::skills::{SkillSet, Skills};
 pub use settings::TurnSettings;
 
@@ -85,6 +85,8 @@ pub struct Profiles {
     named: BTreeMap<String, Arc<Profile>>,
     /// `agent` keys of the channel tables.
     routing: Routing,
+    /// Each provider's bound on calls in flight, shared by every profile and model using it.
+    bounds: BTreeMap<String, Arc<InFlight>>,
 }
 
 impl Profiles {
@@ -97,11 +99,20 @@ impl Profiles {
         custom: Option<Arc<dyn Provider>>,
         fallbacks: Option<IntCounterVec>,
     ) -> anyhow::Result<Self> {
+        let bounds: BTreeMap<String, Arc<InFlight>> = config
+            .provider_names()
+            .into_iter()
+            .filter_map(|name| {
+                let limit = config.provider_named(name)?.max_in_flight;
+                Some((name.to_owned(), InFlight::new(limit)))
+            })
+            .collect();
         let builder = Builder {
             config,
             skills,
             custom,
             fallbacks,
+            bounds: &bounds,
         };
         let default = builder.build(DEFAULT_AGENT, &AgentProfileConfig::default())?;
         let mut named = BTreeMap::new();
@@ -113,7 +124,15 @@ impl Profiles {
             default: Arc::new(default),
             named,
             routing: config.routing.clone(),
+            bounds,
         })
+    }
+
+    /// Each provider's calls in flight and waiting, by provider name.
+    pub fn in_flight(&self) -> impl Iterator<Item = (&str, &InFlight)> {
+        self.bounds
+            .iter()
+            .map(|(name, bound)| (name.as_str(), &**bound))
     }
 
     /// The profile `key`'s conversation uses: its chat's, else its channel's, else default.
@@ -181,6 +200,7 @@ struct Builder<'a> {
     skills: &'a Skills,
     custom: Option<Arc<dyn Provider>>,
     fallbacks: Option<IntCounterVec>,
+    bounds: &'a BTreeMap<String, Arc<InFlight>>,
 }
 
 impl Builder<'_> {
@@ -268,7 +288,16 @@ impl Builder<'_> {
     }
 
     /// The provider called `name`, on `model` (its own model when `None`).
+    /// It passes the name's bound on calls in flight.
     fn provider(&self, name: &str, model: Option<&str>) -> anyhow::Result<Arc<dyn Provider>> {
+        let bare = self.unbounded(name, model)?;
+        Ok(match self.bounds.get(name) {
+            Some(bound) => Arc::new(Limited::new(bare, Arc::clone(bound))),
+            None => bare,
+        })
+    }
+
+    fn unbounded(&self, name: &str, model: Option<&str>) -> anyhow::Result<Arc<dyn Provider>> {
         if name == DEFAULT_PROVIDER
             && let Some(custom) = &self.custom
         {

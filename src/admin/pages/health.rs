@@ -87,8 +87,14 @@ async fn work(admin: &Admin, html: &mut Html<'_>) -> anyhow::Result<()> {
         ("conversations live here", admin.registry.active() as i64),
     ];
     html.raw("<section><h2>Work</h2><dl class=\"figures\">");
-    for (label, n) in figures.into_iter().chain(memories(admin).await?) {
-        html.raw(&format!("<div><dt>{label}</dt><dd>{n}</dd></div>"));
+    let figures = figures.into_iter().map(|(label, n)| (label.to_owned(), n));
+    for (label, n) in figures
+        .chain(llm_calls(admin))
+        .chain(memories(admin).await?)
+    {
+        html.raw("<div><dt>")
+            .text(&label)
+            .raw(&format!("</dt><dd>{n}</dd></div>"));
     }
     html.raw("</dl></section>");
     Ok(())
@@ -96,16 +102,38 @@ async fn work(admin: &Admin, html: &mut Html<'_>) -> anyhow::Result<()> {
 
 /// With recall by meaning: memories embedded with the configured model, and those waiting
 /// for their vector (saved while the endpoint was down, or before a change of model).
-async fn memories(admin: &Admin) -> anyhow::Result<Vec<(&'static str, i64)>> {
+/// Each provider's LLM calls in flight and waiting for a place under its `max_in_flight`.
+fn llm_calls(admin: &Admin) -> Vec<(String, i64)> {
+    let deps = admin.registry.deps();
+    let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let mut out = Vec::new();
+    for (name, bound) in deps.agents.profiles().in_flight() {
+        let of = format!("of {}", bound.limit());
+        out.push((
+            format!("LLM calls in flight ({name}, {of})"),
+            count(bound.in_flight()),
+        ));
+        out.push((
+            format!("LLM calls waiting ({name})"),
+            count(bound.waiting()),
+        ));
+    }
+    out
+}
+
+async fn memories(admin: &Admin) -> anyhow::Result<Vec<(String, i64)>> {
     let Some(semantic) = admin.registry.deps().agents.semantic() else {
         return Ok(Vec::new());
     };
     let counts = admin.store.vector_counts(semantic.model()).await?;
     let down = i64::from(semantic.is_down());
     Ok(vec![
-        ("memories embedded", counts.embedded as i64),
-        ("memories waiting for a vector", counts.pending() as i64),
-        ("embedding endpoint down", down),
+        ("memories embedded".into(), counts.embedded as i64),
+        (
+            "memories waiting for a vector".into(),
+            counts.pending() as i64,
+        ),
+        ("embedding endpoint down".into(), down),
     ])
 }
 

@@ -1,7 +1,9 @@
 //! Both provider protocols against the fake LLM server: streaming, tool calls, retries
-//! before the first token only, cut streams. `errors`: every failure class and its chat line.
+//! before the first token only, cut streams. `errors`: every failure class and its chat line;
+//! `in_flight`: a provider's bound on calls at once.
 
 mod errors;
+mod in_flight;
 mod probe;
 
 use std::time::Duration;

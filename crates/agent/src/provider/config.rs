@@ -16,6 +16,10 @@ pub enum ProviderKind {
     Anthropic,
 }
 
+/// Calls in flight to one provider when its table does not say: well above what a
+/// self-hosted bot's endpoint is asked at once, and what bounds a burst's memory.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+
 /// `[provider]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -40,6 +44,10 @@ pub struct ProviderConfig {
     pub native_tools: bool,
     /// The model reads images: pictures people send go with their message as image parts.
     pub vision: bool,
+    /// Calls to this provider in flight at once, across every profile and model using it;
+    /// more wait their turn, in order (a burst then holds this many connections, not one
+    /// per conversation).
+    pub max_in_flight: usize,
 }
 
 impl Default for ProviderConfig {
@@ -55,6 +63,7 @@ impl Default for ProviderConfig {
             max_retries: 3,
             native_tools: true,
             vision: false,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }

@@ -7,6 +7,7 @@ mod config;
 mod error;
 pub mod fallback;
 mod key;
+mod limit;
 mod openai;
 mod retry;
 mod sse;
@@ -21,6 +22,7 @@ pub use anthropic::AnthropicProvider;
 pub use error::{ConnectKind, ProviderError};
 pub use fallback::{Fallback, Link};
 pub use key::{key_warning, missing_hosted_key};
+pub use limit::{InFlight, Limited};
 pub use openai::OpenAiProvider;
 
 pub use config::{ProviderConfig, ProviderKind};
@@ -192,20 +194,40 @@ pub struct EventStream {
     /// An event already taken off `rx` (the retry logic peeks at the first one).
     first: Option<Result<StreamEvent, ProviderError>>,
     rx: mpsc::Receiver<Result<StreamEvent, ProviderError>>,
+    /// Its place among the provider's calls in flight ([`limit`]), given back when the
+    /// stream ends or is dropped.
+    place: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl EventStream {
     /// A stream fed by a producer task through `rx`.
     pub fn new(rx: mpsc::Receiver<Result<StreamEvent, ProviderError>>) -> Self {
-        Self { first: None, rx }
+        Self {
+            first: None,
+            rx,
+            place: None,
+        }
     }
 
     /// The next event; `None` once the producer is finished.
     pub async fn next(&mut self) -> Option<Result<StreamEvent, ProviderError>> {
-        match self.first.take() {
+        let event = match self.first.take() {
             Some(first) => Some(first),
             None => self.rx.recv().await,
+        };
+        if !matches!(
+            event,
+            Some(Ok(StreamEvent::TextDelta(_) | StreamEvent::ToolCall(_)))
+        ) {
+            self.place = None;
         }
+        event
+    }
+
+    /// This stream, holding `place` until it ends.
+    fn holding(mut self, place: Option<tokio::sync::OwnedSemaphorePermit>) -> Self {
+        self.place = place;
+        self
     }
 
     fn with_first(mut self, first: Result<StreamEvent, ProviderError>) -> Self {
