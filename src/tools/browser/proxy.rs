@@ -101,14 +101,13 @@ async fn serve(mut conn: TcpStream, allowed: &Allowed) -> Result<(), Refusal> {
         }
     };
     let target = format!("{}:{}", request.host, request.port);
-    let upstream = match connect(allowed, &request.host, request.port).await {
+    let mut upstream = match connect(allowed, &request.host, request.port).await {
         Ok(upstream) => upstream,
         Err(reason) => {
             let _ = conn.write_all(&forbidden(&reason)).await;
             return Err(Refusal { target, reason });
         }
     };
-    let mut upstream = upstream;
     let sent = match &request.forward {
         None => conn
             .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
