@@ -214,7 +214,9 @@ impl Gateway {
         let skills = crate::skills::Skills::load(config);
         let profiles = Profiles::from_config(config, &skills, self.provider.clone(), fallbacks)?;
         let schedules = self.schedules(&store);
-        let toolbox = toolbox.with_schedules(Arc::clone(&schedules));
+        let toolbox = toolbox
+            .with_schedules(Arc::clone(&schedules))
+            .with_scrubber(Arc::clone(&scrubber));
         let mcp = mcp(config, toolbox.sandbox(), &metrics, shutdown);
         let speaker = speaker(config, toolbox.sandbox());
         let agents = Agents::new(profiles, toolbox, Arc::clone(&scrubber), self.clock.clone())

@@ -1,8 +1,8 @@
-//! What `http_fetch` may reach: `[tools.http_fetch] allowed_hosts` entries (a name or a
-//! `*.` suffix, an optional port, whether private addresses are allowed), and the check of
-//! every address a name resolves to, made in the resolver the client connects through, so
-//! a name pointing at loopback, a private network or a cloud metadata service is refused
-//! however it was reached (a redirect included).
+//! What `http_fetch` and the browser may reach: `allowed_hosts` entries (a name or a `*.`
+//! suffix, an optional port, whether private addresses are allowed), and the check of
+//! every address a name resolves to, made where the connection is opened (`http_fetch`'s
+//! resolver, the browser's proxy), so a name pointing at loopback, a private network or a
+//! cloud metadata service is refused however it was reached (a redirect included).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -78,6 +78,24 @@ impl AllowedHost {
         }
     }
 
+    /// What this entry lets in that is close to every host, if anything: a wildcard over a
+    /// whole top-level domain (`*.com`), or a wildcard that may reach private addresses.
+    pub fn broad(&self) -> Option<String> {
+        let base = self.pattern.strip_prefix("*.")?;
+        if !base.contains('.') {
+            return Some(format!(
+                "\"{}\" allows every host under .{base}",
+                self.pattern
+            ));
+        }
+        self.private.then(|| {
+            format!(
+                "\"{}\" lets every subdomain of {base} reach private addresses",
+                self.pattern
+            )
+        })
+    }
+
     fn opens(&self, port: u16) -> bool {
         match self.port {
             Some(own) => own == port,
@@ -87,27 +105,51 @@ impl AllowedHost {
 }
 
 /// The allow-list, shared by the tool, its redirect policy and its resolver.
-#[derive(Debug, Clone, Default)]
-pub struct Allowed(Arc<Vec<AllowedHost>>);
+#[derive(Debug, Clone)]
+pub struct Allowed {
+    entries: Arc<Vec<AllowedHost>>,
+    /// The tool whose `[tools.<tool>] allowed_hosts` this is, named in refusals.
+    tool: &'static str,
+}
+
+impl Default for Allowed {
+    fn default() -> Self {
+        Self::new(Vec::new())
+    }
+}
 
 impl Allowed {
     /// The list from `[tools.http_fetch] allowed_hosts`.
     pub fn new(entries: Vec<AllowedHost>) -> Self {
-        Self(Arc::new(entries))
+        Self::of_tool("http_fetch", entries)
+    }
+
+    /// The list from `[tools.<tool>] allowed_hosts`.
+    pub fn of_tool(tool: &'static str, entries: Vec<AllowedHost>) -> Self {
+        Self {
+            entries: Arc::new(entries),
+            tool,
+        }
+    }
+
+    /// Whether the list allows every host (a `*.` entry cannot: it needs a base name).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 
     /// Whether `host:port` may be fetched, or why not.
     pub fn check(&self, host: &str, port: u16) -> Result<(), String> {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
-        let named: Vec<&AllowedHost> = self.0.iter().filter(|e| e.names(&host)).collect();
+        let tool = self.tool;
+        let named: Vec<&AllowedHost> = self.entries.iter().filter(|e| e.names(&host)).collect();
         if named.is_empty() {
             return Err(format!(
-                "host {host} is not in [tools.http_fetch] allowed_hosts"
+                "host {host} is not in [tools.{tool}] allowed_hosts"
             ));
         }
         if !named.iter().any(|e| e.opens(port)) {
             return Err(format!(
-                "port {port} of {host} is not allowed: list it as \"{host}:{port}\" in [tools.http_fetch] allowed_hosts (a bare name allows 443 and 80)"
+                "port {port} of {host} is not allowed: list it as \"{host}:{port}\" in [tools.{tool}] allowed_hosts (a bare name allows 443 and 80)"
             ));
         }
         Ok(())
@@ -116,10 +158,11 @@ impl Allowed {
     /// Whether `addr`, which `host` names, may be connected to, or why not.
     pub fn check_addr(&self, host: &str, addr: IpAddr) -> Result<(), String> {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
-        let private_ok = self.0.iter().any(|e| e.private && e.names(&host));
+        let private_ok = self.entries.iter().any(|e| e.private && e.names(&host));
         match (restricted(addr), private_ok) {
             (Some(kind), false) => Err(format!(
-                "{host} resolves to {addr}, a {kind} address; http_fetch reaches such an address only when its allowed_hosts entry says private = true"
+                "{host} resolves to {addr}, a {kind} address; {} reaches such an address only when its allowed_hosts entry says private = true",
+                self.tool
             )),
             _ => Ok(()),
         }
@@ -175,6 +218,30 @@ fn restricted_v6(v6: Ipv6Addr) -> Option<&'static str> {
     }
 }
 
+impl Allowed {
+    /// Where `host:port` may be connected to: its check, then every address it resolves to
+    /// (or the address it is) checked. The caller connects only to these addresses, so what
+    /// was checked is what is reached.
+    pub async fn addresses(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+        self.check(host, port)?;
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let found: Vec<SocketAddr> = match bare.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, port)],
+            Err(_) => tokio::net::lookup_host((bare, port))
+                .await
+                .map_err(|e| format!("{bare} does not resolve: {e}"))?
+                .collect(),
+        };
+        for addr in &found {
+            self.check_addr(bare, addr.ip())?;
+        }
+        if found.is_empty() {
+            return Err(format!("{bare} resolves to no address"));
+        }
+        Ok(found)
+    }
+}
+
 /// The client's resolver: the system's, then every address checked against the list.
 pub struct CheckingResolver(pub Allowed);
 
@@ -221,6 +288,19 @@ mod tests {
                 .unwrap_err()
                 .contains("port 8080")
         );
+    }
+
+    #[test]
+    fn a_wildcard_over_a_top_level_domain_is_broad() {
+        let parse = |e: &str| AllowedHost::try_from(EntryRepr::Plain(e.into())).unwrap();
+        assert!(
+            parse("*.com")
+                .broad()
+                .unwrap()
+                .contains("every host under .com")
+        );
+        assert_eq!(parse("*.example.com").broad(), None);
+        assert_eq!(parse("example.com").broad(), None);
     }
 
     #[test]

@@ -243,6 +243,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "file_edit",
     "file_list",
     "http_fetch",
+    "browser",
     "todo",
     "send_file",
     "delegate",
@@ -258,6 +259,8 @@ pub struct ToolsConfig {
     pub shell: ShellConfig,
     /// `[tools.http_fetch]`.
     pub http_fetch: HttpFetchConfig,
+    /// `[tools.browser]`.
+    pub browser: BrowserConfig,
 }
 
 impl Default for ToolsConfig {
@@ -268,6 +271,7 @@ impl Default for ToolsConfig {
                 .to_vec(),
             shell: ShellConfig::default(),
             http_fetch: HttpFetchConfig::default(),
+            browser: BrowserConfig::default(),
         }
     }
 }
@@ -311,6 +315,44 @@ impl Default for HttpFetchConfig {
             allowed_hosts: Vec::new(),
             max_bytes: 256 * 1024,
             timeout_secs: 20,
+        }
+    }
+}
+
+/// `[tools.browser]`: headless Chromium in the tool sandbox, reaching the network only
+/// through the gateway's checking proxy.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BrowserConfig {
+    /// What pages (and everything they load) may reach; the same syntax and checks as
+    /// `[tools.http_fetch] allowed_hosts`; empty refuses every request.
+    pub allowed_hosts: Vec<crate::hosts::AllowedHost>,
+    /// The Chromium binary (default: Debian's headless shell,
+    /// `/usr/lib/chromium/chromium-headless-shell`).
+    pub chromium: Option<std::path::PathBuf>,
+    /// A conversation's browser is closed after this long without an action.
+    pub idle_secs: u64,
+    /// Longest one action (an open, a click and the load it starts) may take.
+    pub timeout_secs: u64,
+    /// Page text kept per read, in bytes; the rest is cut with a marker.
+    pub max_text_bytes: usize,
+    /// Memory of the browser's whole process tree, in MiB (its cgroup's `memory.max`, and
+    /// each process's data limit).
+    pub memory_mb: u64,
+    /// CPU seconds each browser process may use over its life (`RLIMIT_CPU`).
+    pub cpu_secs: u64,
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        Self {
+            allowed_hosts: Vec::new(),
+            chromium: None,
+            idle_secs: 300,
+            timeout_secs: 30,
+            max_text_bytes: 64 * 1024,
+            memory_mb: 1024,
+            cpu_secs: 900,
         }
     }
 }

@@ -58,6 +58,11 @@ impl Agents {
         self.toolbox.sandbox()
     }
 
+    /// Close `key`'s browser and delete its profile (cookies, storage): part of `/new`.
+    pub async fn forget_browser(&self, key: &ConversationKey) {
+        self.toolbox.forget_browser(key).await;
+    }
+
     /// The directory handle of `key`'s workspace (where attachments are saved).
     pub fn workspace_dir(&self, key: &ConversationKey) -> crate::tools::WorkspaceDir {
         self.toolbox.workspace_dir(key)

@@ -26,9 +26,31 @@ pub fn all(config: &Config, path: &Path, raw: &str) -> Vec<Finding> {
     out.extend(plain_secrets(raw));
     out.extend(file_modes(config, path));
     out.extend(tools(config));
+    out.extend(browser(config));
     out.extend(skills(config));
     out.extend(super::matrix::findings(config));
     out
+}
+
+/// A browser allowed (close to) every host: a page it opens can send what it reads
+/// anywhere, and be steered anywhere.
+fn browser(config: &Config) -> Vec<Finding> {
+    config
+        .tools
+        .browser
+        .allowed_hosts
+        .iter()
+        .filter_map(crate::hosts::AllowedHost::broad)
+        .map(|what| {
+            Finding::new(
+                Severity::Warning,
+                format!(
+                    "[tools.browser] allowed_hosts: {what}; the browser may reach almost any host"
+                ),
+                "list the sites the agent needs by name (\"docs.example.com\", \"*.example.com\")",
+            )
+        })
+        .collect()
 }
 
 /// Skills that will not load (changed since trusted, never trusted, invalid), each with how

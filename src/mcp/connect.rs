@@ -98,6 +98,7 @@ async fn stdio(
         extra_read: config.extra_read.clone(),
         extra_write: config.extra_write.clone(),
         network: config.network.clone(),
+        ..ServerAllowances::default()
     };
     let (mut process, stdout, stdin) =
         launch

@@ -4,6 +4,7 @@
 //! Workspaces are siblings, never nested: a thread's is `<channel>/<chat>@<thread>`, next to
 //! its chat's `<channel>/<chat>`, so no conversation can reach another's files.
 
+mod browser;
 mod fetch;
 mod files;
 mod schedule;
@@ -18,6 +19,7 @@ use switchboard_channel::ConversationKey;
 
 pub use crate::agent::plan::{Plan, PlanItem, Status, TODO_TOOL, TodoTool};
 pub use crate::hosts::{AllowedHost, DEFAULT_PORTS, host_allowed};
+pub use browser::{BROWSER_TOOL, BrowserTool, Browsers};
 pub use fetch::HttpFetchTool;
 pub use files::{FileOp, FileTool};
 pub use schedule::{SCHEDULE_TOOL, ScheduleTool};
@@ -35,6 +37,8 @@ pub struct Toolbox {
     root: PathBuf,
     fetch: Arc<HttpFetchTool>,
     sandbox: Arc<Sandbox>,
+    /// Every conversation's browser (one at most each), shared by the tools bound to them.
+    browsers: Arc<Browsers>,
     /// Scheduled tasks: when set (and enabled), every conversation gets its `schedule` tool.
     schedules: Option<Arc<crate::schedule::Schedules>>,
 }
@@ -43,18 +47,32 @@ impl Toolbox {
     /// Tools as `[tools]` enables them, with workspaces under `data_dir`, sandboxed as
     /// `[sandbox]` says (the posture is measured and logged here, once).
     pub fn new(config: &ToolsConfig, sandbox: &SandboxConfig, data_dir: &Path) -> Self {
+        let limits = sandbox.limits;
+        let sandbox = Arc::new(Sandbox::new(sandbox, data_dir));
         Self {
             fetch: Arc::new(HttpFetchTool::new(&config.http_fetch)),
+            browsers: Arc::new(Browsers::new(&config.browser, Arc::clone(&sandbox), limits)),
             config: config.clone(),
             root: data_dir.join("workspaces"),
-            sandbox: Arc::new(Sandbox::new(sandbox, data_dir)),
+            sandbox,
             schedules: None,
         }
+    }
+
+    /// Close `key`'s browser and delete its profile (cookies, storage): `/new`.
+    pub async fn forget_browser(&self, key: &ConversationKey) {
+        self.browsers.forget(&self.workspace(key)).await;
     }
 
     /// Offer the `schedule` tool (bound to each conversation) when `schedules` is enabled.
     pub fn with_schedules(mut self, schedules: Arc<crate::schedule::Schedules>) -> Self {
         self.schedules = Some(schedules).filter(|s| s.enabled());
+        self
+    }
+
+    /// Never let the browser type a secret `scrubber` knows.
+    pub fn with_scrubber(self, scrubber: Arc<crate::scrub::Scrubber>) -> Self {
+        self.browsers.set_scrubber(scrubber);
         self
     }
 
@@ -139,6 +157,9 @@ impl Toolbox {
                     "file_edit" => file(FileOp::Edit),
                     "file_list" => file(FileOp::List),
                     "http_fetch" => self.fetch.clone(),
+                    BROWSER_TOOL => {
+                        Arc::new(BrowserTool::new(Arc::clone(&self.browsers), self.dir(&ws)))
+                    }
                     TODO_TOOL => Arc::new(TodoTool),
                     _ => return None,
                 })

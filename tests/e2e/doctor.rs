@@ -130,3 +130,23 @@ fn doctor_reports_the_sandbox_as_the_running_gateway_measured_it() {
         "{out}"
     );
 }
+
+#[test]
+fn doctor_warns_about_a_browser_allowed_a_whole_top_level_domain() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("browser.toml");
+    let text = format!(
+        "[gateway]\ndata_dir = \"{}\"\n[tools]\nenabled = [\"browser\"]\n\
+         [tools.browser]\nallowed_hosts = [\"*.com\", \"docs.rs\"]\n",
+        dir.path().join("data").display()
+    );
+    std::fs::write(&file, text).unwrap();
+    let (_, out) = doctor(&file);
+    assert!(
+        out.contains(
+            "warning: [tools.browser] allowed_hosts: \"*.com\" allows every host under .com"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("\"docs.rs\" allows"), "{out}");
+}

@@ -18,6 +18,7 @@ mod attach;
 mod audit;
 mod backup;
 mod browser;
+mod browser_tool;
 mod budget;
 mod cluster;
 mod config;

@@ -20,6 +20,7 @@
 
 mod analyze;
 mod breakers;
+mod browser;
 mod carrier;
 mod command;
 mod expansion;
@@ -39,7 +40,7 @@ use serde_json::Value;
 
 use part::{Analysis, Part};
 pub use rule::TOOL_SEPARATOR;
-use rule::{MCP, Rule, SHELL, escape, host_arg, is_mcp, path_arg};
+use rule::{BROWSER, MCP, Rule, SHELL, escape, host_arg, is_mcp, path_arg};
 pub use switchboard_gate::{Decider, Decision, Matched, RuleList, Verdict};
 
 /// The reason given when a shell command line cannot be read.
@@ -148,6 +149,9 @@ impl Policy {
             return self.evaluate_shell(args, &extra);
         }
         let matched = self.first_match(&extra, |rule| rule.matches_call(tool, args));
+        if tool == BROWSER {
+            return browser::judge(self.mode, args, matched);
+        }
         if is_mcp(tool) {
             let mut decision = matched.unwrap_or_else(|| self.mcp_default(tool));
             if read_only && decision.verdict == Verdict::Ask {

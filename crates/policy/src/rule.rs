@@ -14,6 +14,9 @@ pub(crate) const SHELL: &str = "shell";
 /// The pseudo-tool naming MCP tools in rules: `mcp(github__create_issue)`, `mcp(github__*)`.
 pub(crate) const MCP: &str = "mcp";
 
+/// The browser tool: `browser(HOST)` rules match the host of an `open` call's URL.
+pub(crate) const BROWSER: &str = "browser";
+
 /// Separator between an MCP server's name and its tool's name, as the model and the rules see
 /// them (`github__create_issue`).
 pub const TOOL_SEPARATOR: &str = "__";
@@ -107,6 +110,10 @@ impl Rule {
             }
             Some(spec) if tool == MCP => {
                 Spec::McpTool(glob(spec, false, false).map_err(|e| fail(&e))?)
+            }
+            Some(spec) if tool == BROWSER => {
+                let host = spec.strip_prefix("domain:").unwrap_or(spec);
+                Spec::Domain(glob(host, false, true).map_err(|e| fail(&e))?)
             }
             Some(spec) => match spec.strip_prefix("domain:") {
                 Some("") => return Err(fail("`domain:` needs a host")),

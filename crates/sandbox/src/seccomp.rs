@@ -2,7 +2,8 @@
 //! and a sandbox escape often does (ptrace, other processes' memory, io_uring, namespaces,
 //! mounts, keyrings, BPF, perf, userfaultfd), namespace flags on `clone`, and unless the
 //! network is `full`: `socket` itself (with TCP ports allowed, IPv4 and IPv6 stream sockets
-//! only, and no `listen`/`accept`), and `socketpair` of any type but `SOCK_STREAM`. `clone3` answers ENOSYS, so libc falls back to `clone`, whose flags the
+//! only, and no `listen`/`accept`), and `socketpair` of any type but `SOCK_STREAM` and
+//! `SOCK_SEQPACKET` (a connected pair). `clone3` answers ENOSYS, so libc falls back to `clone`, whose flags the
 //! filter can see.
 
 use std::collections::BTreeMap;
@@ -58,12 +59,13 @@ fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, Strin
 /// The bits of a socket type that name it (the rest are `SOCK_NONBLOCK | SOCK_CLOEXEC`).
 const SOCK_TYPE_MASK: u64 = 0xf;
 
-/// Rules matching every socket type but `SOCK_STREAM` in argument `arg`: datagrams (and
-/// raw, sequenced packets) can be sent to a named socket by path, which no Landlock ABI
-/// below 9 mediates.
-fn other_types(arg: u8) -> Result<Vec<SeccompRule>, String> {
+/// Rules matching every socket type but `SOCK_STREAM` (and `also`) in argument `arg`:
+/// datagrams (and raw, sequenced packets) can be sent to a named socket by path, which no
+/// Landlock ABI below 9 mediates.
+fn other_types(arg: u8, also: Option<libc::c_int>) -> Result<Vec<SeccompRule>, String> {
+    let kept = also.map(|t| t as u64);
     (0..=SOCK_TYPE_MASK)
-        .filter(|&t| t != libc::SOCK_STREAM as u64)
+        .filter(|&t| t != libc::SOCK_STREAM as u64 && Some(t) != kept)
         .map(|t| {
             SeccompRule::new(vec![cond(arg, SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK), t)?])
                 .map_err(|e| e.to_string())
@@ -85,7 +87,13 @@ pub fn deny_filter(network: &Network) -> Result<BpfProgram, String> {
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
     if *network != Network::Full {
-        rules.insert(libc::SYS_socketpair, other_types(1)?);
+        // A socketpair's sockets are connected to each other and can neither connect nor
+        // send elsewhere when sequenced (`EISCONN`), so `SOCK_SEQPACKET` pairs reach no named
+        // socket; Chromium's crash handler and process launcher need them.
+        rules.insert(
+            libc::SYS_socketpair,
+            other_types(1, Some(libc::SOCK_SEQPACKET))?,
+        );
     }
     match network {
         Network::Full => {}
@@ -104,7 +112,7 @@ pub fn deny_filter(network: &Network) -> Result<BpfProgram, String> {
                 .map(|&family| cond(0, SeccompCmpOp::Ne, family as u64))
                 .collect::<Result<Vec<_>, _>>()?;
             let mut socket = vec![SeccompRule::new(other_family).map_err(|e| e.to_string())?];
-            socket.extend(other_types(1)?);
+            socket.extend(other_types(1, None)?);
             rules.insert(libc::SYS_socket, socket);
             for nr in [libc::SYS_listen, libc::SYS_accept, libc::SYS_accept4] {
                 rules.insert(nr, Vec::new());

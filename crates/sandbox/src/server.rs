@@ -9,7 +9,7 @@ use std::process::Stdio;
 
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
-use super::config::Network;
+use super::config::{Limits, Network};
 use super::launch::{Sandbox, StopOnDrop};
 use super::workspace::TMP_DIR;
 
@@ -22,6 +22,12 @@ pub struct ServerAllowances {
     pub extra_write: Vec<PathBuf>,
     /// TCP it may open.
     pub network: Network,
+    /// Its own limits instead of `[sandbox.limits]` (a browser lives longer and runs more
+    /// threads than a shell command).
+    pub limits: Option<Limits>,
+    /// Speak over descriptors 3 (its input, the stdin pipe) and 4 (its output, the stdout
+    /// pipe) with stdin and stdout on `/dev/null`: Chromium's `--remote-debugging-pipe`.
+    pub pipe_fds: bool,
 }
 
 /// A running server: its supervisor child, stopped (tree and all) when dropped.
@@ -72,7 +78,14 @@ impl Sandbox {
         let (exe, ws, mut spec) = self.parts(workspace)?;
         let line = shlex::try_join(argv.iter().map(String::as_str))
             .map_err(|e| format!("cannot quote the server's command line: {e}"))?;
-        spec.command = Some(format!("exec {line}"));
+        spec.command = Some(if allow.pipe_fds {
+            format!("exec {line} 3<&0 4>&1 </dev/null >/dev/null")
+        } else {
+            format!("exec {line}")
+        });
+        if let Some(limits) = allow.limits {
+            spec.limits = limits;
+        }
         spec.extra_read.extend(allow.extra_read.iter().cloned());
         spec.extra_write.extend(allow.extra_write.iter().cloned());
         spec.network = allow.network.clone();

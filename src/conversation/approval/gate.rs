@@ -1,13 +1,16 @@
 //! The policy as the agent loop's gate: each call is judged with the conversation's "always
-//! allow" rules added, and the typed [`Decision`] goes back to the loop as it is.
+//! allow" rules added, and the typed [`Decision`] goes back to the loop as it is. The one
+//! thing it remembers within its turn: the hosts the browser was let open, so a page's
+//! host asks once per turn, not at every `open`.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use switchboard_channel::ConversationKey;
 use tokio::sync::OnceCell;
 
 use crate::agent::Gate;
-use crate::policy::{Decision, Policy};
+use crate::policy::{Decision, Policy, Verdict};
 use crate::provider::ToolCall;
 use crate::store::Store;
 
@@ -22,6 +25,8 @@ pub(in crate::conversation) struct PolicyGate {
     key: ConversationKey,
     /// Patterns granted in this conversation through "Always allow", once read.
     extra_allow: OnceCell<Vec<String>>,
+    /// Hosts the browser was allowed to open in this turn.
+    opened: Mutex<HashSet<String>>,
 }
 
 impl PolicyGate {
@@ -32,7 +37,37 @@ impl PolicyGate {
             store,
             key,
             extra_allow,
+            opened: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// `decision` for a browser `open` of a host already opened in this turn: what the
+    /// mode would ask again is allowed (a rule's verdict stands).
+    fn remember_browser_host(&self, call: &ToolCall, decision: Decision) -> Decision {
+        let opening = call.name == crate::tools::BROWSER_TOOL && call.args["action"] == "open";
+        let url = call.args["url"].as_str().unwrap_or_default();
+        let host = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+        let (true, Some(host)) = (opening, host) else {
+            return decision;
+        };
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        let decision = if decision.verdict == Verdict::Ask
+            && decision.rule.is_none()
+            && opened.contains(&host)
+        {
+            Decision::by_mode(
+                Verdict::Allow,
+                format!("{host} was opened earlier in this turn"),
+            )
+        } else {
+            decision
+        };
+        if decision.verdict == Verdict::Allow {
+            opened.insert(host);
+        }
+        decision
     }
 }
 
@@ -49,8 +84,10 @@ impl Gate for PolicyGate {
                 &[]
             }
         };
-        self.policy
-            .evaluate(&call.name, &call.args, read_only, extra)
+        let decision = self
+            .policy
+            .evaluate(&call.name, &call.args, read_only, extra);
+        self.remember_browser_host(call, decision)
     }
 }
 
@@ -59,7 +96,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::policy::{PolicyConfig, Verdict};
+    use crate::policy::PolicyConfig;
 
     fn npm_install() -> ToolCall {
         let args = json!({ "command": "npm install" });

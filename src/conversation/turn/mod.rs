@@ -222,7 +222,10 @@ impl Turn<'_> {
             return self.done().await;
         }
         match command {
-            Command::New => deps.store.clear_history(self.key()).await?,
+            Command::New => {
+                deps.store.clear_history(self.key()).await?;
+                deps.agents.forget_browser(self.key()).await;
+            }
             Command::Forget => {
                 let scope = scope_for(&self.active.settings().memory, self.key(), user_id);
                 let n = deps.store.forget_scope(&scope).await?;

@@ -2,6 +2,7 @@
 //! circuit breakers and "always allow" round trips.
 
 mod breakers;
+mod browser;
 mod bypasses;
 mod mcp;
 mod modes;
