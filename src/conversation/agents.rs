@@ -250,6 +250,7 @@ impl Agents {
             .max_iterations(settings.max_iterations)
             .scrubber(Arc::clone(&self.scrubber))
             .native_tools(settings.native_tools)
+            .vision(settings.vision)
             .gate(Arc::new(gate))
             .build()
     }

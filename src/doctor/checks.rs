@@ -35,7 +35,12 @@ pub fn all(config: &Config, path: &Path, raw: &str) -> Vec<Finding> {
 /// A browser allowed (close to) every host: a page it opens can send what it reads
 /// anywhere, and be steered anywhere.
 fn browser(config: &Config) -> Vec<Finding> {
-    config
+    let mut out = Vec::new();
+    if config.tools.enabled.iter().any(|t| t == crate::tools::BROWSER_TOOL) {
+        let posture = crate::tools::browser_posture(&config.tools.browser, &config.sandbox.limits);
+        out.push(Finding::new(Severity::Note, posture, "nothing to do"));
+    }
+    let broad = config
         .tools
         .browser
         .allowed_hosts
@@ -49,8 +54,9 @@ fn browser(config: &Config) -> Vec<Finding> {
                 ),
                 "list the sites the agent needs by name (\"docs.example.com\", \"*.example.com\")",
             )
-        })
-        .collect()
+        });
+    out.extend(broad);
+    out
 }
 
 /// Skills that will not load (changed since trusted, never trusted, invalid), each with how

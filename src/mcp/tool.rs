@@ -87,11 +87,10 @@ impl Tool for McpTool {
                 let (text, is_error) = render(&result);
                 self.count(if is_error { "tool_error" } else { "ok" });
                 if is_error {
-                    ToolResult {
-                        success: false,
-                        output: text,
-                        error: Some(format!("MCP server `{server}` reported an error")),
-                    }
+                    ToolResult::failed(
+                        text,
+                        format!("MCP server `{server}` reported an error"),
+                    )
                 } else {
                     ToolResult::ok(text)
                 }

@@ -142,11 +142,10 @@ impl Tool for HttpFetchTool {
         if status.is_success() {
             ToolResult::ok(text)
         } else {
-            ToolResult {
-                success: false,
-                output: text,
-                error: Some(format!("HTTP {status}")),
-            }
+            ToolResult::failed(
+                text,
+                format!("HTTP {status}"),
+            )
         }
     }
 }

@@ -19,7 +19,7 @@ use switchboard_channel::ConversationKey;
 
 pub use crate::agent::plan::{Plan, PlanItem, Status, TODO_TOOL, TodoTool};
 pub use crate::hosts::{AllowedHost, DEFAULT_PORTS, host_allowed};
-pub use browser::{BROWSER_TOOL, BrowserTool, Browsers};
+pub use browser::{BROWSER_TOOL, BrowserTool, Browsers, posture as browser_posture};
 pub use fetch::HttpFetchTool;
 pub use files::{FileOp, FileTool};
 pub use schedule::{SCHEDULE_TOOL, ScheduleTool};
@@ -49,9 +49,14 @@ impl Toolbox {
     pub fn new(config: &ToolsConfig, sandbox: &SandboxConfig, data_dir: &Path) -> Self {
         let limits = sandbox.limits;
         let sandbox = Arc::new(Sandbox::new(sandbox, data_dir));
+        let browsers = Arc::new(Browsers::new(&config.browser, Arc::clone(&sandbox), limits));
+        if config.enabled.iter().any(|t| t == BROWSER_TOOL) {
+            let posture = browser_posture(&config.browser, &limits);
+            tracing::info!(%posture, "browser tool enabled");
+        }
         Self {
             fetch: Arc::new(HttpFetchTool::new(&config.http_fetch)),
-            browsers: Arc::new(Browsers::new(&config.browser, Arc::clone(&sandbox), limits)),
+            browsers,
             config: config.clone(),
             root: data_dir.join("workspaces"),
             sandbox,

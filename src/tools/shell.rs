@@ -108,14 +108,13 @@ impl ShellTool {
             .ok()
             .flatten();
         match over {
-            Some(reason) => ToolResult {
-                success: false,
-                output: result.output,
-                error: Some(match result.error {
+            Some(reason) => ToolResult::failed(
+                result.output,
+                match result.error {
                     Some(own) => format!("{own}; {reason}"),
                     None => reason,
-                }),
-            },
+                },
+            ),
             None => result,
         }
     }
@@ -152,14 +151,13 @@ impl ShellTool {
             .unwrap_or_default();
         let text = combine(out, err, cap);
         Ok(match status {
-            Err(_) => ToolResult {
-                success: false,
-                output: text,
-                error: Some(format!(
+            Err(_) => ToolResult::failed(
+                text,
+                format!(
                     "timed out after {} s; the command was killed",
                     timeout.as_secs()
-                )),
-            },
+                ),
+            ),
             Ok(Err(err)) => ToolResult::err(format!("waiting for the command failed: {err}")),
             Ok(Ok(status)) => finished(status, text),
         })
@@ -196,14 +194,13 @@ fn finished(status: std::process::ExitStatus, text: String) -> ToolResult {
             text.trim()
         ));
     }
-    ToolResult {
-        success: false,
-        output: text,
-        error: Some(match status.code() {
+    ToolResult::failed(
+        text,
+        match status.code() {
             Some(code) => format!("exit code: {code}"),
             None => "killed by a signal".to_owned(),
-        }),
-    }
+        },
+    )
 }
 
 /// Read all of `pipe`, keeping at most `cap` bytes; the flag says whether more came.

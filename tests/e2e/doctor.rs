@@ -149,4 +149,11 @@ fn doctor_warns_about_a_browser_allowed_a_whole_top_level_domain() {
         "{out}"
     );
     assert!(!out.contains("\"docs.rs\" allows"), "{out}");
+    // The posture line says what the browser runs with.
+    assert!(
+        out.contains("Chromium's own sandbox off")
+            && out.contains("network only through the gateway's checking proxy")
+            && out.contains("memory 1024 MiB"),
+        "{out}"
+    );
 }

@@ -237,11 +237,10 @@ impl Children {
         }
         let text = text.trim_end().to_owned();
         if succeeded == 0 {
-            ToolResult {
-                success: false,
-                output: text,
-                error: Some("every sub-task failed".into()),
-            }
+            ToolResult::failed(
+                text,
+                "every sub-task failed",
+            )
         } else {
             ToolResult::ok(text)
         }
@@ -464,6 +463,7 @@ impl AgentLoop {
                 max_runs: limits.child_max_tool_runs,
             })),
             delegation: Some(deeper),
+            vision: self.vision,
         }
     }
 

@@ -33,6 +33,10 @@ pub use tool::{BeforeChange, ContextProvider, Gate, Tool, ToolResult, ToolScope}
 use crate::provider::{ChatMessage, ProviderError, Usage};
 use switchboard_scrub::Scrubber;
 
+/// Images from tools kept in a turn's requests (for a model that reads them): older ones
+/// are dropped, their results' text stays.
+pub const MAX_TOOL_IMAGES: usize = 4;
+
 /// The same failing call this many times ends the turn instead of looping.
 pub(crate) const MAX_IDENTICAL_FAILURES: usize = 3;
 
@@ -275,6 +279,7 @@ pub struct AgentLoopBuilder {
     before_change: Option<Arc<dyn BeforeChange>>,
     scope: Option<Arc<dyn ToolScope>>,
     delegation: Option<Delegation>,
+    vision: bool,
 }
 
 impl AgentLoopBuilder {
@@ -312,6 +317,14 @@ impl AgentLoopBuilder {
     /// without tool calling); calls are then parsed from the text.
     pub fn native_tools(mut self, native: bool) -> Self {
         self.prompt_guided = !native;
+        self
+    }
+
+    /// The model reads images: those a tool returns (a browser screenshot) go with its
+    /// result, the newest [`MAX_TOOL_IMAGES`] of a turn at most (default: dropped, the
+    /// result's text names the saved file).
+    pub fn vision(mut self, vision: bool) -> Self {
+        self.vision = vision;
         self
     }
 
@@ -364,6 +377,7 @@ impl AgentLoopBuilder {
             before_change: self.before_change,
             scope: self.scope,
             delegation: self.delegation,
+            vision: self.vision,
         }
     }
 }
@@ -383,6 +397,8 @@ pub struct AgentLoop {
     scope: Option<Arc<dyn ToolScope>>,
     /// Who builds children for `delegate`, within which limits (`None`: no delegation).
     delegation: Option<Delegation>,
+    /// Tools' images go to the model with their results.
+    vision: bool,
 }
 
 impl AgentLoop {

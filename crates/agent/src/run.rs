@@ -10,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 use super::delegate::Children;
 use super::exec::Batch;
 use super::{
-    AgentError, AgentEvent, AgentLoop, AgentRun, MAX_IDENTICAL_FAILURES, Tool, ToolResult,
+    AgentError, AgentEvent, AgentLoop, AgentRun, MAX_IDENTICAL_FAILURES, MAX_TOOL_IMAGES, Tool,
+    ToolResult,
 };
 use crate::provider::{ChatMessage, ChatRequest, Provider, Role, StopReason, ToolCall, ToolSpec};
 use crate::{Decider, Decision, Verdict};
@@ -178,6 +179,10 @@ impl AgentLoop {
             },
             failures: HashMap::new(),
         };
+        if let Some(gate) = &self.gate {
+            let approved = matches!(resolution, Resolution::Approved { .. }) && delegated.is_none();
+            gate.resumed(&state.run.messages, approved.then_some(&s.pending));
+        }
         let result = match delegated {
             Some(result) => result,
             None => {
@@ -186,7 +191,7 @@ impl AgentLoop {
                     .await
             }
         };
-        record(&mut state, &s.pending, result);
+        record(&mut state, &s.pending, result, self.vision);
         if !s.remaining.is_empty() {
             let batch = tokio::select! {
                 b = self.execute_batch(&s.remaining, &state.run.messages, &mut on_event) => b,
@@ -325,7 +330,7 @@ impl AgentLoop {
                     looping = Some(call.name.clone());
                 }
             }
-            record(state, call, result);
+            record(state, call, result, self.vision);
         }
         if let Some((index, decision)) = batch.suspended {
             return Ok(Some(AgentError::Suspended(Box::new(Suspension {
@@ -375,11 +380,30 @@ impl AgentLoop {
     }
 }
 
-fn record(state: &mut LoopState, call: &ToolCall, result: ToolResult) {
+/// Add a call's result to the context and the turn; its images go only to the context (a
+/// model that reads them sees them, the stored turn never holds them).
+fn record(state: &mut LoopState, call: &ToolCall, result: ToolResult, vision: bool) {
     state.run.tool_calls += 1;
     let message = ChatMessage::tool_result(&call.id, result.to_model_text());
-    state.messages.push(message.clone());
-    state.run.messages.push(message);
+    state.run.messages.push(message.clone());
+    let with_images = vision && !result.images.is_empty();
+    state.messages.push(ChatMessage {
+        images: if with_images { result.images } else { Vec::new() },
+        ..message
+    });
+    if with_images {
+        keep_newest_images(&mut state.messages);
+    }
+}
+
+/// Drop all but the newest [`MAX_TOOL_IMAGES`] images tools returned in `messages`.
+fn keep_newest_images(messages: &mut [ChatMessage]) {
+    let mut left = MAX_TOOL_IMAGES;
+    for m in messages.iter_mut().rev().filter(|m| m.role == Role::Tool) {
+        let keep = m.images.len().min(left);
+        m.images.drain(..m.images.len() - keep);
+        left -= keep;
+    }
 }
 
 /// The turn was cancelled while tools ran: every call still gets a result, or the stored

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Decision;
-use crate::provider::{ChatMessage, ToolCall, ToolSpec};
+use crate::provider::{ChatMessage, ImagePart, ToolCall, ToolSpec};
 
 /// What a tool run produced; an error is a result the model reads, not an aborted turn.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,6 +17,10 @@ pub struct ToolResult {
     pub output: String,
     /// What went wrong, when `success` is false.
     pub error: Option<String>,
+    /// Images the model sees with the output (a browser screenshot), when the loop's model
+    /// reads images ([`crate::AgentLoopBuilder::vision`]); otherwise dropped. Never stored.
+    #[serde(skip)]
+    pub images: Vec<ImagePart>,
 }
 
 impl ToolResult {
@@ -26,7 +30,22 @@ impl ToolResult {
             success: true,
             output: output.into(),
             error: None,
+            images: Vec::new(),
         }
+    }
+
+    /// A failed result with the output the tool still produced.
+    pub fn failed(output: impl Into<String>, error: impl Into<String>) -> Self {
+        Self {
+            output: output.into(),
+            ..Self::err(error)
+        }
+    }
+
+    /// This result with `image` for the model to see.
+    pub fn with_image(mut self, image: ImagePart) -> Self {
+        self.images.push(image);
+        self
     }
 
     /// A failed result the model can read and correct.
@@ -35,6 +54,7 @@ impl ToolResult {
             success: false,
             output: String::new(),
             error: Some(error.into()),
+            images: Vec::new(),
         }
     }
 
@@ -92,6 +112,11 @@ pub trait ContextProvider: Send + Sync {
 pub trait Gate: Send + Sync {
     /// Decide one call; `read_only` is the tool's own declaration.
     async fn check(&self, call: &ToolCall, read_only: bool) -> Decision;
+
+    /// A suspended turn goes on in a new loop (perhaps after a restart): `turn` holds what
+    /// it added before it waited, `approved` the call a person just approved, if one was. A
+    /// gate that remembers within a turn learns it again here (default: nothing).
+    fn resumed(&self, _turn: &[ChatMessage], _approved: Option<&ToolCall>) {}
 }
 
 /// Runs before a tool call that may change the workspace, after the gate let it through and

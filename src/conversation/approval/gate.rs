@@ -11,7 +11,7 @@ use tokio::sync::OnceCell;
 
 use crate::agent::Gate;
 use crate::policy::{Decision, Policy, Verdict};
-use crate::provider::ToolCall;
+use crate::provider::{ChatMessage, ToolCall};
 use crate::store::Store;
 
 /// The policy with one conversation's "always allow" rules, read from the store when the
@@ -44,12 +44,7 @@ impl PolicyGate {
     /// `decision` for a browser `open` of a host already opened in this turn: what the
     /// mode would ask again is allowed (a rule's verdict stands).
     fn remember_browser_host(&self, call: &ToolCall, decision: Decision) -> Decision {
-        let opening = call.name == crate::tools::BROWSER_TOOL && call.args["action"] == "open";
-        let url = call.args["url"].as_str().unwrap_or_default();
-        let host = reqwest::Url::parse(url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
-        let (true, Some(host)) = (opening, host) else {
+        let Some(host) = opened_host(call) else {
             return decision;
         };
         let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
@@ -71,6 +66,15 @@ impl PolicyGate {
     }
 }
 
+/// The host (lowercased) of a browser `open` call's URL; `None` for any other call.
+fn opened_host(call: &ToolCall) -> Option<String> {
+    if call.name != crate::tools::BROWSER_TOOL || call.args["action"] != "open" {
+        return None;
+    }
+    let url = reqwest::Url::parse(call.args["url"].as_str()?).ok()?;
+    url.host_str().map(str::to_ascii_lowercase)
+}
+
 #[async_trait::async_trait]
 impl Gate for PolicyGate {
     async fn check(&self, call: &ToolCall, read_only: bool) -> Decision {
@@ -89,6 +93,20 @@ impl Gate for PolicyGate {
             .evaluate(&call.name, &call.args, read_only, extra);
         self.remember_browser_host(call, decision)
     }
+
+    /// The hosts whose pages opened before the turn waited (their results start with the
+    /// page's `url:`), and the host of an approved `open`, count as opened in this turn.
+    fn resumed(&self, turn: &[ChatMessage], approved: Option<&ToolCall>) {
+        let loaded = |call: &&ToolCall| {
+            turn.iter().any(|m| {
+                m.tool_call_id.as_deref() == Some(call.id.as_str()) && m.content.starts_with("url:")
+            })
+        };
+        let earlier = turn.iter().flat_map(|m| &m.tool_calls).filter(loaded);
+        let hosts = earlier.chain(approved).filter_map(opened_host);
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        opened.extend(hosts);
+    }
 }
 
 #[cfg(test)]
@@ -105,6 +123,45 @@ mod tests {
             name: "shell".into(),
             args,
         }
+    }
+
+    fn open(id: &str, url: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: crate::tools::BROWSER_TOOL.into(),
+            args: json!({"action": "open", "url": url}),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_resumed_turn_remembers_the_hosts_it_opened_and_the_one_approved() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::connect(&format!("sqlite://{}/g.db", dir.path().display()))
+            .await
+            .unwrap();
+        let key = ConversationKey::new("slack", "D1");
+        let policy = Arc::new(Policy::new(&PolicyConfig::default()).unwrap());
+        let gate = PolicyGate::new(policy, store, key);
+        let (a, b, c) = (
+            open("1", "http://A.test/x"),
+            open("2", "http://b.test/"),
+            open("3", "http://c.test/"),
+        );
+        assert_eq!(gate.check(&a, false).await.verdict, Verdict::Ask);
+        // Before it waited, the turn opened a.test and failed to open c.test; b.test was
+        // just approved.
+        let mut asked = ChatMessage::new(crate::provider::Role::Assistant, "");
+        asked.tool_calls = vec![a.clone(), c.clone()];
+        let turn = [
+            asked,
+            ChatMessage::tool_result("1", "url: http://a.test/x\ntitle: A\n\nhello"),
+            ChatMessage::tool_result("3", "error: the page did not load"),
+        ];
+        gate.resumed(&turn, Some(&b));
+        let again = |url: &str| open("9", url);
+        assert_eq!(gate.check(&again("http://a.test/y"), false).await.verdict, Verdict::Allow);
+        assert_eq!(gate.check(&again("http://b.test/z"), false).await.verdict, Verdict::Allow);
+        assert_eq!(gate.check(&again("http://c.test/"), false).await.verdict, Verdict::Ask);
     }
 
     #[tokio::test]

@@ -22,11 +22,10 @@ pub fn finish(result: Result<String, String>, refused: &[Refusal]) -> ToolResult
             Some((head, body)) => ToolResult::ok(format!("{head}\n{notes}\n{body}")),
             None => ToolResult::ok(format!("{notes}\n{text}")),
         },
-        Err(err) => ToolResult {
-            success: false,
-            output: notes,
-            error: Some(err),
-        },
+        Err(err) => ToolResult::failed(
+            notes,
+            err,
+        ),
     }
 }
 

@@ -29,10 +29,12 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+pub use session::posture;
 use session::PROFILE_DIR;
 
 use crate::agent::workspace::WorkspaceDir;
 use crate::agent::{Tool, ToolResult};
+use crate::provider::ImagePart;
 use crate::config::BrowserConfig;
 use crate::hosts::Allowed;
 use crate::sandbox::{Limits, Sandbox};
@@ -187,6 +189,10 @@ impl BrowserTool {
             return ToolResult::err("the browser did not start");
         };
         let result = self.run(session, &action).await;
+        let (result, image) = match result {
+            Ok((text, image)) => (Ok(text), image),
+            Err(err) => (Err(err), None),
+        };
         let crashed = session.crashed();
         let refused = session.refusals();
         let gone = session.gone();
@@ -197,7 +203,11 @@ impl BrowserTool {
         if gone || crashed || action == Action::Close {
             held.session = None;
         }
-        finish(result, &refused)
+        let finished = finish(result, &refused);
+        match image {
+            Some(image) => finished.with_image(image),
+            None => finished,
+        }
     }
 
     /// The error of an action whose browser (or page) died under it.
@@ -213,7 +223,12 @@ impl BrowserTool {
         ))
     }
 
-    async fn run(&self, session: &Session, action: &Action) -> Result<String, String> {
+    /// Do `action`: the page's text after it, or the screenshot's note and image.
+    async fn run(
+        &self,
+        session: &Session,
+        action: &Action,
+    ) -> Result<(String, Option<ImagePart>), String> {
         let within = self.within();
         match action {
             Action::Open(url) => {
@@ -247,9 +262,9 @@ impl BrowserTool {
                 session.settle(within).await?;
             }
             Action::Screenshot => return self.screenshot(session).await,
-            Action::Close => return Ok("the browser is closed".into()),
+            Action::Close => return Ok(("the browser is closed".into(), None)),
         }
-        self.read(session).await
+        Ok((self.read(session).await?, None))
     }
 
     /// The page as text with its references, cut to `max_text_bytes`.
@@ -273,21 +288,26 @@ impl BrowserTool {
         ))
     }
 
-    /// Save a screenshot under the workspace's `screenshots/`.
-    async fn screenshot(&self, session: &Session) -> Result<String, String> {
+    /// Save a screenshot under the workspace's `screenshots/`; the image goes with the
+    /// result, for a model that reads images (the loop drops it for one that does not).
+    async fn screenshot(&self, session: &Session) -> Result<(String, Option<ImagePart>), String> {
         let png = session.screenshot(self.within()).await?;
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
         let name = format!("screenshots/page-{stamp}.png");
         let (dir, rel, size) = (self.dir.clone(), name.clone(), png.len());
-        tokio::task::spawn_blocking(move || dir.write_file(&rel, &png))
+        let saved = tokio::task::spawn_blocking(move || {
+            dir.write_file(&rel, &png)?;
+            Ok::<_, String>(crate::attach::image_part(&png))
+        });
+        let image = saved
             .await
             .map_err(|e| format!("cannot save the screenshot: {e}"))?
             .map_err(|e| format!("cannot save the screenshot: {e}"))?;
-        Ok(format!(
-            "screenshot saved as {name} ({size} bytes); send_file can post it to the chat"
-        ))
+        let text =
+            format!("screenshot saved as {name} ({size} bytes); send_file can post it to the chat");
+        Ok((text, image.ok()))
     }
 
     /// An `open` goes only to http(s) on an allowed host: refused here, before the browser

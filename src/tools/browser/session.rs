@@ -84,6 +84,24 @@ pub fn limits(base: &Limits, config: &BrowserConfig) -> Limits {
     }
 }
 
+/// What a conversation's browser runs with, in one line (logged at start when the tool is
+/// enabled, and shown by `doctor`).
+pub fn posture(config: &BrowserConfig, base: &Limits) -> String {
+    let binary = match chromium(config) {
+        Some(path) => path.display().to_string(),
+        None => "no Chromium found (install chromium-headless-shell or set [tools.browser] chromium)".into(),
+    };
+    let limits = limits(base, config);
+    format!(
+        "browser: {binary}; inside the tool sandbox with Chromium's own sandbox off (it needs \
+         namespaces the tool sandbox forbids); network only through the gateway's checking \
+         proxy on one loopback port; memory {} MiB for its process tree, {} CPU s and {} \
+         processes; no /dev/shm (shared memory goes through files); profile in the \
+         workspace's {PROFILE_DIR}, closed after {} s idle",
+        limits.memory_mb, limits.cpu_secs, limits.processes, config.idle_secs
+    )
+}
+
 impl Session {
     /// Start Chromium for `workspace` under `sandbox`, behind a new proxy allowing
     /// `allowed`, and open its page.

@@ -3,6 +3,7 @@
 //! (`site.rs`), allowed with `private = true` for these tests only. Without Chromium the
 //! tests are skipped with a NOTICE, unless `SWITCHBOARD_REQUIRE_BROWSER=1` (CI).
 
+mod guarded;
 mod site;
 
 use serde_json::{Value, json};
@@ -12,7 +13,7 @@ use crate::sandbox::call;
 use site::{Page, Site};
 
 /// Whether Chromium is here; `false` (with a NOTICE) skips a test, unless it is required.
-fn chromium_present() -> bool {
+pub(super) fn chromium_present() -> bool {
     let present = std::path::Path::new("/usr/lib/chromium/chromium-headless-shell").exists();
     if !present {
         let required = std::env::var("SWITCHBOARD_REQUIRE_BROWSER").is_ok_and(|v| v == "1");
@@ -36,7 +37,7 @@ async fn gateway(entries: &str, extra: &str) -> TestApp {
 }
 
 /// The `allowed_hosts` entry for `site` on 127.0.0.1.
-fn private(site: &Site) -> String {
+pub(super) fn private(site: &Site) -> String {
     format!("{{ host = \"127.0.0.1:{}\", private = true }}", site.port)
 }
 
@@ -113,6 +114,42 @@ async fn the_browser_opens_reads_follows_a_link_and_submits_a_form() {
     assert!(back.contains("title: Form"), "{back}");
     let shot = act(&app, "b1", json!({"action": "screenshot"})).await;
     assert!(shot.contains("screenshots/page-"), "{shot}");
+    let sent = app.llm.requests().last().unwrap().to_string();
+    assert!(!sent.contains("image_url"), "no vision, no image: {sent}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_screenshot_reaches_a_model_that_reads_images() {
+    if !chromium_present() {
+        return;
+    }
+    let site = Site::start(home_site_route).await;
+    let config = format!(
+        "[tools]\nenabled = [\"browser\"]\n[tools.browser]\nallowed_hosts = [{}]\n\
+         timeout_secs = 20\n[policy]\nmode = \"autonomous\"\n",
+        private(&site)
+    );
+    let builder = TestApp::builder().config(&config);
+    let app = builder.edit(|c| c.provider.vision = true).start().await;
+    act(&app, "v1", json!({"action": "open", "url": site.url("/")})).await;
+    let shot = act(&app, "v1", json!({"action": "screenshot"})).await;
+    assert!(shot.contains("screenshots/page-"), "{shot}");
+    let requests = app.llm.requests();
+    let messages = requests.last().unwrap()["messages"].as_array().unwrap();
+    let tool = messages.iter().rposition(|m| m["role"] == "tool").unwrap();
+    let parts = messages[tool + 1]["content"].as_array().expect("images after the result");
+    let url = parts
+        .iter()
+        .find_map(|p| p["image_url"]["url"].as_str())
+        .expect("an image part");
+    let data = url.strip_prefix("data:image/png;base64,").expect("a PNG");
+    use base64::Engine;
+    let png = base64::engine::general_purpose::STANDARD.decode(data).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    assert!((width, height) > (0, 0) && u64::from(width) * u64::from(height) <= 1568 * 1568);
     app.shutdown().await;
 }
 

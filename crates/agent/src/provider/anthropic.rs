@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use super::ProviderConfig;
 use super::sse::{self, SseDecoder};
 use super::{
-    ChatMessage, ChatRequest, EventStream, HttpSettings, Provider, ProviderError, Role, StopReason,
-    StreamEvent, ToolCall, Usage, retry,
+    ChatMessage, ChatRequest, EventStream, HttpSettings, ImagePart, Provider, ProviderError, Role,
+    StopReason, StreamEvent, ToolCall, Usage, retry,
 };
 use switchboard_env::Secret;
 
@@ -130,14 +130,7 @@ fn blocks_json(messages: &[ChatMessage]) -> Vec<Value> {
         let (role, blocks) = match m.role {
             Role::System => continue,
             Role::User => ("user", user_blocks(m)),
-            Role::Tool => (
-                "user",
-                vec![json!({
-                    "type": "tool_result",
-                    "tool_use_id": m.tool_call_id.as_deref().unwrap_or_default(),
-                    "content": m.content,
-                })],
-            ),
+            Role::Tool => ("user", vec![tool_result_block(m)]),
             Role::Assistant => {
                 let mut blocks = Vec::new();
                 if !m.content.is_empty() {
@@ -170,12 +163,31 @@ fn blocks_json(messages: &[ChatMessage]) -> Vec<Value> {
 
 /// A user message's blocks: its images (base64 `image` blocks) first, then its text.
 fn user_blocks(m: &ChatMessage) -> Vec<Value> {
-    let images = m.images.iter().map(|i| {
-        json!({"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.data}})
-    });
-    images
+    m.images
+        .iter()
+        .map(image_block)
         .chain(std::iter::once(json!({"type": "text", "text": m.content})))
         .collect()
+}
+
+/// A tool message as a `tool_result` block: its text, and then its images when a tool
+/// returned some (a result's content may hold text and image blocks).
+fn tool_result_block(m: &ChatMessage) -> Value {
+    let content = match m.images.is_empty() {
+        true => json!(m.content),
+        false => std::iter::once(json!({"type": "text", "text": m.content}))
+            .chain(m.images.iter().map(image_block))
+            .collect(),
+    };
+    json!({
+        "type": "tool_result",
+        "tool_use_id": m.tool_call_id.as_deref().unwrap_or_default(),
+        "content": content,
+    })
+}
+
+fn image_block(i: &ImagePart) -> Value {
+    json!({"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.data}})
 }
 
 /// A `tool_use` block being assembled.
@@ -315,6 +327,30 @@ impl SseDecoder for Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_result_with_an_image_holds_its_text_then_the_image() {
+        let mut assistant = ChatMessage::new(Role::Assistant, "");
+        assistant.tool_calls = vec![ToolCall {
+            id: "t1".into(),
+            name: "browser".into(),
+            args: json!({"action": "screenshot"}),
+        }];
+        let mut shot = ChatMessage::tool_result("t1", "screenshot saved");
+        shot.images = vec![ImagePart {
+            mime: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        }];
+        let msgs = vec![ChatMessage::new(Role::User, "look"), assistant, shot];
+        let json = messages_json(&msgs);
+        let result = &json[2]["content"][0];
+        assert_eq!(result["type"], "tool_result");
+        assert_eq!(result["content"][0]["text"], "screenshot saved");
+        let image = &result["content"][1];
+        assert_eq!(image["type"], "image");
+        assert_eq!(image["source"]["media_type"], "image/png");
+        assert_eq!(image["source"]["data"], "iVBORw0KGgo=");
+    }
 
     #[test]
     fn tool_results_following_each_other_share_one_user_message() {

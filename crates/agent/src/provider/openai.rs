@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use super::ProviderConfig;
 use super::sse::{self, SseDecoder};
 use super::{
-    ChatMessage, ChatRequest, EventStream, HttpSettings, Provider, ProviderError, Role, StopReason,
-    StreamEvent, ToolCall, Usage, retry,
+    ChatMessage, ChatRequest, EventStream, HttpSettings, ImagePart, Provider, ProviderError, Role,
+    StopReason, StreamEvent, ToolCall, Usage, retry,
 };
 use switchboard_env::Secret;
 
@@ -35,7 +35,7 @@ impl OpenAiProvider {
     fn body(&self, request: &ChatRequest) -> Value {
         let mut body = json!({
             "model": self.settings.model,
-            "messages": request.messages.iter().map(message_json).collect::<Vec<_>>(),
+            "messages": messages_json(&request.messages),
             "stream": true,
             "stream_options": { "include_usage": true },
             "max_tokens": self.settings.max_tokens,
@@ -89,6 +89,42 @@ impl Provider for OpenAiProvider {
     }
 }
 
+/// The messages as Chat Completions JSON. A tool message's content can only be text, so the
+/// images tools returned follow the run of tool messages they came in, as one user message
+/// (the tool messages must directly follow the assistant message that called them).
+fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut images: Vec<&ChatMessage> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        out.push(message_json(m));
+        if m.role == Role::Tool && !m.images.is_empty() {
+            images.push(m);
+        }
+        let run_ends = messages.get(i + 1).is_none_or(|next| next.role != Role::Tool);
+        if run_ends && !images.is_empty() {
+            out.push(tool_images(&images));
+            images.clear();
+        }
+    }
+    out
+}
+
+/// One user message with the images of `results`, each after a line naming its call.
+fn tool_images(results: &[&ChatMessage]) -> Value {
+    let mut parts = Vec::new();
+    for m in results {
+        let id = m.tool_call_id.as_deref().unwrap_or_default();
+        let text = format!("The image returned by tool call {id}:");
+        parts.push(json!({"type": "text", "text": text}));
+        parts.extend(m.images.iter().map(image_url));
+    }
+    json!({"role": "user", "content": parts})
+}
+
+fn image_url(i: &ImagePart) -> Value {
+    json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{}", i.mime, i.data)}})
+}
+
 fn message_json(m: &ChatMessage) -> Value {
     match m.role {
         Role::Tool => json!({
@@ -112,10 +148,9 @@ fn message_json(m: &ChatMessage) -> Value {
 /// A user message with images: a text part, then one `image_url` part (a data URL) each.
 fn user_parts(m: &ChatMessage) -> Vec<Value> {
     let text = json!({"type": "text", "text": m.content});
-    let images = m.images.iter().map(|i| {
-        json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{}", i.mime, i.data)}})
-    });
-    std::iter::once(text).chain(images).collect()
+    std::iter::once(text)
+        .chain(m.images.iter().map(image_url))
+        .collect()
 }
 
 /// A tool call being assembled from fragments.
@@ -225,6 +260,43 @@ impl SseDecoder for Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "browser".into(),
+            args: json!({"action": "screenshot"}),
+        }
+    }
+
+    #[test]
+    fn tool_images_follow_the_run_of_tool_messages_as_one_user_message() {
+        let mut assistant = ChatMessage::new(Role::Assistant, "");
+        assistant.tool_calls = vec![call("t1"), call("t2")];
+        let mut shot = ChatMessage::tool_result("t1", "screenshot saved");
+        shot.images = vec![ImagePart {
+            mime: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        }];
+        let msgs = vec![
+            ChatMessage::new(Role::User, "look"),
+            assistant,
+            shot,
+            ChatMessage::tool_result("t2", "no image"),
+            ChatMessage::new(Role::Assistant, "done"),
+        ];
+        let json = messages_json(&msgs);
+        let roles: Vec<&str> = json.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["user", "assistant", "tool", "tool", "user", "assistant"]);
+        assert_eq!(json[2]["content"], "screenshot saved");
+        let parts = json[4]["content"].as_array().unwrap();
+        assert_eq!(parts.len(), 2);
+        assert!(parts[0]["text"].as_str().unwrap().contains("t1"));
+        assert_eq!(
+            parts[1]["image_url"]["url"],
+            "data:image/png;base64,iVBORw0KGgo="
+        );
+    }
 
     fn feed(decoder: &mut Decoder, data: &str) -> Vec<StreamEvent> {
         let mut out = Vec::new();
