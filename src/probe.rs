@@ -71,7 +71,7 @@ async fn probe_provider(config: &ProviderConfig) -> Result<String, String> {
     let provider = provider::from_config(&tiny).map_err(|e| format!("{e:#}"))?;
     let request = ChatRequest {
         messages: vec![ChatMessage::new(Role::User, "ping")],
-        tools: Vec::new(),
+        tools: Default::default(),
     };
     let mut stream = provider.stream(&request).await.map_err(|e| e.to_string())?;
     while let Some(event) = stream.next().await {

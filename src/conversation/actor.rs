@@ -188,7 +188,7 @@ async fn claim_and_run(
             // takes another step.
             biased;
             () = lapsed(held) => None,
-            ended = while_trusted(held, turn::process(deps, active, row, token)) => ended,
+            ended = while_trusted(held, Box::pin(turn::process(deps, active, row, token))) => ended,
         };
         let ended = ended.unwrap_or_else(|| {
             // Whatever the dropped turn was sending may or may not have arrived.

@@ -167,15 +167,17 @@ impl Draft {
     }
 
     /// Consume events until `Final` (or until the sender is dropped, which finishes with the
-    /// text so far), then deliver the final answer.
+    /// text so far), then deliver the final answer. The events come boxed: an unbounded
+    /// channel allocates room for 32 of them when it is made, and a live turn then holds 32
+    /// pointers instead of 32 events.
     pub async fn drive(
         mut self,
-        mut events: mpsc::UnboundedReceiver<AgentEvent>,
+        mut events: mpsc::UnboundedReceiver<Box<AgentEvent>>,
     ) -> Result<DraftOutcome, ChannelError> {
         loop {
             let deadline = self.flush_deadline();
             tokio::select! {
-                event = events.recv() => match event {
+                event = events.recv() => match event.map(|e| *e) {
                     Some(AgentEvent::Final(answer)) => return self.finish(&answer).await,
                     Some(event) => {
                         self.apply(event);

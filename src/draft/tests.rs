@@ -26,7 +26,16 @@ fn start(fake: &Arc<FakeChannel>) -> (mpsc::UnboundedSender<AgentEvent>, JoinHan
         first_send_hold: HOLD,
     };
     let draft = Draft::new(channel, key(), settings, Vec::new(), None);
-    let (tx, rx) = mpsc::unbounded_channel();
+    // The turn boxes its events; these tests send them plain, in order.
+    let (tx, mut plain) = mpsc::unbounded_channel::<AgentEvent>();
+    let (boxed, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(event) = plain.recv().await {
+            if boxed.send(Box::new(event)).is_err() {
+                break;
+            }
+        }
+    });
     let task = tokio::spawn(async move { draft.drive(rx).await.expect("delivered") });
     (tx, task)
 }

@@ -151,7 +151,7 @@ async fn summarise(provider: &dyn Provider, source: &str) -> anyhow::Result<Stri
             ChatMessage::new(Role::System, PROMPT),
             ChatMessage::new(Role::User, source),
         ],
-        tools: Vec::new(),
+        tools: Default::default(),
     };
     let mut stream = provider.stream(&request).await?;
     let mut text = String::new();

@@ -2,7 +2,7 @@
 //! each bound to the scope of the conversation (or user) that calls it. They touch only the
 //! assistant's own memory, so the policy treats them like reads.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -87,17 +87,25 @@ impl Tool for MemoryTool {
     }
 
     fn parameters_schema(&self) -> Value {
-        match self.op {
-            Op::Store => {
-                json!({"type": "object", "properties": {"key": {"type": "string", "minLength": 1, "maxLength": 100}, "content": {"type": "string", "minLength": 1, "maxLength": 4000}}, "required": ["key", "content"], "additionalProperties": false})
-            }
-            Op::Recall => {
-                json!({"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 20}}, "required": ["query"], "additionalProperties": false})
-            }
-            Op::Forget => {
-                json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"], "additionalProperties": false})
-            }
-        }
+        Value::clone(&self.shared_schema())
+    }
+
+    /// One value per tool for the process: every turn's request shares it.
+    fn shared_schema(&self) -> Arc<Value> {
+        static SCHEMAS: LazyLock<[Arc<Value>; 3]> = LazyLock::new(|| {
+            [
+                json!({"type": "object", "properties": {"key": {"type": "string", "minLength": 1, "maxLength": 100}, "content": {"type": "string", "minLength": 1, "maxLength": 4000}}, "required": ["key", "content"], "additionalProperties": false}),
+                json!({"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 20}}, "required": ["query"], "additionalProperties": false}),
+                json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"], "additionalProperties": false}),
+            ]
+            .map(Arc::new)
+        });
+        let index = match self.op {
+            Op::Store => 0,
+            Op::Recall => 1,
+            Op::Forget => 2,
+        };
+        Arc::clone(&SCHEMAS[index])
     }
 
     fn read_only(&self) -> bool {

@@ -7,7 +7,7 @@
 //! gateway state. What a task does when it fires passes the policy gate then, with the
 //! person there to approve it.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -109,7 +109,12 @@ impl Tool for ScheduleTool {
     }
 
     fn parameters_schema(&self) -> Value {
-        json!({
+        Value::clone(&self.shared_schema())
+    }
+
+    /// One value for the process: every turn's request shares it.
+    fn shared_schema(&self) -> Arc<Value> {
+        static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| Arc::new(json!({
             "type": "object",
             "properties": {
                 "action": {"type": "string", "enum": ["create", "list", "cancel"]},
@@ -121,7 +126,8 @@ impl Tool for ScheduleTool {
             },
             "required": ["action"],
             "additionalProperties": false
-        })
+        })));
+        Arc::clone(&SCHEMA)
     }
 
     fn read_only(&self) -> bool {

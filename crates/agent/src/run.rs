@@ -232,16 +232,16 @@ impl AgentLoop {
         cancel: &CancellationToken,
         mut on_event: impl FnMut(AgentEvent),
     ) -> Result<AgentRun, AgentError> {
-        let tools = if self.prompt_guided {
-            Vec::new()
+        let tools: std::sync::Arc<[ToolSpec]> = if self.prompt_guided {
+            std::sync::Arc::default()
         } else {
-            self.specs()
+            self.specs().into()
         };
         while state.run.iterations < self.max_iterations {
             state.run.iterations += 1;
             let request = ChatRequest {
                 messages: state.messages.clone(),
-                tools: tools.clone(),
+                tools: std::sync::Arc::clone(&tools),
             };
             let response = match self.call(provider, &request, cancel, &mut on_event).await {
                 Ok(r) => r,

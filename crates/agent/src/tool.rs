@@ -1,6 +1,8 @@
 //! The seams the agent loop calls out through: tools the model may run, and context
 //! providers that add a system message before each turn (memory recall uses one).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -88,12 +90,20 @@ pub trait Tool: Send + Sync {
     /// Run it. Failures are returned as `ToolResult::err`, never panics.
     async fn execute(&self, args: Value) -> ToolResult;
 
+    /// The schema as one shared value, for the spec sent with every request. A tool whose
+    /// schema never changes returns a clone of one `Arc` kept for the process, so a thousand
+    /// waiting turns do not hold a thousand copies (default: built from
+    /// [`Tool::parameters_schema`]).
+    fn shared_schema(&self) -> Arc<Value> {
+        Arc::new(self.parameters_schema())
+    }
+
     /// The spec sent to the provider.
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().to_owned(),
             description: self.description().to_owned(),
-            parameters: self.parameters_schema(),
+            parameters: self.shared_schema(),
         }
     }
 }

@@ -97,7 +97,7 @@ impl Turn<'_> {
         agent: &AgentLoop,
         start: Start,
         cancel: &CancellationToken,
-        tx: mpsc::UnboundedSender<AgentEvent>,
+        tx: mpsc::UnboundedSender<Box<AgentEvent>>,
         (started, requester): (Instant, &str),
     ) -> (Result<AgentRun, AgentError>, Option<Meter>) {
         let deps = self.deps;
@@ -122,7 +122,7 @@ impl Turn<'_> {
             if let Some(meter) = meter.as_mut() {
                 self.spend(inner, meter, &stop, &mut reached);
             }
-            let _ = tx.send(event);
+            let _ = tx.send(Box::new(event));
         };
         let provider = self.active.provider();
         let provider = provider.as_ref();
@@ -136,11 +136,11 @@ impl Turn<'_> {
         };
         let result = stopped_by_budget(result, reached);
         if let Err(err) = &result {
-            let _ = tx.send(AgentEvent::ClearProgress);
+            let _ = tx.send(Box::new(AgentEvent::ClearProgress));
             if err.paused().is_some() {
-                let _ = tx.send(AgentEvent::OfferContinue);
+                let _ = tx.send(Box::new(AgentEvent::OfferContinue));
             }
-            let _ = tx.send(AgentEvent::Final(ending(err, self.trace)));
+            let _ = tx.send(Box::new(AgentEvent::Final(ending(err, self.trace))));
         }
         (result, meter)
     }

@@ -13,7 +13,7 @@ fn request() -> ChatRequest {
     });
     ChatRequest {
         messages: vec![ChatMessage::new(Role::System, "be brief"), user],
-        tools: Vec::new(),
+        tools: Default::default(),
     }
 }
 

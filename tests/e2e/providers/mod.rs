@@ -41,8 +41,9 @@ fn request() -> ChatRequest {
         tools: vec![ToolSpec {
             name: "lookup".into(),
             description: "look up".into(),
-            parameters: json!({"type": "object"}),
-        }],
+            parameters: json!({"type": "object"}).into(),
+        }]
+        .into(),
     }
 }
 

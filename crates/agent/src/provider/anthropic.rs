@@ -58,7 +58,7 @@ impl AnthropicProvider {
             body["tools"] = request
                 .tools
                 .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": &*t.parameters}))
                 .collect();
         }
         body

@@ -12,6 +12,7 @@ mod openai;
 mod retry;
 mod sse;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -132,14 +133,15 @@ impl ChatMessage {
 }
 
 /// A tool as the model sees it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ToolSpec {
     /// Name the model calls it by.
     pub name: String,
     /// What it does and when to use it.
     pub description: String,
-    /// JSON Schema of its arguments object.
-    pub parameters: serde_json::Value,
+    /// JSON Schema of its arguments object, shared: a schema that never changes is one value
+    /// for every conversation ([`crate::Tool::shared_schema`]).
+    pub parameters: Arc<serde_json::Value>,
 }
 
 /// One chat request.
@@ -147,8 +149,9 @@ pub struct ToolSpec {
 pub struct ChatRequest {
     /// The conversation so far, system messages first.
     pub messages: Vec<ChatMessage>,
-    /// Tools the model may call (sent natively when the provider supports it).
-    pub tools: Vec<ToolSpec>,
+    /// Tools the model may call (sent natively when the provider supports it); built once
+    /// per turn and shared by its requests (a turn waiting for its call holds one copy).
+    pub tools: Arc<[ToolSpec]>,
 }
 
 /// Why the model stopped.

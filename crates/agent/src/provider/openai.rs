@@ -49,7 +49,7 @@ impl OpenAiProvider {
                 .iter()
                 .map(|t| {
                     json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.parameters,
+                        "name": t.name, "description": t.description, "parameters": &*t.parameters,
                     }})
                 })
                 .collect();
