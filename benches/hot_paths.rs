@@ -77,9 +77,11 @@ fn draft_render(c: &mut Criterion) {
                 async move {
                     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
                     for _ in 0..500 {
-                        tx.send(AgentEvent::TextChunk("abc ".into())).unwrap();
+                        tx.send(Box::new(AgentEvent::TextChunk("abc ".into())))
+                            .unwrap();
                     }
-                    tx.send(AgentEvent::Final("abc ".repeat(500))).unwrap();
+                    tx.send(Box::new(AgentEvent::Final("abc ".repeat(500))))
+                        .unwrap();
                     Draft::new(channel, key, settings, Vec::new(), None)
                         .drive(rx)
                         .await

@@ -36,7 +36,12 @@ pub fn all(config: &Config, path: &Path, raw: &str) -> Vec<Finding> {
 /// anywhere, and be steered anywhere.
 fn browser(config: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
-    if config.tools.enabled.iter().any(|t| t == crate::tools::BROWSER_TOOL) {
+    if config
+        .tools
+        .enabled
+        .iter()
+        .any(|t| t == crate::tools::BROWSER_TOOL)
+    {
         let posture = crate::tools::browser_posture(&config.tools.browser, &config.sandbox.limits);
         out.push(Finding::new(Severity::Note, posture, "nothing to do"));
     }

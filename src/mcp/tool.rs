@@ -87,10 +87,7 @@ impl Tool for McpTool {
                 let (text, is_error) = render(&result);
                 self.count(if is_error { "tool_error" } else { "ok" });
                 if is_error {
-                    ToolResult::failed(
-                        text,
-                        format!("MCP server `{server}` reported an error"),
-                    )
+                    ToolResult::failed(text, format!("MCP server `{server}` reported an error"))
                 } else {
                     ToolResult::ok(text)
                 }

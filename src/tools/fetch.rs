@@ -142,10 +142,7 @@ impl Tool for HttpFetchTool {
         if status.is_success() {
             ToolResult::ok(text)
         } else {
-            ToolResult::failed(
-                text,
-                format!("HTTP {status}"),
-            )
+            ToolResult::failed(text, format!("HTTP {status}"))
         }
     }
 }

@@ -114,19 +114,21 @@ impl Tool for ScheduleTool {
 
     /// One value for the process: every turn's request shares it.
     fn shared_schema(&self) -> Arc<Value> {
-        static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| Arc::new(json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ["create", "list", "cancel"]},
-                "prompt": {"type": "string", "description": "create: what to do when it fires"},
-                "at": {"type": "string", "description": "create, one-shot: RFC 3339 time with offset"},
-                "cron": {"type": "string", "description": "create, recurring: 5-field cron pattern"},
-                "zone": {"type": "string", "description": "create: IANA zone of `cron`"},
-                "id": {"type": "integer", "description": "cancel: the task number"}
-            },
-            "required": ["action"],
-            "additionalProperties": false
-        })));
+        static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
+            Arc::new(json!({
+                "type": "object",
+                "properties": {
+                    "action": {"type": "string", "enum": ["create", "list", "cancel"]},
+                    "prompt": {"type": "string", "description": "create: what to do when it fires"},
+                    "at": {"type": "string", "description": "create, one-shot: RFC 3339 time with offset"},
+                    "cron": {"type": "string", "description": "create, recurring: 5-field cron pattern"},
+                    "zone": {"type": "string", "description": "create: IANA zone of `cron`"},
+                    "id": {"type": "integer", "description": "cancel: the task number"}
+                },
+                "required": ["action"],
+                "additionalProperties": false
+            }))
+        });
         Arc::clone(&SCHEMA)
     }
 

@@ -237,10 +237,7 @@ impl Children {
         }
         let text = text.trim_end().to_owned();
         if succeeded == 0 {
-            ToolResult::failed(
-                text,
-                "every sub-task failed",
-            )
+            ToolResult::failed(text, "every sub-task failed")
         } else {
             ToolResult::ok(text)
         }

@@ -388,7 +388,11 @@ fn record(state: &mut LoopState, call: &ToolCall, result: ToolResult, vision: bo
     state.run.messages.push(message.clone());
     let with_images = vision && !result.images.is_empty();
     state.messages.push(ChatMessage {
-        images: if with_images { result.images } else { Vec::new() },
+        images: if with_images {
+            result.images
+        } else {
+            Vec::new()
+        },
         ..message
     });
     if with_images {

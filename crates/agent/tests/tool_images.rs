@@ -60,7 +60,10 @@ async fn turn(vision: bool, pictures: i64) -> Vec<Value> {
         ChatMessage::new(Role::System, "sys"),
         ChatMessage::new(Role::User, "take pictures"),
     ];
-    let run = agent.run(provider.as_ref(), messages, |_| {}).await.unwrap();
+    let run = agent
+        .run(provider.as_ref(), messages, |_| {})
+        .await
+        .unwrap();
     assert_eq!(run.answer, "Nice pictures.");
     assert!(
         run.messages.iter().all(|m| m.images.is_empty()),
@@ -90,7 +93,11 @@ async fn a_tool_image_reaches_a_model_with_vision_after_the_tool_message() {
     let messages = requests[1]["messages"].as_array().unwrap();
     let tool = messages.iter().position(|m| m["role"] == "tool").unwrap();
     assert_eq!(messages[tool]["content"], "picture 1 saved");
-    assert_eq!(messages[tool + 1]["role"], "user", "the images follow the results");
+    assert_eq!(
+        messages[tool + 1]["role"],
+        "user",
+        "the images follow the results"
+    );
 }
 
 #[tokio::test]

@@ -159,9 +159,18 @@ mod tests {
         ];
         gate.resumed(&turn, Some(&b));
         let again = |url: &str| open("9", url);
-        assert_eq!(gate.check(&again("http://a.test/y"), false).await.verdict, Verdict::Allow);
-        assert_eq!(gate.check(&again("http://b.test/z"), false).await.verdict, Verdict::Allow);
-        assert_eq!(gate.check(&again("http://c.test/"), false).await.verdict, Verdict::Ask);
+        assert_eq!(
+            gate.check(&again("http://a.test/y"), false).await.verdict,
+            Verdict::Allow
+        );
+        assert_eq!(
+            gate.check(&again("http://b.test/z"), false).await.verdict,
+            Verdict::Allow
+        );
+        assert_eq!(
+            gate.check(&again("http://c.test/"), false).await.verdict,
+            Verdict::Ask
+        );
     }
 
     #[tokio::test]

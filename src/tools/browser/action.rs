@@ -22,10 +22,7 @@ pub fn finish(result: Result<String, String>, refused: &[Refusal]) -> ToolResult
             Some((head, body)) => ToolResult::ok(format!("{head}\n{notes}\n{body}")),
             None => ToolResult::ok(format!("{notes}\n{text}")),
         },
-        Err(err) => ToolResult::failed(
-            notes,
-            err,
-        ),
+        Err(err) => ToolResult::failed(notes, err),
     }
 }
 

@@ -29,14 +29,14 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-pub use session::posture;
 use session::PROFILE_DIR;
+pub use session::posture;
 
 use crate::agent::workspace::WorkspaceDir;
 use crate::agent::{Tool, ToolResult};
-use crate::provider::ImagePart;
 use crate::config::BrowserConfig;
 use crate::hosts::Allowed;
+use crate::provider::ImagePart;
 use crate::sandbox::{Limits, Sandbox};
 use crate::scrub::Scrubber;
 use action::{Action, finish};

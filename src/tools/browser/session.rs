@@ -89,7 +89,10 @@ pub fn limits(base: &Limits, config: &BrowserConfig) -> Limits {
 pub fn posture(config: &BrowserConfig, base: &Limits) -> String {
     let binary = match chromium(config) {
         Some(path) => path.display().to_string(),
-        None => "no Chromium found (install chromium-headless-shell or set [tools.browser] chromium)".into(),
+        None => {
+            "no Chromium found (install chromium-headless-shell or set [tools.browser] chromium)"
+                .into()
+        }
     };
     let limits = limits(base, config);
     format!(

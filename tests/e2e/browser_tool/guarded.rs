@@ -39,7 +39,10 @@ async fn opening_a_host_asks_once_per_turn_even_across_the_approval() {
         ))
         .push(Reply::text("Browsed both."));
     let chat = key("g1");
-    app.channel.say(&chat, "alice", "look around").await.unwrap();
+    app.channel
+        .say(&chat, "alice", "look around")
+        .await
+        .unwrap();
     let (once, _, _) = prompt(&app.channel, &chat).await;
     assert!(site.hits().is_empty(), "fetched before the approval");
     app.channel.press(&chat, "alice", &once).await.unwrap();
@@ -48,7 +51,10 @@ async fn opening_a_host_asks_once_per_turn_even_across_the_approval() {
     })
     .await;
     let prompts = app.channel.transcript(&chat);
-    let asked = prompts.iter().filter(|m| m.contains("Approval needed")).count();
+    let asked = prompts
+        .iter()
+        .filter(|m| m.contains("Waiting for approval to run `browser`"))
+        .count();
     assert_eq!(asked, 1, "one prompt for the host: {prompts:#?}");
     let pages: Vec<String> = (site.hits().into_iter())
         .filter(|p| !p.starts_with("/favicon"))
@@ -59,8 +65,10 @@ async fn opening_a_host_asks_once_per_turn_even_across_the_approval() {
     let browser: Vec<_> = audit.iter().filter(|a| a.tool == "browser").collect();
     assert_eq!(browser.len(), 2, "{audit:#?}");
     assert!(
-        browser.iter().any(|a| a.decided_by.as_deref() == Some("alice")
-            && a.output.starts_with(&format!("url: {}", site.url("/")))),
+        browser
+            .iter()
+            .any(|a| a.decided_by.as_deref() == Some("alice")
+                && a.output.starts_with(&format!("url: {}", site.url("/")))),
         "the approved open and its URL are in the audit: {browser:#?}"
     );
     app.shutdown().await;

@@ -138,14 +138,18 @@ async fn a_screenshot_reaches_a_model_that_reads_images() {
     let requests = app.llm.requests();
     let messages = requests.last().unwrap()["messages"].as_array().unwrap();
     let tool = messages.iter().rposition(|m| m["role"] == "tool").unwrap();
-    let parts = messages[tool + 1]["content"].as_array().expect("images after the result");
+    let parts = messages[tool + 1]["content"]
+        .as_array()
+        .expect("images after the result");
     let url = parts
         .iter()
         .find_map(|p| p["image_url"]["url"].as_str())
         .expect("an image part");
     let data = url.strip_prefix("data:image/png;base64,").expect("a PNG");
     use base64::Engine;
-    let png = base64::engine::general_purpose::STANDARD.decode(data).unwrap();
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
     let height = u32::from_be_bytes(png[20..24].try_into().unwrap());

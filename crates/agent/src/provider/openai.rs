@@ -100,7 +100,9 @@ fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
         if m.role == Role::Tool && !m.images.is_empty() {
             images.push(m);
         }
-        let run_ends = messages.get(i + 1).is_none_or(|next| next.role != Role::Tool);
+        let run_ends = messages
+            .get(i + 1)
+            .is_none_or(|next| next.role != Role::Tool);
         if run_ends && !images.is_empty() {
             out.push(tool_images(&images));
             images.clear();
@@ -287,7 +289,10 @@ mod tests {
         ];
         let json = messages_json(&msgs);
         let roles: Vec<&str> = json.iter().map(|m| m["role"].as_str().unwrap()).collect();
-        assert_eq!(roles, ["user", "assistant", "tool", "tool", "user", "assistant"]);
+        assert_eq!(
+            roles,
+            ["user", "assistant", "tool", "tool", "user", "assistant"]
+        );
         assert_eq!(json[2]["content"], "screenshot saved");
         let parts = json[4]["content"].as_array().unwrap();
         assert_eq!(parts.len(), 2);
