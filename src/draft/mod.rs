@@ -178,7 +178,8 @@ impl Draft {
             let deadline = self.flush_deadline();
             tokio::select! {
                 event = events.recv() => match event.map(|e| *e) {
-                    Some(AgentEvent::Final(answer)) => return self.finish(&answer).await,
+                    // Boxed: the end's space is needed once, the wait's for the whole turn.
+                    Some(AgentEvent::Final(answer)) => return Box::pin(self.finish(&answer)).await,
                     Some(event) => {
                         self.apply(event);
                         self.flush_if_due().await;
@@ -186,7 +187,7 @@ impl Draft {
                     None => {
                         // A copy: the pieces already sent are a prefix of it.
                         let answer = self.answer.clone();
-                        return self.finish(&answer).await;
+                        return Box::pin(self.finish(&answer)).await;
                     }
                 },
                 () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {

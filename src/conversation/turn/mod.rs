@@ -361,7 +361,7 @@ impl Turn<'_> {
         let (user, heading) = if inbound.attachments.is_empty() {
             (ChatMessage::new(Role::User, inbound.text.clone()), None)
         } else {
-            self.attachments(inbound).await
+            Box::pin(self.attachments(inbound)).await
         };
         let messages = deps
             .agents

@@ -75,18 +75,23 @@ impl Turn<'_> {
             }
         };
         let spoken_to = heading.is_some();
+        // Pinned here and joined by reference: moved into the joining block instead, the
+        // agent's side would be stored twice in this future (once captured, once joined),
+        // and every live turn holds this future.
+        let agent_side = std::pin::pin!(agent_side);
+        let drafting = std::pin::pin!(draft.drive(rx));
         let ((result, mut meter), drafted) = tokio::select! {
-            both = async { tokio::join!(agent_side, draft.drive(rx)) } => both,
+            both = async { tokio::join!(agent_side, drafting) } => both,
             () = typing => unreachable!("the typing loop never ends"),
         };
         log_delivery(&drafted);
         self.count(&result, &drafted, started);
         if let Ok(run) = &result {
             // After the text is out: a voice note adds to the answer, never holds it back.
-            self.speak(&run.answer, spoken_to, meter.as_mut()).await;
+            Box::pin(self.speak(&run.answer, spoken_to, meter.as_mut())).await;
         }
-        self.store_outcome(user, requester, result, meter.as_ref())
-            .await
+        // Boxed: only the turn's end needs its space.
+        Box::pin(self.store_outcome(user, requester, result, meter.as_ref())).await
     }
 
     /// The agent's side of the turn: run or resume, watching every event on its way to the
