@@ -53,7 +53,8 @@ pub struct Call {
 struct Inner {
     calls: Vec<Call>,
     failures: VecDeque<ChannelError>,
-    sink: Option<Arc<dyn EventSink>>,
+    /// The gateway's sink, and the runtime the gateway started this channel on.
+    sink: Option<(Arc<dyn EventSink>, tokio::runtime::Handle)>,
     last_write: Option<Instant>,
 }
 
@@ -216,15 +217,26 @@ impl FakeChannel {
     }
 
     /// Deliver any event. Panics if the gateway has not started the channel.
+    ///
+    /// Delivered on the gateway's own runtime, as a platform's request would be: what the
+    /// delivery starts (the conversation's actor) then lives and dies with that gateway, so
+    /// a test that kills a gateway's runtime (`kill -9`, in process) kills its turns too,
+    /// instead of leaving them running on the test's runtime beside the restarted one.
     pub async fn inject(&self, event: ChannelEvent) -> Result<Delivery, SinkError> {
-        let sink = self
+        let (sink, gateway) = self
             .inner
             .lock()
             .unwrap()
             .sink
             .clone()
             .expect("channel not started by the gateway");
-        sink.deliver(event).await
+        match gateway
+            .spawn(async move { sink.deliver(event).await })
+            .await
+        {
+            Ok(delivered) => delivered,
+            Err(gone) => Err(SinkError(format!("the gateway is gone: {gone}"))),
+        }
     }
 
     /// Wait (up to `within`) until `done` holds for the recorded calls, and return them;
@@ -313,7 +325,8 @@ impl Channel for FakeChannel {
         sink: Arc<dyn EventSink>,
         shutdown: CancellationToken,
     ) -> Result<(), ChannelError> {
-        self.inner.lock().unwrap().sink = Some(sink);
+        let runtime = tokio::runtime::Handle::current();
+        self.inner.lock().unwrap().sink = Some((sink, runtime));
         shutdown.cancelled().await;
         Ok(())
     }
