@@ -96,6 +96,7 @@ pub mod skills;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
+pub mod vision;
 pub mod voice;
 #[cfg(feature = "web")]
 pub mod web_token;

@@ -19,7 +19,6 @@
 mod name;
 mod pdf;
 mod transcribe;
-mod vision;
 
 use switchboard_channel::{Attachment, AttachmentKind, FileError, Inbound};
 
@@ -28,8 +27,8 @@ pub use switchboard_channel::human_size;
 use crate::config::TranscriptionConfig;
 use crate::tools::WorkspaceDir;
 
+pub use crate::vision::{MAX_IMAGES, MAX_PIXELS, image_part};
 pub use name::{inbox_path, sanitize_name};
-pub use vision::{MAX_IMAGES, MAX_PIXELS, image_part};
 
 /// What a message's attachments became.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

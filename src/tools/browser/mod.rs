@@ -299,7 +299,7 @@ impl BrowserTool {
         let (dir, rel, size) = (self.dir.clone(), name.clone(), png.len());
         let saved = tokio::task::spawn_blocking(move || {
             dir.write_file(&rel, &png)?;
-            Ok::<_, String>(crate::attach::image_part(&png))
+            Ok::<_, String>(crate::vision::image_part(&png))
         });
         let image = saved
             .await

@@ -1,7 +1,8 @@
-//! Images for a vision-capable model (`[provider] vision = true`): at most [`MAX_IMAGES`]
-//! per message, each within [`MAX_PIXELS`] (downscaled with the `image` crate, which is
-//! built with only the JPEG, PNG and WebP codecs), sent as base64 image parts. The parts
-//! live only in the turn's request: stored history keeps the text line that names the file.
+//! Images for a vision-capable model (`[provider] vision = true`), the pictures people send
+//! (`attach`) and the screenshots tools take (`tools`): at most [`MAX_IMAGES`] per message,
+//! each within [`MAX_PIXELS`] (downscaled with the `image` crate, which is built with only
+//! the JPEG, PNG and WebP codecs), sent as base64 image parts. The parts live only in the
+//! turn's request: stored history keeps the text line that names the file.
 
 use std::io::Cursor;
 
