@@ -23,7 +23,7 @@ async fn opening_a_host_asks_once_per_turn_even_across_the_approval() {
     .await;
     let config = format!(
         "[tools]\nenabled = [\"browser\"]\n\
-         [tools.browser]\nallowed_hosts = [{}]\ntimeout_secs = 20\n\
+         [tools.browser]\nallowed_hosts = [{}]\ntimeout_secs = 12\n\
          [policy]\nmode = \"guarded\"\napproval_timeout_secs = 300\n",
         private(&site)
     );

@@ -26,11 +26,13 @@ pub(super) fn chromium_present() -> bool {
     present
 }
 
-/// A gateway whose browser may reach `entries` (TOML array items), in autonomous mode.
+/// A gateway whose browser may reach `entries` (TOML array items), in autonomous mode. An
+/// action's `timeout_secs` stays under the tests' 15 s wait for an answer, so a slow action
+/// ends in its own error rather than in the test's timeout.
 async fn gateway(entries: &str, extra: &str) -> TestApp {
     TestApp::spawn_with(&format!(
         "[tools]\nenabled = [\"browser\", \"file_read\"]\n\
-         [tools.browser]\nallowed_hosts = [{entries}]\ntimeout_secs = 20\n{extra}\n\
+         [tools.browser]\nallowed_hosts = [{entries}]\ntimeout_secs = 12\n{extra}\n\
          [policy]\nmode = \"autonomous\"\n"
     ))
     .await
@@ -127,7 +129,7 @@ async fn a_screenshot_reaches_a_model_that_reads_images() {
     let site = Site::start(home_site_route).await;
     let config = format!(
         "[tools]\nenabled = [\"browser\"]\n[tools.browser]\nallowed_hosts = [{}]\n\
-         timeout_secs = 20\n[policy]\nmode = \"autonomous\"\n",
+         timeout_secs = 12\n[policy]\nmode = \"autonomous\"\n",
         private(&site)
     );
     let builder = TestApp::builder().config(&config);
@@ -305,7 +307,8 @@ async fn a_browser_killed_by_its_memory_cap_ends_the_action_with_an_error() {
     let app = gateway(&private(&site), "memory_mb = 300").await;
     let started = std::time::Instant::now();
     let mut seen = vec![act(&app, "m1", json!({"action": "open", "url": site.url("/")})).await];
-    while !seen.last().unwrap().starts_with("error:") && seen.len() < 10 {
+    // On a loaded machine the page may still be filling its cap when an action times out.
+    while !seen.last().unwrap().contains("memory cap") && seen.len() < 10 {
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         seen.push(act(&app, "m1", json!({"action": "read"})).await);
     }
