@@ -269,7 +269,7 @@ impl BrowserTool {
 
     /// The page as text with its references, cut to `max_text_bytes`.
     async fn read(&self, session: &Session) -> Result<String, String> {
-        let page = session.eval(page::READ, self.within()).await?;
+        let page = session.read_eval(page::READ, self.within()).await?;
         let mut text = page["text"].as_str().unwrap_or_default().to_owned();
         let max = self.browsers.config.max_text_bytes;
         if text.len() > max {

@@ -234,6 +234,21 @@ impl Session {
             .await
     }
 
+    /// [`Session::eval`] of a script that only reads the page, asked again while a navigation
+    /// replaces the document under it (a slow `back` or click on a loaded machine), until
+    /// `within` runs out.
+    pub async fn read_eval(&self, expression: &str, within: Duration) -> Result<Value, String> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match self.eval(expression, within).await {
+                Err(err) if navigating(&err) && tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Evaluate `expression` in the page and return its JSON value; an `{error}` object it
     /// returns becomes the error.
     pub async fn eval(&self, expression: &str, within: Duration) -> Result<Value, String> {
@@ -271,7 +286,7 @@ impl Session {
         // A click's navigation starts a moment after the click.
         tokio::time::sleep(Duration::from_millis(150)).await;
         while tokio::time::Instant::now() < deadline {
-            let state = self.eval("document.readyState", within).await?;
+            let state = self.read_eval("document.readyState", within).await?;
             if state == "complete" {
                 return Ok(());
             }
@@ -347,4 +362,15 @@ async fn keep_tail(pipe: impl tokio::io::AsyncRead + Unpin, tail: Arc<Mutex<VecD
         }
         tail.push_back(line.chars().take(300).collect());
     }
+}
+
+/// Whether a DevTools error says the page's document was replaced while a script ran.
+fn navigating(error: &str) -> bool {
+    [
+        "navigated or closed",
+        "context was destroyed",
+        "Cannot find context",
+    ]
+    .iter()
+    .any(|said| error.contains(said))
 }
